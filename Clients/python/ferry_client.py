@@ -1,0 +1,654 @@
+"""Ferry client: talks to a local ``ferryd`` over its Unix socket (protocol version 1).
+
+Python 3.9+, standard library only. The wire protocol is described in ``Protocol/PROTOCOL.md``.
+
+Usage::
+
+    from ferry_client import Client, FerryError
+
+    with Client(name="my-tool") as ferry:          # connects to default_socket_path() and says hello
+        print(ferry.version, ferry.limits["max_frame_bytes"])
+        result, body = ferry.call("ping", body=b"\\x00\\xff")   # -> ({"pong": True}, b"\\x00\\xff")
+
+        for item in ferry.stream("ping", {"events": 3}):       # events, then the final reply
+            print(item)   # ("event", "tick", {"n": 0}, b"") ... ("final", {"pong": True}, b"")
+
+        rid = ferry.send("ping", {"delay_ms": 5000})           # several requests may be in flight
+        ferry.cancel(rid)                                      # -> {"cancelled": True}
+        try:
+            ferry.wait(rid)
+        except FerryError as e:
+            assert e.code == "cancelled"
+
+One ``Client`` may be shared by many threads: a reader thread matches replies to requests by id.
+
+Framing alone (no socket)::
+
+    frame = encode_frame({"id": 2, "op": "ping"})
+    decoder = FrameDecoder()
+    decoder.feed(frame[:5]) + decoder.feed(frame[5:])    # -> [({"id": 2, "op": "ping"}, b"")]
+"""
+
+import itertools
+import json
+import os
+import queue
+import socket
+import struct
+import threading
+import time
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+__all__ = [
+    "Client", "FerryError", "FerryProtocolError", "FrameDecoder", "check_request", "default_socket_path",
+    "encode_frame", "PROTOCOL_VERSION", "ERROR_CODES",
+]
+
+PROTOCOL_VERSION = 1
+
+HEADER = struct.Struct(">II")
+HEADER_SIZE = HEADER.size
+
+DEFAULT_HANDSHAKE_FRAME_BYTES = 65536
+DEFAULT_MAX_FRAME_BYTES = 4194304
+DEFAULT_MAX_JSON_BYTES = 1048576
+DEFAULT_MAX_NESTING = 32
+
+MAX_ID = 2 ** 53 - 1
+MAX_TIMEOUT_MS = 2 ** 31 - 1
+
+# Extra time the local timer waits beyond a request's timeout_ms, in case the server is gone (section 7).
+LOCAL_DEADLINE_GRACE_S = 2.0
+
+ERROR_CODES = frozenset({
+    "invalid_argument", "failed_precondition", "not_found", "already_exists", "deadline_exceeded", "cancelled",
+    "unavailable", "resource_exhausted", "permission_denied", "unimplemented", "internal", "protocol_error",
+})
+
+# Codes of an id-0 error after which the server closes the connection (sections 4 and 8).
+_CLOSING_CODES = frozenset({"protocol_error", "resource_exhausted", "permission_denied", "unavailable"})
+
+Frame = Tuple[Dict[str, Any], bytes]
+
+
+# --------------------------------------------------------------------------------------------------- errors
+
+class FerryError(Exception):
+    """An error reply from ferryd, or a local failure described with a protocol error code.
+
+    ``code`` is one of ERROR_CODES (a code this client does not know becomes ``internal``, the original is kept in
+    ``wire_code``); ``message`` is human-readable; ``details`` is a dict (possibly empty).
+    """
+
+    def __init__(self, code: str, message: str, details: Optional[dict] = None):
+        self.wire_code = code
+        self.code = code if code in ERROR_CODES else "internal"
+        self.message = message
+        self.details = details if isinstance(details, dict) else {}
+        super().__init__(f"{self.code}: {message}")
+
+    @staticmethod
+    def make(code: str, message: str, details: Optional[dict] = None) -> "FerryError":
+        """A FerryError, or a FerryProtocolError for code ``protocol_error``."""
+        if code == "protocol_error":
+            return FerryProtocolError(message, details)
+        return FerryError(code, message, details)
+
+    @classmethod
+    def from_wire(cls, error: Any) -> "FerryError":
+        """Builds the exception for the ``error`` object of a final reply."""
+        if not isinstance(error, dict):
+            return FerryProtocolError(f"malformed error object in reply: {error!r}")
+        code = error.get("code")
+        message = error.get("message")
+        code = code if isinstance(code, str) else "internal"
+        message = message if isinstance(message, str) else "(no message)"
+        return cls.make(code, message, error.get("details"))
+
+
+class FerryProtocolError(FerryError):
+    """The byte stream broke the framing rules (code ``protocol_error``); the connection cannot be used further."""
+
+    def __init__(self, message: str, details: Optional[dict] = None):
+        super().__init__("protocol_error", message, details)
+
+
+# --------------------------------------------------------------------------------------------------- transport
+
+def default_socket_path(environ: Optional[Dict[str, str]] = None) -> str:
+    """Where ferryd listens (PROTOCOL.md section 1): $FERRY_SOCKET, else $XDG_RUNTIME_DIR/ferry/ferryd.sock,
+    else /tmp/ferry-$UID/ferryd.sock. Empty variables count as unset."""
+    env = os.environ if environ is None else environ
+    if env.get("FERRY_SOCKET"):
+        return env["FERRY_SOCKET"]
+    if env.get("XDG_RUNTIME_DIR"):
+        return os.path.join(env["XDG_RUNTIME_DIR"], "ferry", "ferryd.sock")
+    return f"/tmp/ferry-{os.getuid()}/ferryd.sock"
+
+
+# --------------------------------------------------------------------------------------------------- framing
+
+def encode_json(envelope: dict) -> bytes:
+    """The envelope as compact UTF-8 JSON, the form of PROTOCOL.md section 10."""
+    if not isinstance(envelope, dict):
+        raise TypeError(f"an envelope must be a dict, not {type(envelope).__name__}")
+    return json.dumps(envelope, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+def encode_frame(envelope: dict, body: bytes = b"") -> bytes:
+    """One frame: json_len and body_len (big-endian u32), the envelope JSON, then the raw body."""
+    data = encode_json(envelope)
+    body = bytes(body)
+    return HEADER.pack(len(data), len(body)) + data + body
+
+
+def _reject_duplicates(pairs: List[Tuple[str, Any]]) -> dict:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen = set()
+        dup = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise ValueError(f"duplicate key {dup!r}")
+    return obj
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _nesting_depth(value: Any) -> int:
+    """Deepest nesting of arrays and objects; a bare object is depth 1."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return deepest
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def decode_envelope(data: bytes, max_nesting: int = DEFAULT_MAX_NESTING) -> dict:
+    """Parses and checks one envelope (section 3). Raises FerryError("invalid_argument") when it is not valid
+    UTF-8, not one JSON object, has duplicate keys, nests too deep, or lacks an integer ``id`` in 0 … 2^53−1."""
+    try:
+        text = bytes(data).decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise FerryError("invalid_argument", f"envelope is not valid UTF-8: {e}") from None
+    try:
+        envelope = json.loads(text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant)
+    except RecursionError:
+        raise FerryError("invalid_argument", f"envelope nests deeper than {max_nesting}") from None
+    except ValueError as e:
+        raise FerryError("invalid_argument", f"envelope is not valid JSON: {e}") from None
+    if not isinstance(envelope, dict):
+        raise FerryError("invalid_argument", f"envelope must be a JSON object, not {type(envelope).__name__}")
+    if _nesting_depth(envelope) > max_nesting:
+        raise FerryError("invalid_argument", f"envelope nests deeper than {max_nesting}")
+    _check_id(envelope, minimum=0)
+    return envelope
+
+
+def _check_id(envelope: dict, minimum: int) -> None:
+    if "id" not in envelope:
+        raise FerryError("invalid_argument", "envelope has no id")
+    rid = envelope["id"]
+    if not _is_int(rid):
+        raise FerryError("invalid_argument", f"id must be an integer, not {rid!r}")
+    if not minimum <= rid <= MAX_ID:
+        raise FerryError("invalid_argument", f"id {rid} is out of range {minimum} … {MAX_ID}")
+
+
+def check_request(envelope: dict) -> None:
+    """Checks the request fields of section 3 (id, op, args, timeout_ms); raises FerryError("invalid_argument")."""
+    _check_id(envelope, minimum=1)
+    if not isinstance(envelope.get("op"), str):
+        raise FerryError("invalid_argument", "request op is missing or not a string")
+    if not isinstance(envelope.get("args", {}), dict):
+        raise FerryError("invalid_argument", "request args must be an object")
+    timeout_ms = envelope.get("timeout_ms", 1)
+    if not _is_int(timeout_ms) or not 1 <= timeout_ms <= MAX_TIMEOUT_MS:
+        raise FerryError("invalid_argument", f"timeout_ms must be an integer 1 … {MAX_TIMEOUT_MS}, not {timeout_ms!r}")
+
+
+class FrameDecoder:
+    """Incremental frame decoder: ``feed(bytes)`` returns the list of complete ``(envelope, body)`` frames.
+
+    Input may be split at any byte; one feed may hold several frames. The header's lengths are checked as soon as
+    its 8 bytes are in, before anything else is buffered: json_len 0, json_len > max_json_bytes or a frame larger
+    than max_frame_bytes raise FerryProtocolError, after which the decoder refuses all further input. An envelope
+    that is not a valid JSON object (see decode_envelope) raises FerryError("invalid_argument"); that frame is
+    dropped and decoding can go on with the next ``feed`` (``feed(b"")`` to continue with buffered input).
+    Frames completed before the error in the same call are on the exception's ``frames`` attribute.
+
+    The limits are plain attributes; a client raises ``max_frame_bytes`` once ``hello`` succeeded.
+    """
+
+    def __init__(self, max_frame_bytes: int = DEFAULT_HANDSHAKE_FRAME_BYTES,
+                 max_json_bytes: int = DEFAULT_MAX_JSON_BYTES, max_nesting: int = DEFAULT_MAX_NESTING):
+        self.max_frame_bytes = max_frame_bytes
+        self.max_json_bytes = max_json_bytes
+        self.max_nesting = max_nesting
+        self._buf = bytearray()
+        self._pos = 0
+        self._header: Optional[Tuple[int, int]] = None
+        self._broken: Optional[FerryProtocolError] = None
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet part of a returned frame."""
+        return len(self._buf) - self._pos
+
+    def feed(self, data: bytes) -> List[Frame]:
+        if self._broken is not None:
+            raise self._broken
+        self._buf += data
+        frames: List[Frame] = []
+        try:
+            while True:
+                frame = self._next_frame()
+                if frame is None:
+                    break
+                frames.append(frame)
+        except FerryError as e:
+            e.frames = frames
+            raise
+        finally:
+            self._compact()
+        return frames
+
+    def _next_frame(self) -> Optional[Frame]:
+        if self._header is None:
+            if self.buffered < HEADER_SIZE:
+                return None
+            self._header = self._check_header(*HEADER.unpack_from(self._buf, self._pos))
+            self._pos += HEADER_SIZE
+        json_len, body_len = self._header
+        if self.buffered < json_len + body_len:
+            return None
+        start = self._pos
+        self._pos += json_len + body_len
+        self._header = None
+        body = bytes(self._buf[start + json_len:self._pos])
+        envelope = decode_envelope(self._buf[start:start + json_len], self.max_nesting)
+        return envelope, body
+
+    def _check_header(self, json_len: int, body_len: int) -> Tuple[int, int]:
+        size = HEADER_SIZE + json_len + body_len
+        if json_len == 0:
+            self._fail("frame has json_len 0 (an envelope is at least 1 byte)")
+        elif json_len > self.max_json_bytes:
+            self._fail(f"json_len {json_len} exceeds max_json_bytes {self.max_json_bytes}")
+        elif size > self.max_frame_bytes:
+            self._fail(f"frame of {size} bytes exceeds the limit of {self.max_frame_bytes}")
+        return json_len, body_len
+
+    def _fail(self, message: str) -> None:
+        self._broken = FerryProtocolError(message)
+        self._buf = bytearray()
+        self._pos = 0
+        raise self._broken
+
+    def _compact(self) -> None:
+        if self._pos:
+            del self._buf[:self._pos]
+            self._pos = 0
+
+
+# --------------------------------------------------------------------------------------------------- client
+
+_FINAL = "final"
+_EVENT = "event"
+_CLOSED = "closed"
+
+
+class _Pending:
+    """One request in flight: the reader thread puts its replies on ``items``."""
+
+    __slots__ = ("id", "op", "timeout_ms", "items")
+
+    def __init__(self, rid: int, op: str, timeout_ms: Optional[int]):
+        self.id = rid
+        self.op = op
+        self.timeout_ms = timeout_ms
+        self.items: "queue.Queue[tuple]" = queue.Queue()
+
+
+class Client:
+    """A connection to ferryd.
+
+    ``Client(path=None, name="python", timeout=None)``: ``path`` defaults to default_socket_path(); ``name`` is
+    sent in ``hello``; ``timeout`` (seconds) bounds connecting and is the local wait limit of requests sent without
+    ``timeout_ms`` (None: wait as long as it takes). Requests with ``timeout_ms`` wait locally for that plus a short
+    grace, then raise ``deadline_exceeded`` and send a ``cancel``.
+
+    Thread-safe: any number of threads may call, stream, send and wait at once. When the connection closes, every
+    waiter gets a FerryError (``unavailable``, or the code the server named in its last connection-level error).
+    """
+
+    def __init__(self, path: Optional[str] = None, name: str = "python", timeout: Optional[float] = None):
+        self.path = path or default_socket_path()
+        self.name = name
+        self.timeout = timeout
+        self.version: Optional[int] = None
+        self.server: Optional[str] = None
+        self.limits: Dict[str, int] = {}
+        self.operations: List[str] = []
+        self._sock: Optional[socket.socket] = None
+        self._decoder = FrameDecoder()
+        self._send_limit = DEFAULT_HANDSHAKE_FRAME_BYTES
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()          # guards _pending, _closed_error, _ids
+        self._send_lock = threading.Lock()     # one frame at a time on the socket
+        self._pending: Dict[int, _Pending] = {}
+        self._closed_error: Optional[FerryError] = None
+        self._server_error: Optional[FerryError] = None
+        self._reader: Optional[threading.Thread] = None
+
+    # ----- lifecycle
+
+    def connect(self) -> "Client":
+        """Connects and says ``hello``; stores the server's ``version``, ``server``, ``limits`` and ``operations``."""
+        if self._sock is not None:
+            raise FerryError("failed_precondition", "this Client already connected once; make a new Client")
+        self._sock = self._open_socket()
+        self._reader = threading.Thread(target=self._read_loop, name=f"ferry-reader-{self.path}", daemon=True)
+        self._reader.start()
+        try:
+            result, _ = self.call("hello", {"versions": [PROTOCOL_VERSION], "client": self.name})
+        except BaseException:
+            self.close()
+            raise
+        self._accept_hello(result)
+        return self
+
+    def _open_socket(self) -> socket.socket:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        try:
+            sock.connect(self.path)
+        except OSError as e:
+            sock.close()
+            raise FerryError("unavailable", f"cannot connect to ferryd at {self.path}: {e}") from e
+        sock.settimeout(None)
+        return sock
+
+    def _accept_hello(self, result: dict) -> None:
+        self.version = result.get("version")
+        self.server = result.get("server")
+        self.limits = dict(result.get("limits") or {})
+        self.operations = list(result.get("operations") or [])
+        max_frame = self.limits.get("max_frame_bytes", DEFAULT_MAX_FRAME_BYTES)
+        self._decoder.max_frame_bytes = max_frame
+        self._decoder.max_json_bytes = self.limits.get("max_json_bytes", DEFAULT_MAX_JSON_BYTES)
+        self._decoder.max_nesting = self.limits.get("max_nesting", DEFAULT_MAX_NESTING)
+        self._send_limit = max_frame
+
+    def close(self) -> None:
+        """Closes the connection (the server cancels what is still in flight); waiters get ``unavailable``."""
+        sock = self._sock
+        if sock is None:
+            return
+        self._shutdown(FerryError("unavailable", "the client closed the connection"))
+        if self._reader is not None and self._reader is not threading.current_thread():
+            self._reader.join(timeout=5)
+        sock.close()
+
+    def __enter__(self) -> "Client":
+        if self._sock is None:
+            self.connect()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed_error is not None
+
+    # ----- requests
+
+    def send(self, op: str, args: Optional[dict] = None, body: bytes = b"", timeout_ms: Optional[int] = None) -> int:
+        """Sends a request without waiting; returns its id for ``wait`` (which every ``send`` needs, to collect the
+        reply) and ``cancel``."""
+        return self._start(op, args, body, timeout_ms).id
+
+    def wait(self, request_id: int, timeout: Optional[float] = None) -> Tuple[dict, bytes]:
+        """Waits for the final reply of a request from ``send``; returns ``(result, body)`` or raises FerryError.
+
+        Chunk events are put together into the returned body; other events are skipped. ``timeout`` (seconds)
+        defaults to the client's local limit for the request; when it passes, the request is given up (and a
+        ``cancel`` sent) and ``deadline_exceeded`` raised."""
+        pending = self._lookup(request_id)
+        deadline = self._deadline(timeout, pending.timeout_ms)
+        return self._collect(pending, deadline)
+
+    def call(self, op: str, args: Optional[dict] = None, body: bytes = b"",
+             timeout_ms: Optional[int] = None) -> Tuple[dict, bytes]:
+        """Sends a request and waits for its final reply: ``(result, body)``; raises FerryError on an error reply."""
+        pending = self._start(op, args, body, timeout_ms)
+        return self._collect(pending, self._deadline(None, timeout_ms))
+
+    def stream(self, op: str, args: Optional[dict] = None, body: bytes = b"",
+               timeout_ms: Optional[int] = None) -> Iterator[tuple]:
+        """Sends a request (when iteration starts) and yields its replies as they come:
+        ``("event", name, data, body)`` for each event, then ``("final", result, body)``. An error reply raises
+        FerryError. Leaving the loop early cancels the request."""
+        pending = self._start(op, args, body, timeout_ms)
+        deadline = self._deadline(None, timeout_ms)
+        finished = False
+        try:
+            while True:
+                kind, *fields = self._next_item(pending, deadline)
+                if kind == _EVENT:
+                    yield (_EVENT, *fields)
+                    continue
+                finished = True
+                yield (_FINAL, *fields)
+                return
+        except FerryError:
+            finished = True
+            raise
+        finally:
+            if not finished:
+                self._abandon(pending)
+
+    def cancel(self, request_id: int) -> dict:
+        """Asks the server to cancel a request of this connection: ``{"cancelled": True}`` if it was in flight."""
+        result, _ = self.call("cancel", {"id": request_id})
+        return result
+
+    def ping(self, body: bytes = b"", **args) -> Tuple[dict, bytes]:
+        """``ping`` (args: ``delay_ms``, ``events``); returns ``({"pong": True}, echoed body)``."""
+        return self.call("ping", args, body)
+
+    def describe(self) -> dict:
+        """Every operation the server knows, with its arguments and result fields."""
+        return self.call("describe")[0]
+
+    def stats(self) -> dict:
+        """Server counters: connections, requests, bytes, per-operation and per-error counts."""
+        return self.call("stats")[0]
+
+    # ----- internals: sending
+
+    def _start(self, op: str, args: Optional[dict], body: bytes, timeout_ms: Optional[int]) -> _Pending:
+        envelope: Dict[str, Any] = {"id": 0, "op": op}
+        if args:
+            envelope["args"] = args
+        if timeout_ms is not None:
+            envelope["timeout_ms"] = timeout_ms
+        with self._lock:
+            self._raise_if_closed()
+            rid = envelope["id"] = next(self._ids)
+            check_request(envelope)
+            pending = _Pending(rid, op, timeout_ms)
+            self._pending[rid] = pending
+        try:
+            self._write(encode_frame(envelope, body))
+        except BaseException:
+            self._forget(rid)
+            raise
+        return pending
+
+    def _write(self, frame: bytes) -> None:
+        if len(frame) > self._send_limit:
+            raise FerryError("resource_exhausted",
+                             f"request frame of {len(frame)} bytes exceeds the limit of {self._send_limit}")
+        with self._send_lock:
+            self._raise_if_closed()
+            try:
+                self._sock.sendall(frame)
+            except OSError as e:
+                err = FerryError("unavailable", f"connection to ferryd lost while sending: {e}")
+                self._shutdown(err)
+                raise err from e
+
+    def _send_cancel_nowait(self, request_id: int) -> None:
+        """Best effort: asks the server to stop a request whose answer nobody waits for any more."""
+        with self._lock:
+            if self._closed_error is not None:
+                return
+            rid = next(self._ids)
+        try:
+            self._write(encode_frame({"id": rid, "op": "cancel", "args": {"id": request_id}}))
+        except FerryError:
+            pass
+
+    # ----- internals: waiting
+
+    def _deadline(self, timeout: Optional[float], timeout_ms: Optional[int]) -> Optional[float]:
+        if timeout is None and timeout_ms is not None:
+            timeout = timeout_ms / 1000.0 + LOCAL_DEADLINE_GRACE_S
+        if timeout is None:
+            timeout = self.timeout
+        return None if timeout is None else time.monotonic() + timeout
+
+    def _lookup(self, request_id: int) -> _Pending:
+        with self._lock:
+            pending = self._pending.get(request_id)
+        if pending is None:
+            raise FerryError("not_found", f"request {request_id} is not waiting on this client "
+                                          "(unknown id, or its reply was already collected)")
+        return pending
+
+    def _collect(self, pending: _Pending, deadline: Optional[float]) -> Tuple[dict, bytes]:
+        parts: List[bytes] = []
+        while True:
+            kind, *fields = self._next_item(pending, deadline)
+            if kind == _FINAL:
+                result, body = fields
+                parts.append(body)
+                return result, b"".join(parts)
+            name, data, body = fields
+            if name == "chunk":
+                self._check_chunk(pending, data, sum(map(len, parts)))
+                parts.append(body)
+
+    def _check_chunk(self, pending: _Pending, data: Any, have: int) -> None:
+        offset = data.get("offset") if isinstance(data, dict) else None
+        if offset is not None and offset != have:
+            self._abandon(pending)
+            raise FerryProtocolError(f"request {pending.id}: chunk at offset {offset}, expected {have}")
+
+    def _next_item(self, pending: _Pending, deadline: Optional[float]) -> tuple:
+        """The next reply of a request; raises FerryError for an error reply, a closed connection or a timeout."""
+        try:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            item = pending.items.get(timeout=remaining)
+        except queue.Empty:
+            self._abandon(pending)
+            raise FerryError("deadline_exceeded",
+                             f"no reply to request {pending.id} ({pending.op}) within the local timeout") from None
+        kind = item[0]
+        if kind == _EVENT:
+            return item
+        self._forget(pending.id)
+        if kind == _CLOSED:
+            err = item[1]   # shared by all waiters: raise a copy each
+            raise FerryError.make(err.code, err.message, err.details)
+        _, envelope, body = item
+        if "error" in envelope:
+            raise FerryError.from_wire(envelope["error"])
+        result = envelope.get("result")
+        return _FINAL, result if isinstance(result, dict) else {}, body
+
+    def _abandon(self, pending: _Pending) -> None:
+        if self._forget(pending.id):
+            self._send_cancel_nowait(pending.id)
+
+    def _forget(self, rid: int) -> bool:
+        with self._lock:
+            return self._pending.pop(rid, None) is not None
+
+    def _raise_if_closed(self) -> None:
+        if self._sock is None:
+            raise FerryError("failed_precondition", "client is not connected; call connect() first")
+        if self._closed_error is not None:
+            err = self._closed_error
+            raise FerryError.make(err.code, err.message, err.details)
+
+    # ----- internals: the reader thread
+
+    def _read_loop(self) -> None:
+        reason = FerryError("unavailable", "ferryd closed the connection")
+        try:
+            while True:
+                data = self._sock.recv(1 << 18)
+                if not data:
+                    break
+                for envelope, body in self._decoder.feed(data):
+                    self._dispatch(envelope, body)
+        except FerryError as e:
+            for envelope, body in getattr(e, "frames", []):
+                self._dispatch(envelope, body)
+            reason = FerryProtocolError(f"ferryd sent a malformed frame: {e.message}")
+        except OSError as e:
+            reason = FerryError("unavailable", f"connection to ferryd lost: {e}")
+        if self._server_error is not None:
+            err = self._server_error
+            reason = FerryError.make(err.code, f"ferryd closed the connection after: {err.message}", err.details)
+        self._shutdown(reason)
+
+    def _dispatch(self, envelope: dict, body: bytes) -> None:
+        rid = envelope["id"]
+        if rid == 0:
+            self._note_connection_error(envelope)
+            return
+        with self._lock:
+            pending = self._pending.get(rid)
+        if pending is None:
+            return  # a reply nobody waits for any more (local timeout, abandoned stream, fire-and-forget cancel)
+        if envelope.get("final") is False:
+            pending.items.put((_EVENT, envelope.get("event"), envelope.get("data") or {}, body))
+        else:
+            pending.items.put((_FINAL, envelope, body))
+
+    def _note_connection_error(self, envelope: dict) -> None:
+        if not isinstance(envelope.get("error"), dict):
+            return
+        error = FerryError.from_wire(envelope["error"])
+        if error.code in _CLOSING_CODES:
+            self._server_error = error
+
+    def _shutdown(self, reason: FerryError) -> None:
+        """Marks the connection closed (first reason wins) and fails every waiter with ``reason``."""
+        with self._lock:
+            if self._closed_error is None:
+                self._closed_error = reason
+            reason = self._closed_error
+            waiters = list(self._pending.values())
+        for pending in waiters:
+            pending.items.put((_CLOSED, reason))
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass

@@ -1,0 +1,732 @@
+"""Tests of ferry_client.
+
+    cd /work/main && FERRYD=/path/to/ferryd python3 -m unittest discover -s Clients/python -v
+
+- VectorTests, SocketPathTests: framing against Protocol/vectors/frames.json; no daemon needed.
+- FakeServerTests: the Client's threading, cancelling and failure handling against a tiny in-process stand-in.
+- DaemonTests: a real ferryd from $FERRYD (skipped when FERRYD is unset, an error when it is set but missing).
+"""
+
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from ferry_client import (  # noqa: E402
+    DEFAULT_MAX_FRAME_BYTES, Client, FerryError, FerryProtocolError, FrameDecoder, check_request,
+    decode_envelope, default_socket_path, encode_frame,
+)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+VECTORS_PATH = os.path.join(HERE, "..", "..", "Protocol", "vectors", "frames.json")
+HANDSHAKE_LIMIT = 65536
+
+
+def load_vectors():
+    with open(VECTORS_PATH, encoding="utf-8") as f:
+        return json.load(f)
+
+
+VECTORS = load_vectors()
+
+
+def expected_reply_id(frame: bytes) -> int:
+    """The id the server names in its error reply to an invalid vector (section 4): the request's id when the
+    envelope is a JSON object with a valid id, else 0."""
+    json_len, _ = struct.unpack(">II", frame[:8])
+    if json_len == 0 or len(frame) < 8 + json_len:
+        return 0
+    try:
+        return decode_envelope(frame[8:8 + json_len])["id"]
+    except FerryError:
+        return 0
+
+
+# ============================================================================================ framing, no daemon
+
+class VectorTests(unittest.TestCase):
+
+    def test_vectors_file_is_protocol_1(self):
+        self.assertEqual(VECTORS["protocol"], 1)
+        self.assertTrue(VECTORS["valid"] and VECTORS["invalid"])
+
+    def test_valid_vectors_decode(self):
+        for v in VECTORS["valid"]:
+            with self.subTest(v["name"]):
+                frames = FrameDecoder().feed(bytes.fromhex(v["hex"]))
+                self.assertEqual(frames, [(v["envelope"], bytes.fromhex(v["body_hex"]))])
+
+    def test_valid_vectors_encode_byte_exact(self):
+        for v in VECTORS["valid"]:
+            with self.subTest(v["name"]):
+                self.assertEqual(encode_frame(v["envelope"], bytes.fromhex(v["body_hex"])).hex(), v["hex"])
+
+    def test_valid_vectors_split_at_every_byte(self):
+        for v in VECTORS["valid"]:
+            data = bytes.fromhex(v["hex"])
+            expected = [(v["envelope"], bytes.fromhex(v["body_hex"]))]
+            for cut in range(len(data) + 1):
+                with self.subTest(v["name"], cut=cut):
+                    decoder = FrameDecoder()
+                    self.assertEqual(decoder.feed(data[:cut]) + decoder.feed(data[cut:]), expected)
+                    self.assertEqual(decoder.buffered, 0)
+
+    def test_valid_vectors_byte_by_byte(self):
+        for v in VECTORS["valid"]:
+            with self.subTest(v["name"]):
+                decoder = FrameDecoder()
+                frames = []
+                for b in bytes.fromhex(v["hex"]):
+                    frames += decoder.feed(bytes([b]))
+                self.assertEqual(frames, [(v["envelope"], bytes.fromhex(v["body_hex"]))])
+
+    def test_all_valid_vectors_in_one_feed(self):
+        data = b"".join(bytes.fromhex(v["hex"]) for v in VECTORS["valid"])
+        expected = [(v["envelope"], bytes.fromhex(v["body_hex"])) for v in VECTORS["valid"]]
+        self.assertEqual(FrameDecoder().feed(data), expected)
+
+    def test_protocol_error_vectors_rejected_by_header(self):
+        vectors = [v for v in VECTORS["invalid"] if v["error"] == "protocol_error"]
+        self.assertTrue(vectors)
+        for v in vectors:
+            with self.subTest(v["name"]):
+                decoder = FrameDecoder(max_frame_bytes=HANDSHAKE_LIMIT)
+                with self.assertRaises(FerryProtocolError) as cm:
+                    decoder.feed(bytes.fromhex(v["hex"])[:8])   # the header alone is enough to tell
+                self.assertEqual(cm.exception.code, "protocol_error")
+                with self.assertRaises(FerryProtocolError):      # and the decoder stays broken
+                    decoder.feed(b"\x00" * 8)
+
+    def test_protocol_error_vectors_rejected_whole(self):
+        for v in VECTORS["invalid"]:
+            if v["error"] == "protocol_error":
+                with self.subTest(v["name"]), self.assertRaises(FerryProtocolError):
+                    FrameDecoder(max_frame_bytes=HANDSHAKE_LIMIT).feed(bytes.fromhex(v["hex"]))
+
+    def test_call_error_vectors_rejected(self):
+        """invalid_argument vectors: the decoder refuses the envelope, or check_request refuses the request."""
+        for v in VECTORS["invalid"]:
+            if v["error"] == "protocol_error":
+                continue
+            with self.subTest(v["name"]):
+                with self.assertRaises(FerryError) as cm:
+                    for envelope, _ in FrameDecoder(max_frame_bytes=HANDSHAKE_LIMIT).feed(bytes.fromhex(v["hex"])):
+                        check_request(envelope)
+                self.assertEqual(cm.exception.code, v["error"])
+                self.assertNotIsInstance(cm.exception, FerryProtocolError)
+
+    def test_decoder_goes_on_after_a_bad_envelope(self):
+        bad = bytes.fromhex(next(v["hex"] for v in VECTORS["invalid"] if v["name"] == "not json"))
+        good = encode_frame({"id": 2, "op": "ping"})
+        decoder = FrameDecoder()
+        with self.assertRaises(FerryError) as cm:
+            decoder.feed(good + bad + good)
+        self.assertEqual(cm.exception.frames, [({"id": 2, "op": "ping"}, b"")])
+        self.assertEqual(decoder.feed(b""), [({"id": 2, "op": "ping"}, b"")])
+
+    def test_limits(self):
+        self.assertEqual(len(FrameDecoder().feed(encode_frame({"id": 1}, b"x" * (HANDSHAKE_LIMIT - 16)))), 1)
+        with self.assertRaises(FerryProtocolError):
+            FrameDecoder().feed(struct.pack(">II", 9, HANDSHAKE_LIMIT - 16))   # 65537 bytes
+        with self.assertRaises(FerryProtocolError):
+            FrameDecoder(max_frame_bytes=1 << 30, max_json_bytes=100).feed(struct.pack(">II", 101, 0))
+        big = FrameDecoder(max_frame_bytes=DEFAULT_MAX_FRAME_BYTES)
+        self.assertEqual(big.feed(encode_frame({"id": 1}, b"y" * (1 << 20)))[0][1], b"y" * (1 << 20))
+
+    def test_envelope_checks(self):
+        for text in [b'{"id":true}', b'{"id":-1}', b'{"id":9007199254740992}', b'{"id":1,"x":NaN}',
+                     b'{"id":1e0}', b'"id"', b'{"id":1', b'\xef\xbb\xbf{"id":1}']:
+            with self.subTest(text), self.assertRaises(FerryError) as cm:
+                decode_envelope(text)
+            self.assertEqual(cm.exception.code, "invalid_argument")
+        depth32 = b'{"id":1,"a":' + b"[" * 31 + b"]" * 31 + b"}"
+        self.assertEqual(decode_envelope(depth32)["id"], 1)
+        with self.assertRaises(FerryError):
+            decode_envelope(b'{"id":1,"a":' + b"[" * 32 + b"]" * 32 + b"}")
+        self.assertEqual(decode_envelope(b' {"id":0, "x":"\\u00e9"} '), {"id": 0, "x": "é"})
+
+    def test_check_request(self):
+        check_request({"id": 1, "op": "ping", "args": {}, "timeout_ms": 2 ** 31 - 1})
+        for bad in [{"id": 0, "op": "ping"}, {"id": 1, "op": "ping", "args": []},
+                    {"id": 1, "op": "ping", "timeout_ms": 0}, {"id": 1, "op": "ping", "timeout_ms": 1.5}]:
+            with self.subTest(bad), self.assertRaises(FerryError):
+                check_request(bad)
+
+    def test_error_codes(self):
+        err = FerryError.from_wire({"code": "no_such_code", "message": "m"})
+        self.assertEqual((err.code, err.wire_code, err.message, err.details), ("internal", "no_such_code", "m", {}))
+        err = FerryError.from_wire({"code": "unimplemented", "message": "x", "details": {"op": "nope"}})
+        self.assertEqual((err.code, err.details), ("unimplemented", {"op": "nope"}))
+        self.assertIsInstance(FerryError.from_wire({"code": "protocol_error", "message": "m"}), FerryProtocolError)
+
+
+class SocketPathTests(unittest.TestCase):
+
+    def test_order(self):
+        self.assertEqual(default_socket_path({"FERRY_SOCKET": "/x/s", "XDG_RUNTIME_DIR": "/run/u"}), "/x/s")
+        self.assertEqual(default_socket_path({"FERRY_SOCKET": "", "XDG_RUNTIME_DIR": "/run/u"}),
+                         "/run/u/ferry/ferryd.sock")
+        self.assertEqual(default_socket_path({"XDG_RUNTIME_DIR": ""}), f"/tmp/ferry-{os.getuid()}/ferryd.sock")
+        self.assertEqual(default_socket_path({}), f"/tmp/ferry-{os.getuid()}/ferryd.sock")
+
+
+# ============================================================================================ fake server
+
+class FakeFerryd:
+    """A tiny in-process stand-in for ferryd: hello, ping (delay_ms, events, echo), cancel, plus test ops
+    ``chunky`` (a streamed body), ``hangup`` (closes the connection) and ``break`` (id-0 protocol_error, close)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.ops_seen = []
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(path)
+        self._listener.listen()
+        self._listener.settimeout(0.05)
+        self._stop = threading.Event()
+        threading.Thread(target=self._accept_loop, daemon=True).start()
+
+    def close(self):
+        self._stop.set()
+        self._listener.close()
+
+    def _accept_loop(self):
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=_FakeConnection(self, conn).run, daemon=True).start()
+
+
+class _FakeConnection:
+    def __init__(self, server: FakeFerryd, conn: socket.socket):
+        self.server, self.conn = server, conn
+        self.lock = threading.Lock()
+        self.in_flight = {}
+
+    def run(self):
+        conn, decoder = self.conn, FrameDecoder(max_frame_bytes=DEFAULT_MAX_FRAME_BYTES)
+        try:
+            while True:
+                data = conn.recv(1 << 16)
+                if not data:
+                    break
+                for envelope, body in decoder.feed(data):
+                    self.server.ops_seen.append(envelope["op"])
+                    self.handle(envelope["id"], envelope["op"], envelope.get("args", {}), body)
+        except OSError:
+            pass
+        finally:
+            for event in list(self.in_flight.values()):
+                event.set()
+            conn.close()
+
+    def send(self, envelope, body=b""):
+        with self.lock:
+            try:
+                self.conn.sendall(encode_frame(envelope, body))
+            except OSError:
+                pass
+
+    def handle(self, rid, op, args, body):
+        if op == "hello":
+            limits = {"handshake_frame_bytes": 65536, "max_frame_bytes": 4194304, "max_json_bytes": 1048576,
+                      "max_nesting": 32, "max_in_flight": 256}
+            self.send({"id": rid, "final": True, "result": {"version": 1, "server": "fake 0", "limits": limits,
+                                                             "operations": ["hello", "ping", "cancel"]}})
+        elif op == "ping":
+            self.in_flight[rid] = threading.Event()
+            threading.Thread(target=self.ping, args=(rid, args, body), daemon=True).start()
+        elif op == "cancel":
+            event = self.in_flight.pop(args["id"], None)
+            if event is not None:
+                event.set()
+                self.send({"id": args["id"], "final": True, "error": {"code": "cancelled", "message": "cancelled"}})
+            self.send({"id": rid, "final": True, "result": {"cancelled": event is not None}})
+        elif op == "chunky":
+            for offset, part in [(0, b"abc"), (3, b"defg")]:
+                self.send({"id": rid, "final": False, "event": "chunk", "data": {"offset": offset}}, part)
+            self.send({"id": rid, "final": True, "result": {"size": 9}}, b"hi")
+        elif op == "hangup":
+            self.conn.shutdown(socket.SHUT_RDWR)
+        elif op == "break":
+            self.send({"id": 0, "final": True, "error": {"code": "protocol_error", "message": "fake breakage"}})
+            self.conn.shutdown(socket.SHUT_RDWR)
+        else:
+            self.send({"id": rid, "final": True, "error": {"code": "unimplemented", "message": f"unknown {op}"}})
+
+    def ping(self, rid, args, body):
+        event = self.in_flight[rid]
+        for n in range(args.get("events", 0)):
+            self.send({"id": rid, "final": False, "event": "tick", "data": {"n": n}})
+        event.wait(args.get("delay_ms", 0) / 1000)
+        if self.in_flight.pop(rid, None) is not None:
+            self.send({"id": rid, "final": True, "result": {"pong": True}}, body)
+
+
+class FakeServerTests(unittest.TestCase):
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="ferry-fake-")
+        self.server = FakeFerryd(os.path.join(self.dir, "s.sock"))
+        self.client = Client(self.server.path, name="fake-test", timeout=10).connect()
+
+    def tearDown(self):
+        self.client.close()
+        self.server.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def test_hello_and_ping(self):
+        self.assertEqual((self.client.version, self.client.server), (1, "fake 0"))
+        self.assertEqual(self.client.ping(b"\x00\xff"), ({"pong": True}, b"\x00\xff"))
+
+    def test_stream(self):
+        items = list(self.client.stream("ping", {"events": 2}))
+        self.assertEqual(items, [("event", "tick", {"n": 0}, b""), ("event", "tick", {"n": 1}, b""),
+                                 ("final", {"pong": True}, b"")])
+
+    def test_call_joins_chunks(self):
+        self.assertEqual(self.client.call("chunky"), ({"size": 9}, b"abcdefghi"))
+
+    def test_cancel(self):
+        rid = self.client.send("ping", {"delay_ms": 5000})
+        self.assertEqual(self.client.cancel(rid), {"cancelled": True})
+        with self.assertRaises(FerryError) as cm:
+            self.client.wait(rid)
+        self.assertEqual(cm.exception.code, "cancelled")
+        self.assertEqual(self.client.cancel(rid), {"cancelled": False})
+
+    def test_error_reply_keeps_connection(self):
+        with self.assertRaises(FerryError) as cm:
+            self.client.call("nope")
+        self.assertEqual(cm.exception.code, "unimplemented")
+        self.assertEqual(self.client.ping()[0], {"pong": True})
+
+    def test_many_threads(self):
+        errors = []
+
+        def worker(t):
+            try:
+                for i in range(20):
+                    body = f"{t}:{i}".encode()
+                    self.assertEqual(self.client.ping(body), ({"pong": True}, body))
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=worker, args=(t,)) for t in range(20)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        self.assertEqual(errors, [])
+
+    def test_hangup_fails_every_waiter(self):
+        rids = [self.client.send("ping", {"delay_ms": 5000}) for _ in range(3)]
+        self.client.send("hangup")
+        for rid in rids:
+            with self.assertRaises(FerryError) as cm:
+                self.client.wait(rid, timeout=5)
+            self.assertEqual(cm.exception.code, "unavailable")
+            self.assertIn("closed", cm.exception.message)
+        with self.assertRaises(FerryError) as cm:
+            self.client.ping()
+        self.assertEqual(cm.exception.code, "unavailable")
+
+    def test_server_protocol_error_reaches_waiters(self):
+        rid = self.client.send("ping", {"delay_ms": 5000})
+        self.client.send("break")
+        with self.assertRaises(FerryProtocolError) as cm:
+            self.client.wait(rid, timeout=5)
+        self.assertIn("fake breakage", cm.exception.message)
+
+    def test_close_fails_waiters(self):
+        rid = self.client.send("ping", {"delay_ms": 5000})
+        threading.Timer(0.1, self.client.close).start()
+        with self.assertRaises(FerryError) as cm:
+            self.client.wait(rid, timeout=5)
+        self.assertEqual(cm.exception.code, "unavailable")
+
+    def test_local_timeout_gives_up_and_cancels(self):
+        rid = self.client.send("ping", {"delay_ms": 5000})
+        with self.assertRaises(FerryError) as cm:
+            self.client.wait(rid, timeout=0.1)
+        self.assertEqual(cm.exception.code, "deadline_exceeded")
+        for _ in range(100):
+            if "cancel" in self.server.ops_seen:
+                break
+            time.sleep(0.01)
+        self.assertIn("cancel", self.server.ops_seen)
+        self.assertEqual(self.client.ping()[0], {"pong": True})
+
+    def test_leaving_a_stream_early_cancels(self):
+        stream = self.client.stream("ping", {"events": 1, "delay_ms": 5000})
+        self.assertEqual(next(stream)[:2], ("event", "tick"))
+        stream.close()
+        for _ in range(100):
+            if "cancel" in self.server.ops_seen:
+                break
+            time.sleep(0.01)
+        self.assertIn("cancel", self.server.ops_seen)
+
+    def test_oversized_request_refused_locally(self):
+        with self.assertRaises(FerryError) as cm:
+            self.client.ping(b"z" * DEFAULT_MAX_FRAME_BYTES)
+        self.assertEqual(cm.exception.code, "resource_exhausted")
+        self.assertEqual(self.client.ping()[0], {"pong": True})
+
+    def test_wait_unknown_id(self):
+        with self.assertRaises(FerryError) as cm:
+            self.client.wait(12345)
+        self.assertEqual(cm.exception.code, "not_found")
+
+    def test_connect_failure(self):
+        with self.assertRaises(FerryError) as cm:
+            Client(os.path.join(self.dir, "missing.sock")).connect()
+        self.assertEqual(cm.exception.code, "unavailable")
+        self.assertIn("missing.sock", cm.exception.message)
+
+
+# ============================================================================================ real daemon
+
+class RawConnection:
+    """A bare socket to ferryd for sending arbitrary bytes and reading the frames that come back."""
+
+    def __init__(self, path: str, timeout: float = 5.0):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        self.sock.connect(path)
+        self.decoder = FrameDecoder(max_frame_bytes=DEFAULT_MAX_FRAME_BYTES)
+        self.frames = []
+
+    def close(self):
+        self.sock.close()
+
+    def send(self, data: bytes):
+        self.sock.sendall(data)
+
+    def request(self, envelope: dict, body: bytes = b""):
+        self.send(encode_frame(envelope, body))
+
+    def read_frame(self):
+        """The next frame; fails the test's expectations with AssertionError on EOF or timeout."""
+        while not self.frames:
+            try:
+                data = self.sock.recv(1 << 16)
+            except socket.timeout:
+                raise AssertionError("no frame from ferryd within the timeout") from None
+            if not data:
+                raise AssertionError("ferryd closed the connection instead of answering")
+            self.frames += self.decoder.feed(data)
+        return self.frames.pop(0)
+
+    def hello(self, rid: int = 1):
+        self.request({"id": rid, "op": "hello", "args": {"versions": [1], "client": "raw-test"}})
+        envelope, _ = self.read_frame()
+        assert envelope.get("id") == rid and "result" in envelope, f"hello failed: {envelope}"
+
+    def is_closed_by_peer(self) -> bool:
+        """True once ferryd closed the connection: recv returns b"" (a reset counts as closed too, since Linux
+        reports ECONNRESET when the peer closes with our bytes still unread)."""
+        try:
+            return self.sock.recv(1 << 16) == b""
+        except ConnectionResetError:
+            return True
+        except socket.timeout:
+            return False
+
+
+class DaemonTests(unittest.TestCase):
+    """Against a real ferryd: FERRYD=/path/to/ferryd."""
+
+    proc = None
+
+    @classmethod
+    def setUpClass(cls):
+        binary = os.environ.get("FERRYD")
+        if not binary:
+            raise unittest.SkipTest("FERRYD is not set; set FERRYD=/path/to/ferryd to run the daemon tests")
+        if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+            raise AssertionError(f"FERRYD={binary} is not an executable file")
+        cls.dir = tempfile.mkdtemp(prefix="ferry-it-")
+        cls.path = os.path.join(cls.dir, "s.sock")
+        cls.log_path = os.path.join(cls.dir, "ferryd.log")
+        with open(cls.log_path, "wb") as log:
+            cls.proc = subprocess.Popen(
+                [binary, "--socket", cls.path, "--cache-dir", os.path.join(cls.dir, "cache"), "--log-level", "warn"],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            cls._wait_for_socket(10.0)
+        except BaseException:
+            cls._stop_daemon()
+            raise
+
+    @classmethod
+    def _wait_for_socket(cls, seconds: float):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if cls.proc.poll() is not None:
+                raise AssertionError(f"ferryd exited with status {cls.proc.returncode}: {cls._log_tail()}")
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                try:
+                    s.connect(cls.path)
+                    return
+                except OSError:
+                    time.sleep(0.05)
+        raise AssertionError(f"ferryd did not accept connections on {cls.path} within {seconds} s: {cls._log_tail()}")
+
+    @classmethod
+    def _log_tail(cls) -> str:
+        try:
+            with open(cls.log_path, "rb") as f:
+                return f.read()[-2000:].decode("utf-8", "replace") or "(no output)"
+        except OSError:
+            return "(no log)"
+
+    @classmethod
+    def _stop_daemon(cls):
+        proc, cls.proc = cls.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls._stop_daemon()
+
+    def setUp(self):
+        self.client = Client(self.path, name="python-tests", timeout=20).connect()
+
+    def tearDown(self):
+        self.client.close()
+
+    def raw(self) -> RawConnection:
+        conn = RawConnection(self.path)
+        self.addCleanup(conn.close)
+        return conn
+
+    def assertFerryError(self, code, fn, *args, **kwargs) -> FerryError:
+        with self.assertRaises(FerryError) as cm:
+            fn(*args, **kwargs)
+        self.assertEqual(cm.exception.code, code, f"expected {code}, got {cm.exception}")
+        return cm.exception
+
+    # ----- handshake
+
+    def test_hello_result(self):
+        c = self.client
+        self.assertEqual(c.version, 1)
+        self.assertIsInstance(c.server, str)
+        self.assertEqual(c.limits, {"handshake_frame_bytes": 65536, "max_frame_bytes": 4194304,
+                                    "max_json_bytes": 1048576, "max_nesting": 32, "max_in_flight": 256})
+        for op in ["hello", "ping", "describe", "stats", "cancel"]:
+            self.assertIn(op, c.operations)
+
+    def test_second_hello_is_failed_precondition(self):
+        self.assertFerryError("failed_precondition", self.client.call, "hello", {"versions": [1]})
+        self.assertEqual(self.client.ping()[0], {"pong": True})
+
+    def test_op_before_hello_is_failed_precondition(self):
+        conn = self.raw()
+        conn.request({"id": 1, "op": "ping"})
+        envelope, _ = conn.read_frame()
+        self.assertEqual((envelope["id"], envelope["final"], envelope["error"]["code"]),
+                         (1, True, "failed_precondition"))
+        conn.hello(rid=2)
+
+    def test_no_common_version(self):
+        conn = self.raw()
+        conn.request({"id": 1, "op": "hello", "args": {"versions": [99]}})
+        envelope, _ = conn.read_frame()
+        self.assertEqual(envelope["error"]["code"], "unimplemented")
+        self.assertEqual(envelope["error"].get("details"), {"server_versions": [1]})
+        conn.hello(rid=2)   # the connection stays open and hello may be sent again
+
+    def test_handshake_frame_limit(self):
+        conn = self.raw()
+        conn.send(struct.pack(">II", 20, HANDSHAKE_LIMIT))   # 65564 bytes announced before hello: refused by header
+        envelope, _ = conn.read_frame()
+        self.assertEqual((envelope["id"], envelope["error"]["code"]), (0, "protocol_error"))
+        self.assertTrue(conn.is_closed_by_peer(), "ferryd kept the connection open after a protocol error")
+
+    def test_frame_limit_after_hello(self):
+        conn = self.raw()
+        conn.hello()
+        conn.send(struct.pack(">II", 20, DEFAULT_MAX_FRAME_BYTES))   # header only: must be refused at once
+        envelope, _ = conn.read_frame()
+        self.assertEqual((envelope["id"], envelope["error"]["code"]), (0, "protocol_error"))
+        self.assertTrue(conn.is_closed_by_peer(), "ferryd kept the connection open after a protocol error")
+
+    # ----- ping
+
+    def test_ping_round_trip(self):
+        self.assertEqual(self.client.ping(), ({"pong": True}, b""))
+
+    def test_body_echo_all_byte_values(self):
+        body = bytes(range(256)) * 4
+        self.assertEqual(self.client.ping(body), ({"pong": True}, body))
+
+    def test_body_echo_one_mebibyte(self):
+        body = os.urandom(1 << 20)
+        result, echoed = self.client.call("ping", body=body)
+        self.assertEqual(result, {"pong": True})
+        self.assertEqual(len(echoed), len(body))
+        self.assertTrue(echoed == body, "the 1 MiB body came back altered")
+
+    def test_ping_bad_args(self):
+        for args in [{"delay_ms": -1}, {"delay_ms": 60001}, {"events": 1001}, {"delay_ms": "5"},
+                     {"delay_ms": 1.5}]:
+            with self.subTest(args):
+                self.assertFerryError("invalid_argument", self.client.call, "ping", args)
+
+    def test_deadline_exceeded(self):
+        self.assertFerryError("deadline_exceeded", self.client.call, "ping", {"delay_ms": 300}, timeout_ms=50)
+
+    def test_deadline_stops_the_request_when_it_elapses(self):
+        start = time.monotonic()
+        self.assertFerryError("deadline_exceeded", self.client.call, "ping", {"delay_ms": 3000}, timeout_ms=50)
+        self.assertLess(time.monotonic() - start, 2.0, "deadline_exceeded came only after the work finished")
+
+    def test_stream_ticks(self):
+        items = list(self.client.stream("ping", {"events": 3}))
+        self.assertEqual(items, [("event", "tick", {"n": 0}, b""), ("event", "tick", {"n": 1}, b""),
+                                 ("event", "tick", {"n": 2}, b""), ("final", {"pong": True}, b"")])
+
+    # ----- cancel
+
+    def test_cancel_in_flight(self):
+        rid = self.client.send("ping", {"delay_ms": 5000})
+        start = time.monotonic()
+        self.assertEqual(self.client.cancel(rid), {"cancelled": True})
+        self.assertFerryError("cancelled", self.client.wait, rid)
+        self.assertLess(time.monotonic() - start, 4.0)
+
+    def test_cancel_unknown(self):
+        self.assertEqual(self.client.cancel(987654), {"cancelled": False})
+
+    def test_cancelled_reply_comes_before_cancel_reply(self):
+        conn = self.raw()
+        conn.hello()
+        conn.request({"id": 2, "op": "ping", "args": {"delay_ms": 5000}})
+        conn.request({"id": 3, "op": "cancel", "args": {"id": 2}})
+        first, _ = conn.read_frame()
+        second, _ = conn.read_frame()
+        self.assertEqual((first["id"], first["final"], first["error"]["code"]), (2, True, "cancelled"))
+        self.assertEqual((second["id"], second["final"], second["result"]), (3, True, {"cancelled": True}))
+
+    def test_duplicate_in_flight_id_is_protocol_error(self):
+        conn = self.raw()
+        conn.hello()
+        conn.request({"id": 5, "op": "ping", "args": {"delay_ms": 5000}})
+        conn.request({"id": 5, "op": "ping"})
+        envelope, _ = conn.read_frame()
+        while envelope.get("error", {}).get("code") == "cancelled":   # the first ping, cancelled by the close
+            envelope, _ = conn.read_frame()
+        self.assertEqual((envelope["id"], envelope["error"]["code"]), (5, "protocol_error"))
+        self.assertTrue(conn.is_closed_by_peer(), "ferryd kept the connection open after a protocol error")
+
+    def test_max_in_flight(self):
+        limit = self.client.limits["max_in_flight"]
+        with Client(self.path, name="in-flight-test", timeout=20) as c:
+            for _ in range(limit):
+                c.send("ping", {"delay_ms": 10000})
+            self.assertFerryError("resource_exhausted", c.call, "ping", {"delay_ms": 10000})
+
+    # ----- other operations
+
+    def test_unknown_op(self):
+        err = self.assertFerryError("unimplemented", self.client.call, "no.such.op")
+        self.assertTrue(err.message)
+        self.assertEqual(self.client.ping()[0], {"pong": True})
+
+    def test_describe(self):
+        d = self.client.describe()
+        self.assertEqual(d["protocol"], 1)
+        names = [op["name"] for op in d["operations"]]
+        for op in ["hello", "ping", "describe", "stats", "cancel"]:
+            self.assertIn(op, names)
+        ping = next(op for op in d["operations"] if op["name"] == "ping")
+        self.assertEqual(sorted(a["name"] for a in ping["args"]), ["delay_ms", "events"])
+        for op in d["operations"]:
+            self.assertIn(op.get("body"), ["none", "optional", "echo"], op["name"])
+
+    def test_stats_counts_requests(self):
+        before = self.client.stats()
+        for _ in range(3):
+            self.client.ping()
+        self.assertFerryError("unimplemented", self.client.call, "no.such.op.for.stats")
+        after = self.client.stats()
+        self.assertIsInstance(after["pid"], int)
+        self.assertEqual(after["pid"], self.proc.pid)
+        for key in ["version", "uptime_ms", "connections", "requests", "bytes", "ops", "errors"]:
+            self.assertIn(key, after)
+        self.assertGreaterEqual(after["requests"]["total"] - before["requests"]["total"], 5)
+        self.assertGreaterEqual(after["ops"]["ping"]["requests"] - before["ops"]["ping"]["requests"], 3)
+        self.assertGreaterEqual(after["errors"].get("unimplemented", 0) - before["errors"].get("unimplemented", 0), 1)
+        self.assertNotIn("no.such.op.for.stats", after["ops"])
+        self.assertGreaterEqual(after["connections"]["open"], 1)
+        self.assertGreater(after["bytes"]["in"], before["bytes"]["in"])
+
+    def test_concurrent_threads_one_client(self):
+        errors, barrier = [], threading.Barrier(20)
+
+        def worker(t):
+            try:
+                barrier.wait(10)
+                for i in range(10):
+                    body = f"thread {t} call {i}".encode()
+                    self.assertEqual(self.client.ping(body), ({"pong": True}, body))
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(f"thread {t}: {e!r}")
+
+        threads = [threading.Thread(target=worker, args=(t,)) for t in range(20)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        self.assertEqual(errors, [])
+
+    def test_close_fails_waiters(self):
+        rid = self.client.send("ping", {"delay_ms": 5000})
+        threading.Timer(0.1, self.client.close).start()
+        self.assertFerryError("unavailable", self.client.wait, rid, timeout=5)
+
+    # ----- invalid vectors over the wire
+
+    def test_invalid_vectors_over_the_wire(self):
+        for v in VECTORS["invalid"]:
+            with self.subTest(v["name"]):
+                frame = bytes.fromhex(v["hex"])
+                conn = self.raw()
+                conn.hello()
+                conn.send(frame)
+                envelope, _ = conn.read_frame()
+                self.assertTrue(envelope.get("final"), envelope)
+                self.assertEqual(envelope.get("error", {}).get("code"), v["error"], envelope)
+                self.assertEqual(envelope["id"], expected_reply_id(frame), "reply names the wrong id")
+                if v["error"] == "protocol_error":
+                    self.assertTrue(conn.is_closed_by_peer(), "ferryd kept the connection open after a "
+                                                              "protocol error")
+                else:
+                    conn.request({"id": 2, "op": "ping"})
+                    self.assertEqual(conn.read_frame()[0].get("result"), {"pong": True})
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,36 @@
+// swift-tools-version:6.0
+// Ferry: a local fetch-and-cache daemon. Dependencies point one way:
+// executables → FerryServer / FerryClient → FerryProtocol (no I/O, no C imports).
+import PackageDescription
+
+let package = Package(
+    name: "Ferry",
+    products: [
+        .executable(name: "ferryd", targets: ["ferryd"]),
+        .executable(name: "ferry", targets: ["ferry"]),
+        .library(name: "FerryClient", targets: ["FerryClient"]),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CLibUV",
+            pkgConfig: "libuv",
+            providers: [.apt(["libuv1-dev"])]
+        ),
+        // Pure Swift, but `rounded()` and friends need libm, which nothing else links here.
+        .target(name: "FerryProtocol", linkerSettings: [.linkedLibrary("m")]),
+        .target(name: "FerryArgs", linkerSettings: [.linkedLibrary("m")]),
+        .target(name: "FerryServer", dependencies: ["FerryProtocol", "CLibUV"]),
+        .target(name: "FerryClient", dependencies: ["FerryProtocol"]),
+        .executableTarget(name: "ferryd", dependencies: ["FerryServer", "FerryArgs"]),
+        .executableTarget(name: "ferry", dependencies: ["FerryClient", "FerryArgs"]),
+        .executableTarget(name: "ferry-bench", dependencies: ["FerryClient", "FerryProtocol", "FerryArgs"]),
+        .testTarget(name: "FerryProtocolTests", dependencies: ["FerryProtocol"]),
+        .testTarget(name: "FerryArgsTests", dependencies: ["FerryArgs"]),
+        .testTarget(name: "FerryServerTests", dependencies: ["FerryServer", "FerryProtocol"]),
+        .testTarget(
+            name: "FerryIntegrationTests",
+            dependencies: ["FerryClient", "FerryProtocol"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

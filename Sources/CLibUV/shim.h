@@ -1,0 +1,20 @@
+#ifndef FERRY_CLIBUV_SHIM_H
+#define FERRY_CLIBUV_SHIM_H
+#include <uv.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/file.h>
+
+/// The uid of the process at the other end of a connected Unix socket (SO_PEERCRED).
+/// Returns 0 and sets *uid on success, -errno on failure. A C helper because `struct ucred`
+/// needs _GNU_SOURCE, and defining that here would make this module's system headers disagree with Swift's Glibc
+/// module; the kernel's layout {pid, uid, gid} is a stable ABI, so it is spelled out instead.
+struct ferry_ucred { pid_t pid; uid_t uid; gid_t gid; };
+static inline int ferry_peer_uid(int fd, uid_t *uid) {
+    struct ferry_ucred cred;
+    socklen_t len = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return -1;
+    *uid = cred.uid;
+    return 0;
+}
+#endif

@@ -1,0 +1,129 @@
+/// A command-line option: `--name VALUE` (or `--name=VALUE`) when it takes a value, `--name` when it is a flag.
+public struct OptionSpec: Sendable {
+    public var name: String
+    public var short: Character?
+    public var takesValue: Bool
+    public var help: String
+
+    public init(_ name: String, short: Character? = nil, takesValue: Bool = false, help: String) {
+        self.name = name
+        self.short = short
+        self.takesValue = takesValue
+        self.help = help
+    }
+}
+
+/// A usage mistake: the command prints it with the help text and exits 2.
+public struct UsageError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// What the command line said.
+public struct ParsedArgs: Sendable, Equatable {
+    /// Option values by long name; a repeated option keeps its last value.
+    public var values: [String: String] = [:]
+    /// Flags that were given, by long name.
+    public var flags: Set<String> = []
+    /// Everything that is not an option, in order.
+    public var positionals: [String] = []
+
+    public init() {}
+
+    public func value(_ name: String) -> String? { values[name] }
+    public func has(_ name: String) -> Bool { flags.contains(name) }
+}
+
+/// A small parser for Ferry's two commands: long options with values, short aliases, flags, positionals anywhere,
+/// and `--` to end options. Hand-written because no argument-parsing package can be fetched here; kept small and
+/// unit-tested.
+///
+/// ```swift
+/// let parser = ArgParser([OptionSpec("socket", takesValue: true, help: "socket path"),
+///                         OptionSpec("json", help: "print JSON")])
+/// let args = try parser.parse(["stats", "--json", "--socket=/tmp/s"])
+/// args.positionals   // ["stats"]
+/// ```
+public struct ArgParser: Sendable {
+    public let options: [OptionSpec]
+
+    public init(_ options: [OptionSpec]) { self.options = options }
+
+    public func parse(_ arguments: [String]) throws(UsageError) -> ParsedArgs {
+        var result = ParsedArgs()
+        var k = 0
+        var optionsEnded = false
+        while k < arguments.count {
+            let arg = arguments[k]
+            k += 1
+            if optionsEnded || arg == "-" || !arg.hasPrefix("-") {
+                result.positionals.append(arg)
+                continue
+            }
+            if arg == "--" {
+                optionsEnded = true
+                continue
+            }
+            let (spec, inlineValue) = try lookup(arg)
+            if spec.takesValue {
+                if let inlineValue {
+                    result.values[spec.name] = inlineValue
+                } else {
+                    guard k < arguments.count else { throw UsageError("option \(arg) needs a value") }
+                    result.values[spec.name] = arguments[k]
+                    k += 1
+                }
+            } else {
+                if inlineValue != nil { throw UsageError("option --\(spec.name) takes no value") }
+                result.flags.insert(spec.name)
+            }
+        }
+        return result
+    }
+
+    private func lookup(_ arg: String) throws(UsageError) -> (OptionSpec, String?) {
+        if arg.hasPrefix("--") {
+            let body = arg.dropFirst(2)
+            let name: Substring
+            var value: String? = nil
+            if let eq = body.firstIndex(of: "=") {
+                name = body[..<eq]
+                value = String(body[body.index(after: eq)...])
+            } else {
+                name = body
+            }
+            guard let spec = options.first(where: { $0.name == name }) else { throw UsageError("unknown option --\(name)") }
+            return (spec, value)
+        }
+        let letters = arg.dropFirst()
+        guard letters.count == 1, let spec = options.first(where: { $0.short == letters.first }) else {
+            throw UsageError("unknown option \(arg)")
+        }
+        return (spec, nil)
+    }
+
+    /// Option lines for help text: `  -o, --output FILE   write here`.
+    public var helpText: String {
+        let rows = options.map { o -> (String, String) in
+            let short = o.short.map { "-\($0), " } ?? "    "
+            return ("  \(short)--\(o.name)\(o.takesValue ? " VALUE" : "")", o.help)
+        }
+        let width = (rows.map(\.0.count).max() ?? 0) + 2
+        return rows.map { $0.0 + String(repeating: " ", count: width - $0.0.count) + $0.1 }.joined(separator: "\n")
+    }
+}
+
+/// Parses a duration such as `250ms`, `30s`, `5m`, `1h` or a bare number of seconds into milliseconds.
+public func parseDurationMs(_ text: String) throws(UsageError) -> Int64 {
+    let units: [(String, Double)] = [("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000)]
+    for (suffix, scale) in units where text.hasSuffix(suffix) {
+        let number = text.dropLast(suffix.count)
+        if let v = Double(number), v >= 0, v.isFinite, !number.isEmpty, number.first != "+" {
+            return Int64((v * scale).rounded())
+        }
+        if suffix == "ms" || suffix == "s" && !text.hasSuffix("ms") { break }
+    }
+    if let v = Double(text), v >= 0, v.isFinite, text.first != "+" { return Int64((v * 1000).rounded()) }
+    throw UsageError("invalid duration \"\(text)\" (examples: 500ms, 30s, 5m)")
+}

@@ -1,0 +1,128 @@
+/// A request envelope as the server reads it (PROTOCOL.md section 3).
+public struct RequestEnvelope: Sendable, Equatable {
+    public var id: UInt64
+    public var op: String
+    public var args: JSONObject
+    public var timeoutMs: Int64?
+
+    public init(id: UInt64, op: String, args: JSONObject = JSONObject(), timeoutMs: Int64? = nil) {
+        self.id = id
+        self.op = op
+        self.args = args
+        self.timeoutMs = timeoutMs
+    }
+
+    /// The largest id: ids must survive a trip through IEEE doubles in any client language.
+    public static let maxID: UInt64 = (1 << 53) - 1
+    public static let maxTimeoutMs: Int64 = Int64(Int32.max)
+
+    /// Why an envelope was refused, with the request id when it could be read (so the reply can name it).
+    public struct Invalid: Error, Sendable, Equatable {
+        public var id: UInt64
+        public var error: WireError
+    }
+
+    /// Parses and checks a request envelope. Every failure is a call error (`invalid_argument`); the id in it is
+    /// 0 when the id itself was unreadable.
+    public static func parse(_ json: UnsafeRawBufferPointer, maxNesting: Int) throws(Invalid) -> RequestEnvelope {
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(json, maxDepth: maxNesting)
+        } catch {
+            throw Invalid(id: 0, error: WireError(.invalidArgument, "invalid JSON envelope: \(error)"))
+        }
+        guard case .object(let o) = value else {
+            throw Invalid(id: 0, error: WireError(.invalidArgument, "the envelope must be a JSON object"))
+        }
+        guard let idValue = o["id"] else {
+            throw Invalid(id: 0, error: WireError(.invalidArgument, "the envelope has no \"id\""))
+        }
+        guard case .int(let rawID) = idValue, rawID >= 1, UInt64(rawID) <= maxID else {
+            throw Invalid(id: 0, error: WireError(.invalidArgument, "\"id\" must be an integer from 1 to 2^53-1"))
+        }
+        let id = UInt64(rawID)
+        guard let opValue = o["op"] else {
+            throw Invalid(id: id, error: WireError(.invalidArgument, "the envelope has no \"op\""))
+        }
+        guard case .string(let op) = opValue else {
+            throw Invalid(id: id, error: WireError(.invalidArgument, "\"op\" must be a string"))
+        }
+        var args = JSONObject()
+        if let a = o["args"] {
+            guard case .object(let ao) = a else {
+                throw Invalid(id: id, error: WireError(.invalidArgument, "\"args\" must be an object"))
+            }
+            args = ao
+        }
+        var timeout: Int64? = nil
+        if let t = o["timeout_ms"] {
+            guard case .int(let ms) = t, ms >= 1, ms <= maxTimeoutMs else {
+                throw Invalid(id: id, error: WireError(.invalidArgument, "\"timeout_ms\" must be an integer from 1 to \(maxTimeoutMs)"))
+            }
+            timeout = ms
+        }
+        return RequestEnvelope(id: id, op: op, args: args, timeoutMs: timeout)
+    }
+
+    public static func parse(_ json: [UInt8], maxNesting: Int = 32) throws(Invalid) -> RequestEnvelope {
+        do {
+            return try json.withUnsafeBytes { try parse($0, maxNesting: maxNesting) }
+        } catch let e as Invalid {
+            throw e
+        } catch {
+            fatalError("unreachable")
+        }
+    }
+
+    /// The envelope as a client writes it.
+    public var json: JSONValue {
+        var o: JSONObject = ["id": .int(Int64(id)), "op": .string(op)]
+        if !args.isEmpty { o["args"] = .object(args) }
+        if let timeoutMs { o["timeout_ms"] = .int(timeoutMs) }
+        return .object(o)
+    }
+}
+
+/// A reply envelope as a client reads it.
+public enum ReplyEnvelope: Sendable, Equatable {
+    case result(id: UInt64, JSONObject)
+    case error(id: UInt64, WireError)
+    case event(id: UInt64, name: String, data: JSONObject)
+
+    public var id: UInt64 {
+        switch self {
+        case .result(let id, _), .error(let id, _), .event(let id, _, _): return id
+        }
+    }
+
+    public var isFinal: Bool {
+        if case .event = self { return false }
+        return true
+    }
+
+    /// Reads a reply; `nil` when it is not a well-formed reply envelope.
+    public static func parse(_ value: JSONValue) -> ReplyEnvelope? {
+        guard case .object(let o) = value, let rawID = o["id"]?.intValue, rawID >= 0,
+              let final = o["final"]?.boolValue else { return nil }
+        let id = UInt64(rawID)
+        if final {
+            if let r = o["result"]?.objectValue { return .result(id: id, r) }
+            if let e = o["error"]?.objectValue, let err = WireError(json: e) { return .error(id: id, err) }
+            return nil
+        }
+        guard let name = o["event"]?.stringValue else { return nil }
+        return .event(id: id, name: name, data: o["data"]?.objectValue ?? JSONObject())
+    }
+
+    /// The envelope as the server writes it: fields in PROTOCOL.md's order.
+    public var json: JSONValue {
+        switch self {
+        case .result(let id, let r): return ["id": .int(Int64(id)), "final": true, "result": .object(r)]
+        case .error(let id, let e): return ["id": .int(Int64(id)), "final": true, "error": .object(e.json)]
+        case .event(let id, let name, let data):
+            var o: JSONObject = ["id": .int(Int64(id)), "final": false, "event": .string(name)]
+            if !data.isEmpty { o["data"] = .object(data) }
+            return .object(o)
+        }
+    }
+}

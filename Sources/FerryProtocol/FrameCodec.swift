@@ -1,0 +1,145 @@
+/// Why a byte stream stopped being a valid sequence of frames. Any of these is a `protocol_error`: the peer gets one
+/// error frame and the connection closes.
+public enum FrameError: Error, Sendable, Equatable, CustomStringConvertible {
+    case emptyEnvelope
+    case envelopeTooLarge(length: Int, limit: Int)
+    case frameTooLarge(length: Int, limit: Int)
+
+    public var description: String {
+        switch self {
+        case .emptyEnvelope: return "frame with an empty JSON envelope (json_len 0)"
+        case .envelopeTooLarge(let n, let limit): return "JSON envelope of \(n) bytes exceeds the limit of \(limit)"
+        case .frameTooLarge(let n, let limit): return "frame of \(n) bytes exceeds the limit of \(limit)"
+        }
+    }
+}
+
+/// The two lengths at the start of every frame.
+public struct FrameHeader: Sendable, Equatable {
+    public var jsonLength: Int
+    public var bodyLength: Int
+    public var frameLength: Int { ProtocolLimits.headerBytes + jsonLength + bodyLength }
+
+    /// Reads and checks a header from the first 8 bytes; `nil` when fewer are present. Checking here, before
+    /// anything else is read, is what keeps a hostile length from costing memory.
+    public static func parse(_ bytes: UnsafeRawBufferPointer, maxFrameBytes: Int, maxJSONBytes: Int) throws(FrameError) -> FrameHeader? {
+        guard bytes.count >= ProtocolLimits.headerBytes else { return nil }
+        let json = Int(readU32(bytes, 0))
+        let body = Int(readU32(bytes, 4))
+        if json == 0 { throw .emptyEnvelope }
+        if json > maxJSONBytes { throw .envelopeTooLarge(length: json, limit: maxJSONBytes) }
+        let total = ProtocolLimits.headerBytes + json + body
+        if total > maxFrameBytes { throw .frameTooLarge(length: total, limit: maxFrameBytes) }
+        return FrameHeader(jsonLength: json, bodyLength: body)
+    }
+
+    static func readU32(_ b: UnsafeRawBufferPointer, _ at: Int) -> UInt32 {
+        UInt32(b[at]) << 24 | UInt32(b[at + 1]) << 16 | UInt32(b[at + 2]) << 8 | UInt32(b[at + 3])
+    }
+}
+
+/// One decoded frame, pointing into the decoder's buffer: valid only inside the closure it is passed to.
+public struct FrameView {
+    public var json: UnsafeRawBufferPointer
+    public var body: UnsafeRawBufferPointer
+}
+
+/// One decoded frame that owns its bytes.
+public struct Frame: Sendable, Equatable {
+    public var json: [UInt8]
+    public var body: [UInt8]
+    public init(json: [UInt8], body: [UInt8] = []) {
+        self.json = json
+        self.body = body
+    }
+}
+
+/// An incremental frame decoder: feed it bytes as they arrive, in pieces of any size, and take whole frames out one
+/// step at a time. Limits can change between frames (the handshake limit is lifted after `hello`).
+///
+/// ```swift
+/// var decoder = FrameDecoder(maxFrameBytes: 65536, maxJSONBytes: 65536)
+/// decoder.append(bytesFromSocket)
+/// while let frame = try decoder.next() { handle(frame) }
+/// ```
+public struct FrameDecoder {
+    public var maxFrameBytes: Int
+    public var maxJSONBytes: Int
+    public let buffer: ByteBuffer
+
+    public init(maxFrameBytes: Int, maxJSONBytes: Int, buffer: ByteBuffer = ByteBuffer()) {
+        self.maxFrameBytes = maxFrameBytes
+        self.maxJSONBytes = maxJSONBytes
+        self.buffer = buffer
+    }
+
+    /// Bytes received but not yet part of a returned frame.
+    public var pendingBytes: Int { buffer.readableCount }
+
+    public func append(_ bytes: UnsafeRawBufferPointer) { buffer.append(bytes) }
+    public func append(_ bytes: [UInt8]) { buffer.append(bytes) }
+
+    /// Calls `body` with the next whole frame, without copying, and consumes it; `nil` when no whole frame is
+    /// buffered yet. Throws as soon as a header breaks the limits, even though the frame's bytes have not arrived.
+    public func nextView<R>(_ body: (FrameView) throws -> R) throws -> R? {
+        let bytes = buffer.readable
+        guard let header = try FrameHeader.parse(bytes, maxFrameBytes: maxFrameBytes, maxJSONBytes: maxJSONBytes) else {
+            return nil
+        }
+        guard bytes.count >= header.frameLength else { return nil }
+        let jsonStart = ProtocolLimits.headerBytes
+        let bodyStart = jsonStart + header.jsonLength
+        let view = FrameView(
+            json: UnsafeRawBufferPointer(rebasing: bytes[jsonStart..<bodyStart]),
+            body: UnsafeRawBufferPointer(rebasing: bytes[bodyStart..<header.frameLength]))
+        let result = try body(view)
+        buffer.consume(header.frameLength)
+        return result
+    }
+
+    /// The next whole frame as an owned copy; `nil` when none is buffered yet.
+    public func next() throws(FrameError) -> Frame? {
+        do {
+            return try nextView { Frame(json: Array($0.json), body: Array($0.body)) }
+        } catch let e as FrameError {
+            throw e
+        } catch {
+            fatalError("unreachable: the closure does not throw")
+        }
+    }
+
+    /// The frame still being received, if any: at EOF this means the peer stopped mid-frame.
+    public var hasPartialFrame: Bool { buffer.readableCount > 0 }
+}
+
+/// Writes frames: header, envelope and body, appended to a byte array.
+public enum FrameEncoder {
+    /// Appends a frame whose JSON is written by `writeJSON`, patching the header's lengths afterwards so the
+    /// envelope is never built twice.
+    public static func append(to out: inout [UInt8], body: UnsafeRawBufferPointer? = nil, writeJSON: (inout [UInt8]) -> Void) {
+        let headerAt = out.count
+        out.append(contentsOf: [0, 0, 0, 0, 0, 0, 0, 0])
+        writeJSON(&out)
+        let jsonLength = out.count - headerAt - ProtocolLimits.headerBytes
+        let bodyLength = body?.count ?? 0
+        putU32(&out, headerAt, UInt32(jsonLength))
+        putU32(&out, headerAt + 4, UInt32(bodyLength))
+        if let body, bodyLength > 0 { out.append(contentsOf: body) }
+    }
+
+    /// The bytes of one frame.
+    public static func encode(json: JSONValue, body: [UInt8] = []) -> [UInt8] {
+        var out: [UInt8] = []
+        body.withUnsafeBytes { b in
+            append(to: &out, body: b) { JSONWriter.write(json, to: &$0) }
+        }
+        return out
+    }
+
+    static func putU32(_ out: inout [UInt8], _ at: Int, _ v: UInt32) {
+        out[at] = UInt8(truncatingIfNeeded: v >> 24)
+        out[at + 1] = UInt8(truncatingIfNeeded: v >> 16)
+        out[at + 2] = UInt8(truncatingIfNeeded: v >> 8)
+        out[at + 3] = UInt8(truncatingIfNeeded: v)
+    }
+}

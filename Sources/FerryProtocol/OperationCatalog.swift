@@ -1,0 +1,86 @@
+/// One field of an operation's arguments or result, as `describe` reports it.
+public struct FieldDescriptor: Sendable {
+    public var name: String
+    public var type: String
+    public var required: Bool
+    public var doc: String
+
+    public init(_ name: String, _ type: String, required: Bool = false, _ doc: String) {
+        self.name = name
+        self.type = type
+        self.required = required
+        self.doc = doc
+    }
+}
+
+/// What an operation takes and gives: enough for a client to discover the API through `describe`.
+public struct OperationDescriptor: Sendable {
+    public var name: String
+    public var summary: String
+    public var args: [FieldDescriptor]
+    public var result: [FieldDescriptor]
+    public var events: [String]
+    /// How the request body is used: "none", "optional" or "echo".
+    public var body: String
+
+    public var json: JSONValue {
+        .object([
+            "name": .string(name),
+            "summary": .string(summary),
+            "args": .array(args.map { .object(["name": .string($0.name), "type": .string($0.type), "required": .bool($0.required), "doc": .string($0.doc)]) }),
+            "result": .array(result.map { .object(["name": .string($0.name), "type": .string($0.type), "doc": .string($0.doc)]) }),
+            "events": .array(events.map { .string($0) }),
+            "body": .string(body),
+        ])
+    }
+}
+
+/// The operations of protocol v1, in the order `hello` and `describe` list them.
+///
+/// ```swift
+/// OperationCatalog.v1.map(\.name)   // ["hello", "ping", "describe", "stats", "cancel"]
+/// ```
+public enum OperationCatalog {
+    public static let v1: [OperationDescriptor] = [
+        OperationDescriptor(
+            name: "hello", summary: "Handshake: negotiate the protocol version; must be the first request.",
+            args: [FieldDescriptor("versions", "array<integer>", required: true, "protocol versions the client speaks"),
+                   FieldDescriptor("client", "string", "a name for the server's logs")],
+            result: [FieldDescriptor("version", "integer", "the version chosen"),
+                     FieldDescriptor("server", "string", "server name and version"),
+                     FieldDescriptor("limits", "object", "handshake_frame_bytes, max_frame_bytes, max_json_bytes, max_nesting, max_in_flight"),
+                     FieldDescriptor("operations", "array<string>", "the operations this server implements")],
+            events: [], body: "none"),
+        OperationDescriptor(
+            name: "ping", summary: "Round trip; echoes the request body; can wait and send tick events.",
+            args: [FieldDescriptor("delay_ms", "integer", "answer after this many milliseconds (0-60000)"),
+                   FieldDescriptor("events", "integer", "tick events to send before the reply (0-1000)")],
+            result: [FieldDescriptor("pong", "boolean", "always true")],
+            events: ["tick"], body: "echo"),
+        OperationDescriptor(
+            name: "describe", summary: "Every operation with its arguments and result fields.",
+            args: [],
+            result: [FieldDescriptor("protocol", "integer", "the protocol version"),
+                     FieldDescriptor("operations", "array<object>", "name, summary, args, result, events, body")],
+            events: [], body: "none"),
+        OperationDescriptor(
+            name: "stats", summary: "Counters: uptime, connections, requests and errors per operation and code, bytes.",
+            args: [],
+            result: [FieldDescriptor("pid", "integer", "the daemon's process id"),
+                     FieldDescriptor("version", "string", "the daemon's version"),
+                     FieldDescriptor("uptime_ms", "integer", "time since start"),
+                     FieldDescriptor("connections", "object", "open, total, rejected"),
+                     FieldDescriptor("requests", "object", "total, in_flight, errors"),
+                     FieldDescriptor("bytes", "object", "in, out"),
+                     FieldDescriptor("ops", "object", "per operation: requests, errors"),
+                     FieldDescriptor("errors", "object", "per error code: count")],
+            events: [], body: "none"),
+        OperationDescriptor(
+            name: "cancel", summary: "Cancel a request of this connection that is still in flight.",
+            args: [FieldDescriptor("id", "integer", required: true, "the id of the request to cancel")],
+            result: [FieldDescriptor("cancelled", "boolean", "whether a request was in flight and is now cancelled")],
+            events: [], body: "none"),
+    ]
+
+    public static func descriptor(named name: String) -> OperationDescriptor? { v1.first { $0.name == name } }
+}

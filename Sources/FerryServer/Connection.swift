@@ -1,0 +1,340 @@
+import CLibUV
+import FerryProtocol
+
+/// One client connection: reads frames, admits requests through `RequestGate`, and buffers replies until the loop's
+/// iteration hook flushes them. Loop thread only.
+///
+/// Lifetime: the server retains the object through `handle.data` from accept until libuv's close callback, so
+/// callbacks never see a freed connection; everything else holds it weakly or by id.
+final class Connection {
+    let id: UInt64
+    unowned let server: Server
+    let handle: UnsafeMutablePointer<uv_pipe_t>
+    private var decoder: FrameDecoder
+    private(set) var phase: ConnectionPhase = .awaitingHello
+    private(set) var inFlight: [UInt64: RequestContext] = [:]
+    /// Replies not yet handed to the kernel or to libuv.
+    private var out: [UInt8] = []
+    /// Bytes handed to `uv_write` whose callback has not run.
+    private var queuedWriteBytes = 0
+    private var backpressure: Backpressure
+    private var isReading = false
+    private var isProcessing = false
+    private var needsFlush = false
+    private var closeWhenFlushed = false
+    private(set) var isClosed = false
+    var clientName = ""
+
+    /// Read space handed to libuv per read: small enough that idle connections stay cheap.
+    private static let readChunk = 16 * 1024
+
+    init(id: UInt64, server: Server, handle: UnsafeMutablePointer<uv_pipe_t>) {
+        self.id = id
+        self.server = server
+        self.handle = handle
+        let limits = server.config.limits
+        decoder = FrameDecoder(maxFrameBytes: limits.handshakeFrameBytes, maxJSONBytes: min(limits.maxJSONBytes, limits.handshakeFrameBytes),
+                               buffer: ByteBuffer(capacity: Connection.readChunk))
+        backpressure = Backpressure(high: server.config.highWaterBytes, low: server.config.lowWaterBytes)
+        handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
+    }
+
+    private var stream: UnsafeMutablePointer<uv_stream_t> {
+        UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_stream_t.self)
+    }
+
+    var pendingOutputBytes: Int { out.count + queuedWriteBytes }
+
+    // MARK: Reading
+
+    func startReading() {
+        guard !isReading, !isClosed, phase != .closing else { return }
+        isReading = true
+        uv_read_start(stream, { h, _, buf in
+            let me = Unmanaged<Connection>.fromOpaque(h!.pointee.data).takeUnretainedValue()
+            let space = me.decoder.buffer.writableSpace(minimum: Connection.readChunk)
+            buf!.pointee = uv_buf_init(space.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(space.count))
+        }, { s, nread, _ in
+            let me = Unmanaged<Connection>.fromOpaque(s!.pointee.data).takeUnretainedValue()
+            me.didRead(nread)
+        })
+    }
+
+    private func stopReading() {
+        guard isReading else { return }
+        isReading = false
+        uv_read_stop(stream)
+    }
+
+    private func didRead(_ nread: Int) {
+        if nread > 0 {
+            decoder.buffer.didWrite(nread)
+            server.stats.bytesIn += UInt64(nread)
+            processFrames()
+        } else if nread < 0 {
+            if nread == Int(UV_EOF.rawValue), decoder.hasPartialFrame {
+                server.log.info("conn=\(id) closed mid-frame (\(decoder.pendingBytes) bytes of a truncated frame dropped)")
+            } else if nread != Int(UV_EOF.rawValue) {
+                server.log.debug("conn=\(id) read error: \(String(cString: uv_strerror(Int32(nread))))")
+            }
+            close()
+        }
+    }
+
+    /// Handles buffered frames until none is whole, the connection is paused by backpressure, or it is closing.
+    func processFrames() {
+        guard !isProcessing else { return }
+        isProcessing = true
+        defer { isProcessing = false }
+        while !isClosed && phase != .closing && !backpressure.isPaused {
+            do {
+                guard try decoder.nextView({ handleFrame($0) }) != nil else { break }
+            } catch {
+                protocolError(WireError(.protocolError, "\(error)"), id: 0)
+                return
+            }
+        }
+        if decoder.pendingBytes == 0 { decoder.buffer.reset(shrinkTo: Connection.readChunk) }
+    }
+
+    private func handleFrame(_ frame: FrameView) {
+        let envelope: RequestEnvelope
+        do {
+            envelope = try RequestEnvelope.parse(frame.json, maxNesting: server.config.limits.maxNesting)
+        } catch {
+            server.stats.requestsTotal += 1
+            server.stats.countError(error.error.code, op: nil)
+            writeError(id: error.id, error: error.error)
+            return
+        }
+        server.stats.requestsTotal += 1
+        let entry = server.router.entry(envelope.op)
+        let situation = RequestGate.Situation(
+            phase: phase, serverDraining: server.isDraining, idInFlight: inFlight[envelope.id] != nil,
+            connectionInFlight: inFlight.count, totalInFlight: server.totalInFlight,
+            maxConnectionInFlight: server.config.limits.maxInFlight, maxTotalInFlight: server.config.maxTotalInFlight,
+            operationKnown: entry != nil)
+        entry?.counters.requests += 1
+        switch RequestGate.decide(op: envelope.op, situation) {
+        case .closeConnection(let error):
+            server.stats.countError(error.code, op: entry?.counters)
+            protocolError(error, id: envelope.id)
+        case .reject(let error):
+            server.stats.countError(error.code, op: entry?.counters)
+            writeError(id: envelope.id, error: error)
+        case .admit:
+            let request = RequestContext(envelope: envelope, body: Array(frame.body), serial: server.nextSerial(),
+                                         counters: entry!.counters, connection: self)
+            inFlight[envelope.id] = request
+            server.totalInFlight += 1
+            entry!.handler.start(request)
+            if !request.isFinished, let ms = envelope.timeoutMs {
+                server.scheduleDeadline(connection: id, request: request, afterMs: UInt64(ms))
+            }
+        }
+    }
+
+    /// `hello` succeeded: lift the handshake frame limit.
+    func didHandshake(clientName: String) {
+        phase = .ready
+        self.clientName = clientName
+        decoder.maxFrameBytes = server.config.limits.maxFrameBytes
+        decoder.maxJSONBytes = server.config.limits.maxJSONBytes
+    }
+
+    func requestEnded(_ request: RequestContext) {
+        if inFlight[request.id] === request {
+            inFlight[request.id] = nil
+            server.totalInFlight -= 1
+            server.requestEnded()
+        }
+    }
+
+    func request(id: UInt64) -> RequestContext? { inFlight[id] }
+
+    // MARK: Writing
+
+    func writeResult(id: UInt64, result: JSONObject, body: [UInt8]) {
+        var result = result
+        var finalBody = body[...]
+        // Room for the final frame's envelope; anything beyond goes ahead as chunk events.
+        let room = server.config.limits.maxFrameBytes - ProtocolLimits.headerBytes - 4096
+        if body.count > room {
+            var offset = 0
+            while body.count - offset > room {
+                let end = offset + room
+                appendFrame(body: body[offset..<end]) { out in
+                    Connection.writeEventHead(id: id, name: "chunk", to: &out)
+                    JSONWriter.appendASCII(",\"data\":{\"offset\":", to: &out)
+                    JSONWriter.writeInt(Int64(offset), to: &out)
+                    JSONWriter.appendASCII("}}", to: &out)
+                }
+                offset = end
+            }
+            finalBody = body[offset...]
+            if result["size"] == nil { result["size"] = .int(Int64(body.count)) }
+        }
+        appendFrame(body: finalBody) { out in
+            JSONWriter.appendASCII("{\"id\":", to: &out)
+            JSONWriter.writeInt(Int64(id), to: &out)
+            JSONWriter.appendASCII(",\"final\":true,\"result\":", to: &out)
+            JSONWriter.write(result, to: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    func writeError(id: UInt64, error: WireError) {
+        appendFrame(body: [][...]) { out in
+            JSONWriter.appendASCII("{\"id\":", to: &out)
+            JSONWriter.writeInt(Int64(id), to: &out)
+            JSONWriter.appendASCII(",\"final\":true,\"error\":", to: &out)
+            JSONWriter.write(error.json, to: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    func writeEvent(id: UInt64, name: String, data: JSONObject, body: [UInt8]) {
+        appendFrame(body: body[...]) { out in
+            Connection.writeEventHead(id: id, name: name, to: &out)
+            if !data.isEmpty {
+                JSONWriter.appendASCII(",\"data\":", to: &out)
+                JSONWriter.write(data, to: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    private static func writeEventHead(id: UInt64, name: String, to out: inout [UInt8]) {
+        JSONWriter.appendASCII("{\"id\":", to: &out)
+        JSONWriter.writeInt(Int64(id), to: &out)
+        JSONWriter.appendASCII(",\"final\":false,\"event\":", to: &out)
+        JSONWriter.writeString(name, to: &out)
+    }
+
+    private func appendFrame(body: ArraySlice<UInt8>, json: (inout [UInt8]) -> Void) {
+        guard !isClosed else { return }
+        body.withUnsafeBytes { b in FrameEncoder.append(to: &out, body: b, writeJSON: json) }
+        if !needsFlush {
+            needsFlush = true
+            server.scheduleFlush(self)
+        }
+        applyBackpressure()
+    }
+
+    /// Answers a protocol error, then closes once the answer is written.
+    private func protocolError(_ error: WireError, id requestID: UInt64) {
+        server.log.info("conn=\(id) protocol error: \(error.message)")
+        writeError(id: requestID, error: error)
+        closeAfterFlush()
+    }
+
+    /// Sends what is buffered, then closes: used after a protocol error and to refuse a connection.
+    func closeAfterFlush() {
+        phase = .closing
+        stopReading()
+        closeWhenFlushed = true
+        for request in Array(inFlight.values) { request.abandon() }
+        if pendingOutputBytes == 0 { close() }
+    }
+
+    /// Hands buffered replies to the kernel: `uv_try_write` first (no copy, no callback), then `uv_write` with an
+    /// owned copy of what did not fit.
+    func flush() {
+        needsFlush = false
+        guard !isClosed, !out.isEmpty else { return }
+        var written = 0
+        if queuedWriteBytes == 0 {
+            written = out.withUnsafeMutableBytes { b -> Int in
+                var buf = uv_buf_init(b.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(b.count))
+                let n = uv_try_write(stream, &buf, 1)
+                return n > 0 ? Int(n) : (n == Int32(UV_EAGAIN.rawValue) ? 0 : Int(n))
+            }
+            if written < 0 {
+                server.log.debug("conn=\(id) write error: \(String(cString: uv_strerror(Int32(written))))")
+                close()
+                return
+            }
+        }
+        server.stats.bytesOut += UInt64(written)
+        let rest = out.count - written
+        if rest > 0 { queueWrite(from: written) }
+        out.removeAll(keepingCapacity: out.capacity <= 256 * 1024)
+        afterOutputDrained()
+    }
+
+    /// Layout of one queued write: the libuv request, then the byte count, then the bytes, in one allocation.
+    private func queueWrite(from start: Int) {
+        let count = out.count - start
+        let headerSize = MemoryLayout<uv_write_t>.stride + MemoryLayout<Int>.stride
+        let block = UnsafeMutableRawPointer.allocate(byteCount: headerSize + count, alignment: 16)
+        let request = block.assumingMemoryBound(to: uv_write_t.self)
+        (block + MemoryLayout<uv_write_t>.stride).storeBytes(of: count, as: Int.self)
+        let bytes = block + headerSize
+        out.withUnsafeBytes { b in bytes.copyMemory(from: b.baseAddress! + start, byteCount: count) }
+        request.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        var buf = uv_buf_init(bytes.assumingMemoryBound(to: CChar.self), UInt32(count))
+        queuedWriteBytes += count
+        let rc = uv_write(request, stream, &buf, 1) { req, status in
+            let block = UnsafeMutableRawPointer(req!)
+            let count = (block + MemoryLayout<uv_write_t>.stride).load(as: Int.self)
+            let me = Unmanaged<Connection>.fromOpaque(req!.pointee.data).takeUnretainedValue()
+            block.deallocate()
+            me.didWrite(count: count, status: status)
+        }
+        if rc != 0 {
+            queuedWriteBytes -= count
+            block.deallocate()
+            close()
+        }
+    }
+
+    private func didWrite(count: Int, status: Int32) {
+        queuedWriteBytes -= count
+        if status == 0 { server.stats.bytesOut += UInt64(count) }
+        guard !isClosed else { return }
+        if status < 0 {
+            close()
+            return
+        }
+        afterOutputDrained()
+    }
+
+    private func afterOutputDrained() {
+        if closeWhenFlushed && pendingOutputBytes == 0 {
+            close()
+            return
+        }
+        applyBackpressure()
+    }
+
+    private func applyBackpressure() {
+        switch backpressure.update(pendingBytes: pendingOutputBytes) {
+        case .pause:
+            server.log.debug("conn=\(id) paused: \(pendingOutputBytes) bytes unsent")
+            stopReading()
+        case .resume:
+            server.log.debug("conn=\(id) resumed")
+            guard phase != .closing else { return }
+            processFrames()
+            if !backpressure.isPaused { startReading() }
+        case .none:
+            break
+        }
+    }
+
+    // MARK: Closing
+
+    /// Closes now: requests in flight are cancelled, unsent replies dropped.
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        phase = .closing
+        isReading = false
+        for request in Array(inFlight.values) { request.abandon() }
+        server.connectionClosed(self)
+        uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { h in
+            let me = Unmanaged<Connection>.fromOpaque(h!.pointee.data).takeRetainedValue()
+            me.handle.deallocate()
+        }
+    }
+}

@@ -1,0 +1,18 @@
+import FerryProtocol
+
+/// `cancel`: ends another request of the same connection with `cancelled`, stopping its work.
+final class CancelOperation: OperationHandler {
+    let descriptor = OperationCatalog.descriptor(named: "cancel")!
+
+    func start(_ request: RequestContext) {
+        guard case .int(let raw)? = request.args["id"], raw >= 1, UInt64(raw) <= RequestEnvelope.maxID else {
+            return request.fail(.invalidArgument, "\"id\" must be the integer id of a request in flight")
+        }
+        let target = UInt64(raw)
+        guard target != request.id, let victim = request.connection?.request(id: target) else {
+            return request.succeed(["cancelled": false])
+        }
+        victim.cancel(with: WireError(.cancelled, "cancelled by the client"))
+        request.succeed(["cancelled": true])
+    }
+}

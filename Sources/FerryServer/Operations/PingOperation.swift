@@ -1,0 +1,42 @@
+import FerryProtocol
+
+/// `ping`: echoes the request body; with `delay_ms` it stays in flight (on a loop timer) until then, with `events`
+/// it sends that many `tick` events first. The simplest request to cancel, time out and drain at shutdown.
+final class PingOperation: OperationHandler {
+    let descriptor = OperationCatalog.descriptor(named: "ping")!
+    static let maxDelayMs: Int64 = 60_000
+    static let maxEvents: Int64 = 1000
+    private static let pong: JSONObject = ["pong": true]
+
+    func start(_ request: RequestContext) {
+        var delay: Int64 = 0
+        var events: Int64 = 0
+        if !request.args.isEmpty {
+            guard let d = PingOperation.integer(request, "delay_ms", max: PingOperation.maxDelayMs),
+                  let e = PingOperation.integer(request, "events", max: PingOperation.maxEvents) else { return }
+            delay = d
+            events = e
+        }
+        for n in 0..<events { request.event("tick", data: ["n": .int(n)]) }
+        guard delay > 0, let server = request.server else {
+            return request.succeed(PingOperation.pong, body: request.body)
+        }
+        let timer = LoopTimer(loop: server.loop) { [weak request] timer in
+            timer.close()
+            request?.succeed(PingOperation.pong, body: request?.body ?? [])
+        }
+        // Whatever ends the request first (cancel, deadline, closed connection, shutdown), the timer goes with it.
+        request.onCancel = { timer.close() }
+        timer.start(afterMs: UInt64(delay))
+    }
+
+    /// Reads an optional integer argument in 0...max, failing the request (and returning nil) when it is not one.
+    private static func integer(_ request: RequestContext, _ name: String, max: Int64) -> Int64? {
+        guard let v = request.args[name] else { return 0 }
+        guard case .int(let n) = v, n >= 0, n <= max else {
+            request.fail(.invalidArgument, "\"\(name)\" must be an integer from 0 to \(max)")
+            return nil
+        }
+        return n
+    }
+}

@@ -1,0 +1,97 @@
+import FerryProtocol
+
+/// One request in flight: what the operation needs to do its work and the only way it answers.
+///
+/// Every request ends exactly once, through `succeed`, `fail` or `cancel`; later calls are ignored, so a timer that
+/// fires after a cancel cannot send a second final frame. An operation that keeps working after `start` returns sets
+/// `onCancel` to stop that work (deadline, `cancel`, closed connection, shutdown). Loop thread only.
+///
+/// ```swift
+/// func start(_ request: RequestContext) {
+///     request.event("tick", data: ["n": 0])
+///     request.succeed(["pong": true], body: request.body)
+/// }
+/// ```
+public final class RequestContext {
+    public let id: UInt64
+    public let op: String
+    public let args: JSONObject
+    public let body: [UInt8]
+    /// Tells a deadline entry for this request from one for a later request that reuses its id.
+    let serial: UInt64
+    let counters: OperationCounters
+    private(set) weak var connection: Connection?
+    public private(set) var isFinished = false
+    /// Stops the operation's work; called once, before the final error frame is written.
+    public var onCancel: (() -> Void)?
+
+    init(envelope: RequestEnvelope, body: [UInt8], serial: UInt64, counters: OperationCounters, connection: Connection) {
+        id = envelope.id
+        op = envelope.op
+        args = envelope.args
+        self.body = body
+        self.serial = serial
+        self.counters = counters
+        self.connection = connection
+    }
+
+    /// The server this request arrived on; `nil` once its connection is gone.
+    var server: Server? { connection?.server }
+
+    /// Sends an event frame (`final: false`). Ignored after the request ended.
+    public func event(_ name: String, data: JSONObject = JSONObject(), body: [UInt8] = []) {
+        guard !isFinished, let connection else { return }
+        connection.writeEvent(id: id, name: name, data: data, body: body)
+    }
+
+    /// Ends the request with a result; a body too large for one frame is sent as `chunk` events first.
+    public func succeed(_ result: JSONObject, body: [UInt8] = []) {
+        guard let connection = end() else { return }
+        connection.writeResult(id: id, result: result, body: body)
+    }
+
+    /// Ends the request with an error.
+    public func fail(_ error: WireError) {
+        guard let connection = end() else { return }
+        connection.server.stats.countError(error.code, op: counters)
+        connection.writeError(id: id, error: error)
+    }
+
+    public func fail(_ code: ErrorCode, _ message: String, details: JSONObject? = nil) {
+        fail(WireError(code, message, details: details))
+    }
+
+    /// Stops the work (`onCancel`) and ends the request with `error` (cancelled, deadline_exceeded, unavailable).
+    public func cancel(with error: WireError) {
+        guard !isFinished else { return }
+        runCancelHandler()
+        fail(error)
+    }
+
+    /// The connection closed: stop the work, count it as cancelled, answer nobody.
+    func abandon() {
+        guard !isFinished else { return }
+        runCancelHandler()
+        isFinished = true
+        if let connection {
+            connection.server.stats.countError(.cancelled, op: counters)
+            connection.requestEnded(self)
+        }
+    }
+
+    private func runCancelHandler() {
+        let handler = onCancel
+        onCancel = nil
+        handler?()
+    }
+
+    /// Marks the request finished and unregisters it; returns the connection to answer on, if still open.
+    private func end() -> Connection? {
+        guard !isFinished else { return nil }
+        isFinished = true
+        onCancel = nil
+        guard let connection else { return nil }
+        connection.requestEnded(self)
+        return connection
+    }
+}

@@ -1,0 +1,272 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CLibUV
+import FerryProtocol
+
+/// `ferryd`: one libuv loop serving the Unix socket. Everything here runs on the loop thread.
+///
+/// ```swift
+/// let server = Server(config: ServerConfig(socketPath: "/tmp/f.sock", cacheDirectory: "/tmp/cache"))
+/// try server.run()   // returns after SIGINT/SIGTERM and a graceful drain
+/// ```
+public final class Server {
+    public let config: ServerConfig
+    let log: Logger
+    let loop: UnsafeMutablePointer<uv_loop_t>
+    let stats = ServerStats()
+    let router = Router()
+    var totalInFlight = 0
+    private(set) var isDraining = false
+
+    private var connections: [UInt64: Connection] = [:]
+    private var needFlush: [Connection] = []
+    private var nextConnectionID: UInt64 = 1
+    private var serialCounter: UInt64 = 0
+    private var deadlines = DeadlineQueue<DeadlineKey>()
+    private var armedDeadline: UInt64?
+    private var deadlineTimer: LoopTimer?
+    private var graceTimer: LoopTimer?
+    private var iterationHook: LoopIterationHook?
+    private var signals: [LoopSignal] = []
+    private var listener: UnsafeMutablePointer<uv_pipe_t>?
+    private var socketGuard: SocketGuard?
+    private var readyToStop = false
+    private var startedAt: UInt64 = 0
+
+    private struct DeadlineKey {
+        let connection: UInt64
+        let request: UInt64
+        let serial: UInt64
+    }
+
+    public init(config: ServerConfig) {
+        self.config = config
+        log = Logger(level: config.logLevel)
+        loop = .allocate(capacity: 1)
+        uv_loop_init(loop)
+        for op in [HelloOperation(), PingOperation(), DescribeOperation(), StatsOperation(), CancelOperation()] as [OperationHandler] {
+            router.register(op)
+        }
+    }
+
+    deinit {
+        uv_loop_close(loop)
+        loop.deallocate()
+    }
+
+    /// Binds the socket and serves until a signal asks to stop and the drain is over.
+    public func run() throws(ServerError) {
+        Server.raiseFileLimit()
+        signal(SIGPIPE, SIG_IGN)
+        let guardian = try SocketGuard.acquire(path: config.socketPath, ownsDirectory: config.socketIsDefault, log: log)
+        socketGuard = guardian
+        do {
+            try listen()
+        } catch {
+            guardian.release()
+            throw error
+        }
+        startedAt = uv_now(loop)
+        deadlineTimer = LoopTimer(loop: loop) { [unowned self] _ in self.deadlineTimerFired() }
+        iterationHook = LoopIterationHook(loop: loop) { [unowned self] in self.endOfIteration() }
+        for sig in [SIGINT, SIGTERM] {
+            signals.append(LoopSignal(loop: loop, signal: sig) { [unowned self] s in self.beginShutdown(signal: s) })
+        }
+        log.info("ferryd \(ferryVersion) listening on \(config.socketPath) (pid \(getpid()))")
+        uv_run(loop, UV_RUN_DEFAULT)
+        guardian.release()
+        log.info("ferryd stopped")
+    }
+
+    private func listen() throws(ServerError) {
+        let pipe = UnsafeMutablePointer<uv_pipe_t>.allocate(capacity: 1)
+        uv_pipe_init(loop, pipe, 0)
+        pipe.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        listener = pipe
+        // Mode 0600 from the start: umask around bind, so there is no moment when others could connect.
+        let oldMask = umask(0o177)
+        let rc = uv_pipe_bind(pipe, config.socketPath)
+        umask(oldMask)
+        if rc != 0 { throw .bind(path: config.socketPath, message: String(cString: uv_strerror(rc))) }
+        let stream = UnsafeMutableRawPointer(pipe).assumingMemoryBound(to: uv_stream_t.self)
+        let lrc = uv_listen(stream, 4096) { s, status in
+            let me = Unmanaged<Server>.fromOpaque(s!.pointee.data).takeUnretainedValue()
+            me.accept(status: status)
+        }
+        if lrc != 0 { throw .bind(path: config.socketPath, message: String(cString: uv_strerror(lrc))) }
+    }
+
+    private func accept(status: Int32) {
+        guard status == 0, let listener else { return }
+        let handle = UnsafeMutablePointer<uv_pipe_t>.allocate(capacity: 1)
+        uv_pipe_init(loop, handle, 0)
+        let listenStream = UnsafeMutableRawPointer(listener).assumingMemoryBound(to: uv_stream_t.self)
+        guard uv_accept(listenStream, UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_stream_t.self)) == 0 else {
+            uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { h in
+                UnsafeMutableRawPointer(h!).assumingMemoryBound(to: uv_pipe_t.self).deallocate()
+            }
+            return
+        }
+        let connection = Connection(id: nextConnectionID, server: self, handle: handle)
+        nextConnectionID += 1
+        connections[connection.id] = connection
+        stats.connectionsOpen += 1
+        stats.connectionsTotal += 1
+        if let refusal = admissionProblem(handle) {
+            stats.connectionsRejected += 1
+            log.info("conn=\(connection.id) refused: \(refusal.message)")
+            connection.writeError(id: 0, error: refusal)
+            connection.flush()
+            connection.closeAfterFlush()
+            return
+        }
+        log.debug("conn=\(connection.id) open")
+        connection.startReading()
+    }
+
+    /// Why a new connection may not stay: another uid, or too many connections.
+    private func admissionProblem(_ handle: UnsafeMutablePointer<uv_pipe_t>) -> WireError? {
+        if !config.allowOtherUsers {
+            var fd: uv_os_fd_t = -1
+            var uid: uid_t = 0
+            let handlePtr = UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)
+            if uv_fileno(handlePtr, &fd) != 0 || ferry_peer_uid(fd, &uid) != 0 {
+                return WireError(.permissionDenied, "cannot read the peer's credentials")
+            }
+            if uid != getuid() {
+                return WireError(.permissionDenied, "peer uid \(uid) is not the daemon's uid \(getuid()); start ferryd with --allow-other-users to allow it")
+            }
+        }
+        if connections.count > config.maxConnections {
+            return WireError(.resourceExhausted, "ferryd serves at most \(config.maxConnections) connections")
+        }
+        return nil
+    }
+
+    func connectionClosed(_ connection: Connection) {
+        if connections.removeValue(forKey: connection.id) != nil {
+            stats.connectionsOpen -= 1
+            log.debug("conn=\(connection.id) closed")
+        }
+    }
+
+    func nextSerial() -> UInt64 {
+        serialCounter += 1
+        return serialCounter
+    }
+
+    func statsJSON() -> JSONObject {
+        stats.json(pid: getpid(), uptimeMs: uv_now(loop) - startedAt, inFlight: totalInFlight, operations: router.counters)
+    }
+
+    // MARK: Output
+
+    func scheduleFlush(_ connection: Connection) { needFlush.append(connection) }
+
+    /// Once per loop iteration: flush every connection that has replies waiting, then stop if the drain is over.
+    private func endOfIteration() {
+        if !needFlush.isEmpty {
+            let batch = needFlush
+            needFlush.removeAll(keepingCapacity: true)
+            for connection in batch { connection.flush() }
+        }
+        if readyToStop { stopNow() }
+    }
+
+    // MARK: Deadlines
+
+    func scheduleDeadline(connection: UInt64, request: RequestContext, afterMs ms: UInt64) {
+        deadlines.schedule(DeadlineKey(connection: connection, request: request.id, serial: request.serial), at: uv_now(loop) + ms)
+        armDeadlineTimer()
+    }
+
+    private func armDeadlineTimer() {
+        guard let next = deadlines.nextDeadline, next != armedDeadline else { return }
+        let now = uv_now(loop)
+        armedDeadline = next
+        deadlineTimer?.start(afterMs: next > now ? next - now : 0)
+    }
+
+    private func deadlineTimerFired() {
+        armedDeadline = nil
+        for key in deadlines.popExpired(now: uv_now(loop)) {
+            guard let request = connections[key.connection]?.request(id: key.request), request.serial == key.serial else { continue }
+            request.cancel(with: WireError(.deadlineExceeded, "the request's timeout_ms elapsed"))
+        }
+        armDeadlineTimer()
+    }
+
+    // MARK: Shutdown
+
+    /// First signal: stop accepting, answer new requests with `unavailable`, give requests in flight the grace
+    /// period. A second signal stops at once.
+    private func beginShutdown(signal: Int32) {
+        if isDraining {
+            log.warn("second signal \(signal): stopping now")
+            readyToStop = true
+            return
+        }
+        isDraining = true
+        log.info("signal \(signal): draining \(totalInFlight) requests in flight (grace \(config.gracePeriodMs) ms)")
+        if let listener {
+            uv_close(UnsafeMutableRawPointer(listener).assumingMemoryBound(to: uv_handle_t.self)) { h in
+                UnsafeMutableRawPointer(h!).assumingMemoryBound(to: uv_pipe_t.self).deallocate()
+            }
+            self.listener = nil
+        }
+        if totalInFlight == 0 {
+            readyToStop = true
+        } else {
+            graceTimer = LoopTimer(loop: loop) { [unowned self] _ in
+                self.log.warn("grace period over with \(self.totalInFlight) requests in flight")
+                self.readyToStop = true
+            }
+            graceTimer?.start(afterMs: config.gracePeriodMs)
+        }
+    }
+
+    func requestEnded() {
+        if isDraining && totalInFlight == 0 { readyToStop = true }
+    }
+
+    /// Answers what is still in flight with `unavailable`, flushes what the sockets take, closes every handle so
+    /// `uv_run` returns.
+    private func stopNow() {
+        readyToStop = false
+        for connection in Array(connections.values) {
+            for id in Array(connectionRequestIDs(connection)) {
+                connection.request(id: id)?.cancel(with: WireError(.unavailable, "ferryd stopped before the request finished"))
+            }
+            connection.flush()
+            connection.close()
+        }
+        needFlush.removeAll()
+        graceTimer?.close()
+        deadlineTimer?.close()
+        iterationHook?.close()
+        for s in signals { s.close() }
+        signals.removeAll()
+        if let listener {
+            uv_close(UnsafeMutableRawPointer(listener).assumingMemoryBound(to: uv_handle_t.self)) { h in
+                UnsafeMutableRawPointer(h!).assumingMemoryBound(to: uv_pipe_t.self).deallocate()
+            }
+            self.listener = nil
+        }
+    }
+
+    private func connectionRequestIDs(_ connection: Connection) -> [UInt64] { Array(connection.inFlight.keys) }
+
+    /// Lets a daemon hold as many connections as the hard limit allows (the soft limit is often 1024).
+    private static func raiseFileLimit() {
+        var limit = rlimit()
+        if getrlimit(RLIMIT_NOFILE_VALUE, &limit) == 0 && limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max
+            _ = setrlimit(RLIMIT_NOFILE_VALUE, &limit)
+        }
+    }
+}
+
+#if canImport(Glibc)
+private let RLIMIT_NOFILE_VALUE = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+#endif

@@ -1,0 +1,32 @@
+import FerryProtocol
+
+/// Everything `ferryd` can be told; the defaults are the documented ones.
+public struct ServerConfig: Sendable {
+    /// The socket path (already resolved: flag, `FERRY_SOCKET`, or the default).
+    public var socketPath: String
+    /// Whether the socket path is the default one, whose directory the daemon owns and checks.
+    public var socketIsDefault: Bool
+    public var cacheDirectory: String
+    public var logLevel: LogLevel = .info
+    public var limits = ProtocolLimits()
+    /// Connections open at once; beyond it new ones get `resource_exhausted` and are closed.
+    public var maxConnections = 4096
+    /// Requests in flight across all connections.
+    public var maxTotalInFlight = 65536
+    /// Unsent reply bytes at which the daemon stops reading from a connection, and where it starts again.
+    public var highWaterBytes = 1024 * 1024
+    public var lowWaterBytes = 256 * 1024
+    /// How long requests in flight may take to finish after SIGINT/SIGTERM.
+    public var gracePeriodMs: UInt64 = 10_000
+    /// Accept peers with another uid (SO_PEERCRED).
+    public var allowOtherUsers = false
+
+    public init(socketPath: String, socketIsDefault: Bool = false, cacheDirectory: String) {
+        self.socketPath = socketPath
+        self.socketIsDefault = socketIsDefault
+        self.cacheDirectory = cacheDirectory
+    }
+}
+
+/// The daemon's version, reported by `--version`, `hello` and `stats`.
+public let ferryVersion = "0.1.0"

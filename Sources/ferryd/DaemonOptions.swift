@@ -1,0 +1,64 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FerryArgs
+import FerryProtocol
+import FerryServer
+
+/// `ferryd`'s command line, turned into a `ServerConfig`.
+enum DaemonOptions {
+    static let parser = ArgParser([
+        OptionSpec("socket", takesValue: true, help: "socket path (default: $FERRY_SOCKET, $XDG_RUNTIME_DIR/ferry/ferryd.sock, /tmp/ferry-$UID/ferryd.sock)"),
+        OptionSpec("cache-dir", takesValue: true, help: "cache directory (default: $XDG_CACHE_HOME/ferry, else ~/.cache/ferry)"),
+        OptionSpec("log-level", takesValue: true, help: "debug, info, warn or error (default: info)"),
+        OptionSpec("grace", takesValue: true, help: "how long requests in flight may finish after SIGTERM (default: 10s)"),
+        OptionSpec("max-connections", takesValue: true, help: "connections open at once (default: 4096)"),
+        OptionSpec("max-in-flight", takesValue: true, help: "requests in flight per connection (default: 256)"),
+        OptionSpec("allow-other-users", help: "accept clients running as another uid"),
+        OptionSpec("version", help: "print the version and exit"),
+        OptionSpec("help", short: "h", help: "print this help and exit"),
+    ])
+
+    static let usage = """
+        Usage: ferryd [OPTIONS]
+
+        The Ferry daemon: serves fetch, cache and image requests to every program of this user over a Unix socket.
+
+        Options:
+        \(parser.helpText)
+        """
+
+    static func environment() -> [String: String] {
+        var env: [String: String] = [:]
+        var p = environ
+        while let entry = p.pointee {
+            let s = String(cString: entry)
+            if let eq = s.firstIndex(of: "=") { env[String(s[..<eq])] = String(s[s.index(after: eq)...]) }
+            p += 1
+        }
+        return env
+    }
+
+    static func config(from args: ParsedArgs) throws(UsageError) -> ServerConfig {
+        guard args.positionals.isEmpty else { throw UsageError("unexpected argument \(args.positionals[0])") }
+        let env = environment()
+        let explicit = args.value("socket") ?? env["FERRY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
+        let path = SocketPath.resolve(explicit: explicit, environment: env, uid: getuid())
+        var config = ServerConfig(socketPath: path, socketIsDefault: explicit == nil,
+                                  cacheDirectory: args.value("cache-dir") ?? SocketPath.defaultCacheDirectory(environment: env))
+        if let level = args.value("log-level") {
+            guard let l = LogLevel(name: level) else { throw UsageError("unknown log level \"\(level)\" (debug, info, warn, error)") }
+            config.logLevel = l
+        }
+        if let grace = args.value("grace") { config.gracePeriodMs = UInt64(try parseDurationMs(grace)) }
+        if let n = args.value("max-connections") { config.maxConnections = try positive(n, "--max-connections") }
+        if let n = args.value("max-in-flight") { config.limits.maxInFlight = try positive(n, "--max-in-flight") }
+        config.allowOtherUsers = args.has("allow-other-users")
+        return config
+    }
+
+    private static func positive(_ text: String, _ name: String) throws(UsageError) -> Int {
+        guard let n = Int(text), n > 0 else { throw UsageError("\(name) needs a positive integer, not \"\(text)\"") }
+        return n
+    }
+}
