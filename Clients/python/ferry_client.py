@@ -40,8 +40,8 @@ import time
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 __all__ = [
-    "Client", "FerryError", "FerryProtocolError", "FrameDecoder", "check_request", "default_socket_path",
-    "encode_frame", "PROTOCOL_VERSION", "ERROR_CODES",
+    "Client", "FerryError", "FerryProtocolError", "FrameDecoder", "check_request", "decode_envelope",
+    "default_socket_path", "encode_frame", "encode_json", "PROTOCOL_VERSION", "ERROR_CODES",
 ]
 
 PROTOCOL_VERSION = 1
@@ -542,6 +542,7 @@ class Client:
 
     def _collect(self, pending: _Pending, deadline: Optional[float]) -> Tuple[dict, bytes]:
         parts: List[bytes] = []
+        have = 0
         while True:
             kind, *fields = self._next_item(pending, deadline)
             if kind == _FINAL:
@@ -550,8 +551,9 @@ class Client:
                 return result, b"".join(parts)
             name, data, body = fields
             if name == "chunk":
-                self._check_chunk(pending, data, sum(map(len, parts)))
+                self._check_chunk(pending, data, have)
                 parts.append(body)
+                have += len(body)
 
     def _check_chunk(self, pending: _Pending, data: Any, have: int) -> None:
         offset = data.get("offset") if isinstance(data, dict) else None

@@ -24,7 +24,7 @@ valid = [
     ("tick event", "server → client: an event, not final", {"id": 4, "final": False, "event": "tick", "data": {"n": 0}}, b""),
     ("chunk event", "server → client: part of a streamed body", {"id": 5, "final": False, "event": "chunk", "data": {"offset": 4194296}}, b"abc"),
     ("error reply", "server → client: a call error with details", {"id": 6, "final": True, "error": {"code": "unimplemented", "message": "unknown operation \"nope\"", "details": {"op": "nope"}}}, b""),
-    ("connection error", "server → client: id 0 names no request", {"id": 0, "final": True, "error": {"code": "protocol_error", "message": "frame of 1195725856 bytes exceeds the limit of 65536"}}, b""),
+    ("connection error", "server → client: id 0 names no request", {"id": 0, "final": True, "error": {"code": "protocol_error", "message": "JSON envelope of 1195725856 bytes exceeds the limit of 65536"}}, b""),
     ("escapes", "strings with quotes, backslash, control characters, slash and non-ASCII", {"id": 7, "op": "ping", "args": {"s": "q\"b\\n\n t\t c\u0001 /é✓😀"}}, b""),
     ("largest id", "2^53-1 is the largest id", {"id": 9007199254740991, "op": "cancel", "args": {"id": 8}}, b""),
     ("negative and nested", "negative numbers, null, arrays, nested objects", {"id": 8, "op": "describe", "args": {"a": [-1, 0, None, False, {"b": []}], "c": {}}}, b""),

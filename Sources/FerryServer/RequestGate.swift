@@ -59,6 +59,8 @@ public enum RequestGate {
         if !s.operationKnown {
             return .reject(WireError(.unimplemented, "unknown operation \"\(op)\"", details: ["op": .string(op)]))
         }
+        // `cancel` finishes at once and is how a client at the limit gets out of it, so no limit applies to it.
+        if op == "cancel" { return .admit }
         if s.connectionInFlight >= s.maxConnectionInFlight {
             return .reject(WireError(.resourceExhausted, "more than \(s.maxConnectionInFlight) requests in flight on this connection"))
         }

@@ -59,6 +59,12 @@ public final class Server {
     public func run() throws(ServerError) {
         Server.raiseFileLimit()
         signal(SIGPIPE, SIG_IGN)
+        // Whoever started us may have left SIGINT/SIGTERM blocked; the graceful stop depends on them.
+        var shutdownSignals = sigset_t()
+        sigemptyset(&shutdownSignals)
+        sigaddset(&shutdownSignals, SIGINT)
+        sigaddset(&shutdownSignals, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &shutdownSignals, nil)
         let guardian = try SocketGuard.acquire(path: config.socketPath, ownsDirectory: config.socketIsDefault, log: log)
         socketGuard = guardian
         do {

@@ -1,1 +1,83 @@
-print("placeholder")
+#if canImport(Glibc)
+import Glibc
+#endif
+import FerryArgs
+
+/// ferry: the command-line client. Exit codes: 0 success, 1 the operation failed, 2 usage error, 3 no daemon.
+let parser = ArgParser([
+    OptionSpec("socket", takesValue: true, help: "the daemon's socket (default: $FERRY_SOCKET, then the standard path)"),
+    OptionSpec("json", help: "print JSON instead of text (describe, stats)"),
+    OptionSpec("count", short: "c", takesValue: true, help: "ping: how many round trips"),
+    OptionSpec("timeout", takesValue: true, help: "call: deadline, e.g. 500ms, 10s"),
+    OptionSpec("body", takesValue: true, help: "call: send this file as the request body"),
+    OptionSpec("output", short: "o", takesValue: true, help: "call: write the reply body to this file"),
+    OptionSpec("version", help: "print the version"),
+    OptionSpec("help", short: "h", help: "print help"),
+])
+
+let usage = """
+    Usage: ferry COMMAND [OPTIONS]
+
+    Commands:
+      ping                     round trip to ferryd; prints the time
+      describe                 every operation with its arguments and results
+      stats                    the daemon's counters
+      call OP [JSON | -]       call an operation with JSON arguments (- reads stdin); prints the result as JSON
+      daemon start|stop|status control the daemon
+
+    When no daemon answers, ferry starts ferryd in the background (FERRY_NO_AUTOSTART=1 turns this off).
+    Exit codes: 0 success, 1 the operation failed, 2 usage error, 3 no daemon could be reached.
+
+    Options:
+    \(parser.helpText)
+    """
+
+let subcommandHelp: [String: String] = [
+    "ping": "Usage: ferry ping [--count N] [--socket PATH]\n\nSends ping requests and prints each round-trip time.",
+    "describe": "Usage: ferry describe [--json] [--socket PATH]\n\nLists every operation the daemon serves with its arguments and result fields.",
+    "stats": "Usage: ferry stats [--json] [--socket PATH]\n\nPrints uptime, connections, requests and errors per operation and code, bytes in and out.",
+    "call": "Usage: ferry call OP [JSON | -] [--timeout 5s] [--body FILE] [-o FILE] [--socket PATH]\n\nCalls OP with a JSON object of arguments (- reads it from stdin) and prints the result as one JSON line.\nErrors go to stderr as `code: message` with exit code 1.",
+    "daemon": "Usage: ferry daemon start|stop|status [--socket PATH]\n\nstart: start ferryd in the background (no-op if running)\nstop: SIGTERM the daemon and wait for it to exit\nstatus: print the daemon's state; exit 3 if it is not running",
+]
+
+func runCLI() async -> Int32 {
+    let args: ParsedArgs
+    do {
+        args = try parser.parse(Array(CommandLine.arguments.dropFirst()))
+    } catch {
+        writeStderr("ferry: \(error.message)\n\n\(usage)")
+        return ExitCode.usage.rawValue
+    }
+    let command = args.positionals.first
+    if args.has("help") {
+        print(command.flatMap { subcommandHelp[$0] } ?? usage)
+        return 0
+    }
+    if args.has("version") {
+        print("ferry 0.1.0")
+        return 0
+    }
+    let launcher = DaemonLauncher(explicitSocket: args.value("socket"))
+    let commands = Commands(args: args, launcher: launcher)
+    do {
+        switch command {
+        case "ping": try await commands.ping()
+        case "describe": try await commands.describe()
+        case "stats": try await commands.stats()
+        case "call": try await commands.call()
+        case "daemon": try await DaemonCommands(launcher: launcher).run(args.positionals.count > 1 ? args.positionals[1] : nil)
+        case nil:
+            writeStderr(usage)
+            return ExitCode.usage.rawValue
+        case let other?:
+            writeStderr("ferry: unknown command \"\(other)\"\n\n\(usage)")
+            return ExitCode.usage.rawValue
+        }
+    } catch {
+        writeStderr("ferry: \(error.message)")
+        return error.code.rawValue
+    }
+    return 0
+}
+
+exit(await runCLI())

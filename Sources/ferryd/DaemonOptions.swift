@@ -28,24 +28,15 @@ enum DaemonOptions {
         \(parser.helpText)
         """
 
-    static func environment() -> [String: String] {
-        var env: [String: String] = [:]
-        var p = environ
-        while let entry = p.pointee {
-            let s = String(cString: entry)
-            if let eq = s.firstIndex(of: "=") { env[String(s[..<eq])] = String(s[s.index(after: eq)...]) }
-            p += 1
-        }
-        return env
-    }
+    static func environment(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
 
     static func config(from args: ParsedArgs) throws(UsageError) -> ServerConfig {
         guard args.positionals.isEmpty else { throw UsageError("unexpected argument \(args.positionals[0])") }
-        let env = environment()
-        let explicit = args.value("socket") ?? env["FERRY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
-        let path = SocketPath.resolve(explicit: explicit, environment: env, uid: getuid())
-        var config = ServerConfig(socketPath: path, socketIsDefault: explicit == nil,
-                                  cacheDirectory: args.value("cache-dir") ?? SocketPath.defaultCacheDirectory(environment: env))
+        let explicit = args.value("socket")
+        let path = SocketPath.resolve(explicit: explicit, environment: environment, uid: getuid())
+        let isDefault = SocketPath.isDefault(explicit: explicit, environment: environment)
+        var config = ServerConfig(socketPath: path, socketIsDefault: isDefault,
+                                  cacheDirectory: args.value("cache-dir") ?? SocketPath.defaultCacheDirectory(environment: environment))
         if let level = args.value("log-level") {
             guard let l = LogLevel(name: level) else { throw UsageError("unknown log level \"\(level)\" (debug, info, warn, error)") }
             config.logLevel = l

@@ -1,0 +1,190 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FerryProtocol
+import Synchronization
+
+/// One socket shared by many concurrent calls: writes under a lock, one reader thread that routes every reply to
+/// its waiter by id. Waiters are resumed outside the lock.
+final class ClientConnection: Sendable {
+    enum Waiter {
+        case call(CheckedContinuation<FerryReply, any Error>, chunks: [UInt8])
+        case stream(AsyncThrowingStream<FerryStreamItem, any Error>.Continuation)
+    }
+
+    struct State {
+        var waiters: [UInt64: Waiter] = [:]
+        var nextID: UInt64 = 1
+        /// Ids whose task was cancelled before the waiter was registered.
+        var cancelledEarly: Set<UInt64> = []
+        /// Set once the connection is gone; every later call fails with it.
+        var closedError: FerryError?
+        var maxFrameBytes = 65536
+        var maxJSONBytes = 65536
+    }
+
+    let fd: Int32
+    let path: String
+    private let state = Mutex(State())
+    private let writeLock = Mutex(())
+
+    init(path: String) throws(FerryError) {
+        self.path = path
+        fd = try SocketIO.connect(path: path)
+        let me = self
+        SocketIO.startThread { me.readLoop() }
+    }
+
+    func setLimits(_ limits: ProtocolLimits) {
+        state.withLock {
+            $0.maxFrameBytes = limits.maxFrameBytes
+            $0.maxJSONBytes = limits.maxJSONBytes
+        }
+    }
+
+    func allocateID() -> UInt64 {
+        state.withLock { s in
+            defer { s.nextID += 1 }
+            return s.nextID
+        }
+    }
+
+    /// Registers a waiter for `id`; returns the error to fail it with instead, when the connection is closed or the
+    /// caller was already cancelled.
+    func register(_ id: UInt64, _ waiter: Waiter) -> FerryError? {
+        state.withLock { s in
+            if let e = s.closedError { return e }
+            if s.cancelledEarly.remove(id) != nil { return FerryError(.cancelled, "the calling task was cancelled") }
+            s.waiters[id] = waiter
+            return nil
+        }
+    }
+
+    /// Sends one request frame. Failures end the request's waiter.
+    func send(_ envelope: RequestEnvelope, body: [UInt8]) {
+        let frame = FrameEncoder.encode(json: envelope.json, body: body)
+        let limit = state.withLock { $0.maxFrameBytes }
+        if frame.count > limit {
+            finish(envelope.id, with: .failure(FerryError(.resourceExhausted, "request frame of \(frame.count) bytes exceeds the server's limit of \(limit)")))
+            return
+        }
+        let ok = writeLock.withLock { _ in frame.withUnsafeBytes { SocketIO.writeAll(fd, $0) } }
+        if !ok { connectionLost(FerryError(.unavailable, "the connection to ferryd at \(path) is closed")) }
+    }
+
+    /// The calling task was cancelled: fail the waiter now and tell the server to stop the work.
+    func cancel(_ id: UInt64) {
+        let wasPending = state.withLock { s -> Bool in
+            if s.waiters[id] != nil { return true }
+            s.cancelledEarly.insert(id)
+            return false
+        }
+        guard wasPending else { return }
+        finish(id, with: .failure(FerryError(.cancelled, "the calling task was cancelled")))
+        let cancelID = allocateID()
+        send(RequestEnvelope(id: cancelID, op: "cancel", args: ["id": .int(Int64(id))]), body: [])
+    }
+
+    /// Ends the waiter of `id` (if still there) with a reply or an error.
+    func finish(_ id: UInt64, with outcome: Result<FerryReply, FerryError>) {
+        guard let waiter = state.withLock({ $0.waiters.removeValue(forKey: id) }) else { return }
+        switch (waiter, outcome) {
+        case (.call(let c, _), .success(let reply)): c.resume(returning: reply)
+        case (.call(let c, _), .failure(let e)): c.resume(throwing: e)
+        case (.stream(let c), .success(let reply)):
+            c.yield(.final(reply))
+            c.finish()
+        case (.stream(let c), .failure(let e)): c.finish(throwing: e)
+        }
+    }
+
+    func close() {
+        connectionLost(FerryError(.unavailable, "the client closed the connection"))
+    }
+
+    /// Fails every waiter and wakes the reader thread, which closes the descriptor (closing it here could let the
+    /// number be reused while the reader still reads from it).
+    private func connectionLost(_ error: FerryError) {
+        let waiters = state.withLock { s -> [UInt64: Waiter] in
+            if s.closedError == nil { s.closedError = error }
+            defer { s.waiters.removeAll() }
+            return s.waiters
+        }
+        shutdown(fd, Int32(SHUT_RDWR))
+        for (_, w) in waiters {
+            switch w {
+            case .call(let c, _): c.resume(throwing: error)
+            case .stream(let c): c.finish(throwing: error)
+            }
+        }
+    }
+
+    // MARK: Reader thread
+
+    private func readLoop() {
+        var decoder = FrameDecoder(maxFrameBytes: 65536, maxJSONBytes: 65536)
+        var failure = FerryError(.unavailable, "ferryd closed the connection")
+        reading: while true {
+            let space = decoder.buffer.writableSpace(minimum: 64 * 1024)
+            let n = recv(fd, space.baseAddress, space.count, 0)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            decoder.buffer.didWrite(n)
+            (decoder.maxFrameBytes, decoder.maxJSONBytes) = state.withLock { ($0.maxFrameBytes, $0.maxJSONBytes) }
+            do {
+                while let frame = try decoder.next() { dispatch(frame) }
+            } catch {
+                failure = FerryError(.protocolError, "ferryd sent a bad frame: \(error)")
+                break reading
+            }
+        }
+        connectionLost(failure)
+        Glibc.close(fd)
+    }
+
+    private func dispatch(_ frame: Frame) {
+        guard let value = try? JSONParser.parse(frame.json, maxDepth: 64), let reply = ReplyEnvelope.parse(value) else {
+            return
+        }
+        switch reply {
+        case .result(let id, let result):
+            let chunks = takeChunks(id)
+            finish(id, with: .success(FerryReply(result: result, body: chunks + frame.body)))
+        case .error(let id, let e):
+            if id == 0 {
+                // A connection-level error names no request: it concerns all of them.
+                connectionLost(FerryError(e))
+            } else {
+                finish(id, with: .failure(FerryError(e)))
+            }
+        case .event(let id, let name, let data):
+            deliverEvent(id: id, name: name, data: data, body: frame.body)
+        }
+    }
+
+    private func takeChunks(_ id: UInt64) -> [UInt8] {
+        state.withLock { s -> [UInt8] in
+            guard case .call(let c, let chunks)? = s.waiters[id], !chunks.isEmpty else { return [] }
+            s.waiters[id] = .call(c, chunks: [])
+            return chunks
+        }
+    }
+
+    private func deliverEvent(id: UInt64, name: String, data: JSONObject, body: [UInt8]) {
+        let streamContinuation = state.withLock { s -> AsyncThrowingStream<FerryStreamItem, any Error>.Continuation? in
+            switch s.waiters[id] {
+            case .call(let c, var chunks)?:
+                // A plain call joins chunk events into the final body and drops other events.
+                if name == "chunk" {
+                    s.waiters[id] = nil
+                    chunks.append(contentsOf: body)
+                    s.waiters[id] = .call(c, chunks: chunks)
+                }
+                return nil
+            case .stream(let c)?: return c
+            case nil: return nil
+            }
+        }
+        streamContinuation?.yield(.event(name: name, data: data, body: body))
+    }
+}

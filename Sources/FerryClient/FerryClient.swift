@@ -1,0 +1,139 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FerryProtocol
+
+/// A connection to `ferryd`. One connection carries any number of concurrent calls, matched by id; the type is
+/// `Sendable`, so share one client across tasks.
+///
+/// ```swift
+/// let client = try await FerryClient.connect()          // finds the socket as ferryd does
+/// let rtt = try await client.ping()
+/// let reply = try await client.call("ping", ["delay_ms": 10], body: Array("hi".utf8), timeout: .seconds(1))
+/// let stats = try await client.stats()
+/// client.close()
+/// ```
+///
+/// Cancelling the calling task cancels the call: it throws `FerryError` with code `.cancelled` at once and the
+/// server is told to stop the work. Every error thrown is a `FerryError`.
+public final class FerryClient: Sendable {
+    private let connection: ClientConnection
+    /// The protocol version agreed in `hello`.
+    public let protocolVersion: Int
+    /// The server's name and version, e.g. "ferryd 0.1.0".
+    public let serverName: String
+    /// The limits the server announced.
+    public let limits: ProtocolLimits
+    /// The operations the server implements.
+    public let operations: [String]
+
+    /// The socket path used when none is given: `$FERRY_SOCKET`, `$XDG_RUNTIME_DIR/ferry/ferryd.sock`, or
+    /// `/tmp/ferry-$UID/ferryd.sock`, exactly as `ferryd` resolves it.
+    public static var defaultSocketPath: String {
+        SocketPath.resolve(environment: { getenv($0).map { String(cString: $0) } }, uid: getuid())
+    }
+
+    /// Connects and performs the `hello` handshake.
+    /// - Parameters:
+    ///   - path: the socket; `nil` for `defaultSocketPath`.
+    ///   - clientName: a name for the daemon's logs.
+    public static func connect(path: String? = nil, clientName: String = "swift") async throws -> FerryClient {
+        let connection = try ClientConnection(path: path ?? defaultSocketPath)
+        do {
+            let hello = try await FerryClient.call(connection, "hello",
+                                                   ["versions": .array(ProtocolLimits.versions.map { .int($0) }), "client": .string(clientName)],
+                                                   body: [], timeout: .seconds(10))
+            let limits = ProtocolLimits(json: hello.result["limits"]?.objectValue ?? JSONObject())
+            connection.setLimits(limits)
+            return FerryClient(connection: connection, hello: hello.result, limits: limits)
+        } catch {
+            connection.close()
+            throw error
+        }
+    }
+
+    private init(connection: ClientConnection, hello: JSONObject, limits: ProtocolLimits) {
+        self.connection = connection
+        protocolVersion = Int(hello["version"]?.intValue ?? 1)
+        serverName = hello["server"]?.stringValue ?? "ferryd"
+        self.limits = limits
+        operations = hello["operations"]?.arrayValue?.compactMap(\.stringValue) ?? []
+    }
+
+    deinit { connection.close() }
+
+    /// Calls an operation and waits for its final reply. Events are skipped, except `chunk` events, whose bodies
+    /// are joined into `FerryReply.body`.
+    /// - Parameter timeout: sent as `timeout_ms`; the call also fails locally if no answer comes a second later.
+    public func call(_ op: String, _ args: JSONObject = JSONObject(), body: [UInt8] = [],
+                     timeout: Duration? = nil) async throws -> FerryReply {
+        try await FerryClient.call(connection, op, args, body: body, timeout: timeout)
+    }
+
+    /// Calls an operation and yields its events as they arrive, then the final reply. Cancelling the consuming task
+    /// (or dropping the stream) cancels the request.
+    public func stream(_ op: String, _ args: JSONObject = JSONObject(), body: [UInt8] = [],
+                       timeout: Duration? = nil) -> AsyncThrowingStream<FerryStreamItem, any Error> {
+        let connection = self.connection
+        let id = connection.allocateID()
+        return AsyncThrowingStream { continuation in
+            continuation.onTermination = { termination in
+                if case .cancelled = termination { connection.cancel(id) }
+            }
+            if let error = connection.register(id, .stream(continuation)) {
+                continuation.finish(throwing: error)
+                return
+            }
+            connection.send(RequestEnvelope(id: id, op: op, args: args, timeoutMs: timeout.map(FerryClient.milliseconds)), body: body)
+        }
+    }
+
+    /// One round trip; returns how long it took.
+    public func ping() async throws -> Duration {
+        let clock = ContinuousClock()
+        let start = clock.now
+        _ = try await call("ping")
+        return clock.now - start
+    }
+
+    /// Every operation with its arguments and result fields.
+    public func describe() async throws -> JSONObject { try await call("describe").result }
+
+    /// The daemon's counters.
+    public func stats() async throws -> JSONObject { try await call("stats").result }
+
+    /// Closes the connection; calls in flight fail with `unavailable`.
+    public func close() { connection.close() }
+
+    // MARK: Internals
+
+    private static func call(_ connection: ClientConnection, _ op: String, _ args: JSONObject, body: [UInt8],
+                             timeout: Duration?) async throws -> FerryReply {
+        let id = connection.allocateID()
+        let envelope = RequestEnvelope(id: id, op: op, args: args, timeoutMs: timeout.map(milliseconds))
+        let watchdog = timeout.map { t in
+            Task {
+                // The server answers deadline_exceeded itself; this only covers a server that stopped answering.
+                try await Task.sleep(for: t + .seconds(1))
+                connection.finish(id, with: .failure(FerryError(.deadlineExceeded, "no reply within \(t) (ferryd did not answer)")))
+            }
+        }
+        defer { watchdog?.cancel() }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (c: CheckedContinuation<FerryReply, any Error>) in
+                if let error = connection.register(id, .call(c, chunks: [])) {
+                    c.resume(throwing: error)
+                    return
+                }
+                connection.send(envelope, body: body)
+            }
+        } onCancel: {
+            connection.cancel(id)
+        }
+    }
+
+    static func milliseconds(_ d: Duration) -> Int64 {
+        let (seconds, attoseconds) = d.components
+        return max(1, min(RequestEnvelope.maxTimeoutMs, seconds * 1000 + attoseconds / 1_000_000_000_000_000))
+    }
+}

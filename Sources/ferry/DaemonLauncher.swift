@@ -1,0 +1,139 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FerryClient
+import FerryProtocol
+
+/// Finds a running `ferryd` or starts one: the CLI's auto-start.
+///
+/// When several CLIs start at once, each may spawn a daemon; the daemons race for the socket's lock file, exactly
+/// one wins, the others exit at once ("already running"), and every CLI waits until the winner answers.
+struct DaemonLauncher {
+    /// `--socket` as given on the command line (nil: the daemon resolves the default itself, as the client does).
+    var explicitSocket: String?
+    var readyTimeoutMs: Int64 = 10_000
+
+    var socketPath: String { explicitSocket ?? FerryClient.defaultSocketPath }
+
+    static var autostartDisabled: Bool {
+        guard let v = getenv("FERRY_NO_AUTOSTART") else { return false }
+        let s = String(cString: v)
+        return !s.isEmpty && s != "0"
+    }
+
+    /// Connects, starting the daemon first when none answers (unless `autostart` is false or disabled).
+    func connect(autostart: Bool = true) async throws(CommandFailure) -> FerryClient {
+        if let client = try await tryConnect() { return client }
+        guard autostart && !DaemonLauncher.autostartDisabled else {
+            throw CommandFailure(code: .noDaemon, message: "no ferryd answers on \(socketPath)" +
+                                 (DaemonLauncher.autostartDisabled ? " (FERRY_NO_AUTOSTART is set)" : ""))
+        }
+        _ = try start()
+        return try await waitUntilReady()
+    }
+
+    /// One connection attempt: nil when nothing listens, an error for anything else.
+    func tryConnect() async throws(CommandFailure) -> FerryClient? {
+        do {
+            return try await FerryClient.connect(path: socketPath, clientName: "ferry-cli")
+        } catch let e as FerryError where e.code == .unavailable {
+            return nil
+        } catch let e as FerryError {
+            throw CommandFailure(code: e.code == .invalidArgument ? .usage : .noDaemon, message: e.message)
+        } catch {
+            throw CommandFailure(code: .noDaemon, message: "\(error)")
+        }
+    }
+
+    /// Spawns `ferryd` in its own session, detached from the terminal, its log appended next to the socket.
+    func start() throws(CommandFailure) -> pid_t {
+        guard let daemon = DaemonLauncher.findDaemonExecutable() else {
+            throw CommandFailure(code: .noDaemon, message: "cannot find the ferryd executable next to ferry or on PATH")
+        }
+        var args = [daemon]
+        if let explicitSocket { args += ["--socket", explicitSocket] }
+        let logPath = DaemonLauncher.logPath(forSocket: socketPath)
+        ensureDirectory(of: socketPath)
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, logPath, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // A clean signal state: the async runtime's threads may block signals, and a blocked SIGTERM would make
+        // the daemon unstoppable.
+        var emptyMask = sigset_t()
+        sigemptyset(&emptyMask)
+        posix_spawnattr_setsigmask(&attributes, &emptyMask)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for sig in [SIGINT, SIGTERM, SIGPIPE, SIGHUP] { sigaddset(&defaults, sig) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(DaemonLauncher.spawnSetSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        var pid: pid_t = 0
+        let cArgs = args.map { strdup($0) } + [nil]
+        defer { cArgs.forEach { free($0) } }
+        let rc = posix_spawn(&pid, daemon, &actions, &attributes, cArgs, environ)
+        guard rc == 0 else {
+            throw CommandFailure(code: .noDaemon, message: "cannot start \(daemon): \(String(cString: strerror(rc)))")
+        }
+        return pid
+    }
+
+    /// Polls until the daemon answers `hello`, up to `readyTimeoutMs`.
+    func waitUntilReady() async throws(CommandFailure) -> FerryClient {
+        let clock = ContinuousClock()
+        let deadline = clock.now + .milliseconds(readyTimeoutMs)
+        while clock.now < deadline {
+            reapChildren()
+            if let client = try await tryConnect() { return client }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        throw CommandFailure(code: .noDaemon, message: "ferryd did not answer on \(socketPath) within \(readyTimeoutMs / 1000) s; see \(DaemonLauncher.logPath(forSocket: socketPath))")
+    }
+
+    /// Collects daemons that exited at once (losers of the start race), so they leave no zombies behind.
+    private func reapChildren() {
+        var status: Int32 = 0
+        while waitpid(-1, &status, WNOHANG) > 0 {}
+    }
+
+    /// The socket's directory must exist for the log file; ferryd checks its mode and owner itself.
+    private func ensureDirectory(of path: String) {
+        guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return }
+        mkdir(String(path[..<slash]), 0o700)
+    }
+
+    static func logPath(forSocket socket: String) -> String {
+        guard let slash = socket.lastIndex(of: "/") else { return "ferryd.log" }
+        return String(socket[..<slash]) + "/ferryd.log"
+    }
+
+    /// `ferryd` beside this executable (how `swift build` and installs lay them out), else on PATH.
+    static func findDaemonExecutable() -> String? {
+        var buf = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/exe", &buf, buf.count - 1)
+        if n > 0 {
+            let exe = String(decoding: buf[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if let slash = exe.lastIndex(of: "/") {
+                let candidate = String(exe[..<slash]) + "/ferryd"
+                if access(candidate, X_OK) == 0 { return candidate }
+            }
+        }
+        let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/local/bin:/usr/bin:/bin"
+        for dir in path.split(separator: ":") {
+            let candidate = "\(dir)/ferryd"
+            if access(candidate, X_OK) == 0 { return candidate }
+        }
+        return nil
+    }
+
+    /// glibc's POSIX_SPAWN_SETSID (not exported to Swift): the daemon gets its own session, so a terminal's
+    /// Ctrl-C or hang-up does not reach it.
+    static let spawnSetSID: Int32 = 0x80
+}

@@ -1,0 +1,115 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FerryProtocol
+
+/// Exit codes of `ferry`: documented in `ferry --help` and README.
+enum ExitCode: Int32 {
+    case success = 0
+    case operationFailed = 1
+    case usage = 2
+    case noDaemon = 3
+}
+
+/// A failure that ends the command with an exit code and a message on stderr.
+struct CommandFailure: Error {
+    var code: ExitCode
+    var message: String
+}
+
+func writeStderr(_ s: String) {
+    var line = s + "\n"
+    line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+}
+
+func writeStdout(_ bytes: [UInt8]) {
+    bytes.withUnsafeBytes { b in
+        var off = 0
+        while off < b.count {
+            let n = write(1, b.baseAddress! + off, b.count - off)
+            if n <= 0 { return }
+            off += n
+        }
+    }
+}
+
+func jsonLine(_ value: JSONValue) -> String { String(decoding: JSONWriter.encode(value), as: UTF8.self) }
+
+/// "8.6 KB", "1.2 MB": decimal units, as people read sizes.
+func humanBytes(_ n: Int64) -> String {
+    if n < 1000 { return "\(n) B" }
+    let units = ["KB", "MB", "GB", "TB"]
+    var v = Double(n) / 1000
+    var k = 0
+    while v >= 1000 && k < units.count - 1 {
+        v /= 1000
+        k += 1
+    }
+    return "\(oneDecimal(v)) \(units[k])"
+}
+
+func oneDecimal(_ v: Double) -> String {
+    let tenths = Int64((v * 10).rounded())
+    return "\(tenths / 10).\(tenths % 10)"
+}
+
+/// "1h 2m 5s", "350 ms".
+func humanDuration(ms: Int64) -> String {
+    if ms < 1000 { return "\(ms) ms" }
+    var s = ms / 1000
+    let h = s / 3600
+    s %= 3600
+    let m = s / 60
+    s %= 60
+    if h > 0 { return "\(h)h \(m)m \(s)s" }
+    if m > 0 { return "\(m)m \(s)s" }
+    return "\(s)s"
+}
+
+/// Milliseconds with three decimals: "0.087 ms".
+func formatMs(_ d: Duration) -> String {
+    let (s, atto) = d.components
+    let micros = s * 1_000_000 + atto / 1_000_000_000_000
+    let frac = micros % 1000
+    return "\(micros / 1000).\(frac < 10 ? "00" : frac < 100 ? "0" : "")\(frac) ms"
+}
+
+/// Reads all of standard input.
+func readStdin() -> [UInt8] {
+    var out: [UInt8] = []
+    var buf = [UInt8](repeating: 0, count: 64 * 1024)
+    while true {
+        let n = read(0, &buf, buf.count)
+        if n < 0 && errno == EINTR { continue }
+        if n <= 0 { break }
+        out.append(contentsOf: buf[..<n])
+    }
+    return out
+}
+
+func readFile(_ path: String) throws(CommandFailure) -> [UInt8] {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { throw CommandFailure(code: .usage, message: "cannot read \(path): \(String(cString: strerror(errno)))") }
+    defer { close(fd) }
+    var out: [UInt8] = []
+    var buf = [UInt8](repeating: 0, count: 64 * 1024)
+    while true {
+        let n = read(fd, &buf, buf.count)
+        if n < 0 && errno == EINTR { continue }
+        if n <= 0 { break }
+        out.append(contentsOf: buf[..<n])
+    }
+    return out
+}
+
+func writeFile(_ path: String, _ bytes: [UInt8]) throws(CommandFailure) {
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+    guard fd >= 0 else { throw CommandFailure(code: .operationFailed, message: "cannot write \(path): \(String(cString: strerror(errno)))") }
+    defer { close(fd) }
+    var off = 0
+    while off < bytes.count {
+        let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + off, bytes.count - off) }
+        if n <= 0 { throw CommandFailure(code: .operationFailed, message: "cannot write \(path): \(String(cString: strerror(errno)))") }
+        off += n
+    }
+}
