@@ -1,0 +1,92 @@
+import Testing
+@testable import FerryProtocol
+
+@Suite struct FrameDecoderTests {
+    let frames: [[UInt8]] = [
+        FrameEncoder.encode(json: ["id": 1, "op": "hello", "args": ["versions": [1]]]),
+        FrameEncoder.encode(json: ["id": 2, "op": "ping"], body: [0, 1, 2, 255]),
+        FrameEncoder.encode(json: ["id": 3, "op": "ping"], body: Array(repeating: 7, count: 300)),
+    ]
+
+    func decodeAll(_ pieces: [[UInt8]]) throws -> [Frame] {
+        let d = FrameDecoder(maxFrameBytes: 65536, maxJSONBytes: 65536)
+        var out: [Frame] = []
+        for p in pieces {
+            d.append(p)
+            while let f = try d.next() { out.append(f) }
+        }
+        #expect(d.pendingBytes == 0)
+        return out
+    }
+
+    func expected() -> [Frame] {
+        frames.map { bytes in
+            let jl = Int(bytes[3]) | Int(bytes[2]) << 8
+            return Frame(json: Array(bytes[8..<(8 + jl)]), body: Array(bytes[(8 + jl)...]))
+        }
+    }
+
+    @Test func splitAtEveryByteBoundary() throws {
+        let stream = frames.flatMap { $0 }
+        let want = expected()
+        for cut in 0...stream.count {
+            let got = try decodeAll([Array(stream[..<cut]), Array(stream[cut...])])
+            #expect(got == want, "cut at \(cut)")
+        }
+    }
+
+    @Test func oneByteAtATime() throws {
+        let stream = frames.flatMap { $0 }
+        #expect(try decodeAll(stream.map { [$0] }) == expected())
+    }
+
+    @Test func severalFramesInOneRead() throws {
+        #expect(try decodeAll([frames.flatMap { $0 }]) == expected())
+    }
+
+    @Test func oversizedHeaderRefusedBeforeTheBodyArrives() {
+        let d = FrameDecoder(maxFrameBytes: 65536, maxJSONBytes: 65536)
+        d.append([0x47, 0x45, 0x54, 0x20, 0, 0, 0, 0])  // "GET " as a length
+        #expect(throws: FrameError.envelopeTooLarge(length: 0x47455420, limit: 65536)) { try d.next() }
+        let body = FrameDecoder(maxFrameBytes: 1000, maxJSONBytes: 1000)
+        body.append([0, 0, 0, 10, 0, 0, 4, 0])  // json 10, body 1024: frame 1042 > 1000
+        #expect(throws: FrameError.frameTooLarge(length: 1042, limit: 1000)) { try body.next() }
+        #expect(body.buffer.capacity < 64 * 1024, "nothing of the announced size was allocated")
+        let empty = FrameDecoder(maxFrameBytes: 1000, maxJSONBytes: 1000)
+        empty.append([0, 0, 0, 0, 0, 0, 0, 0])
+        #expect(throws: FrameError.emptyEnvelope) { try empty.next() }
+    }
+
+    @Test func partialFrameIsReportedAtEOF() throws {
+        let d = FrameDecoder(maxFrameBytes: 65536, maxJSONBytes: 65536)
+        d.append(Array(frames[1].dropLast()))
+        #expect(try d.next() == nil)
+        #expect(d.hasPartialFrame)
+    }
+
+    @Test func limitsCanBeLiftedBetweenFrames() throws {
+        var d = FrameDecoder(maxFrameBytes: 100, maxJSONBytes: 100)
+        let big = FrameEncoder.encode(json: ["id": 1, "op": "ping"], body: Array(repeating: 1, count: 500))
+        d.append(big)
+        #expect(throws: FrameError.self) { try d.next() }
+        d.maxFrameBytes = 1000
+        #expect(try d.next()?.body.count == 500)
+    }
+}
+
+@Suite struct ByteBufferTests {
+    @Test func growsCompactsAndShrinks() {
+        let b = ByteBuffer(capacity: 64)
+        b.append(Array(repeating: 1, count: 50))
+        b.consume(40)
+        // 10 unread; asking for 60 fits after moving them to the front, without growing.
+        _ = b.writableSpace(minimum: 54)
+        #expect(b.capacity == 64)
+        #expect(Array(b.readable) == Array(repeating: 1, count: 10))
+        b.append(Array(repeating: 2, count: 1000))
+        #expect(b.readableCount == 1010)
+        #expect(b.capacity >= 1010)
+        b.reset(shrinkTo: 64)
+        #expect(b.readableCount == 0 && b.capacity == 64)
+    }
+}

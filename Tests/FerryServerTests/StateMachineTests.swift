@@ -1,0 +1,95 @@
+import Testing
+import FerryProtocol
+@testable import FerryServer
+
+@Suite struct DeadlineQueueTests {
+    @Test func popsInDeadlineOrderWithAnInjectedClock() {
+        var q = DeadlineQueue<String>()
+        q.schedule("c", at: 300)
+        q.schedule("a", at: 100)
+        q.schedule("b", at: 200)
+        q.schedule("a2", at: 100)
+        #expect(q.nextDeadline == 100)
+        #expect(q.popExpired(now: 99).isEmpty)
+        #expect(q.popExpired(now: 100) == ["a", "a2"], "ties keep schedule order")
+        #expect(q.nextDeadline == 200)
+        #expect(q.popExpired(now: 1000) == ["b", "c"])
+        #expect(q.isEmpty && q.nextDeadline == nil)
+    }
+
+    @Test func manyRandomDeadlinesComeOutSorted() {
+        var q = DeadlineQueue<UInt64>()
+        var rng = SystemRandomNumberGenerator()
+        let values = (0..<2000).map { _ in UInt64.random(in: 0..<10_000, using: &rng) }
+        for v in values { q.schedule(v, at: v) }
+        var out: [UInt64] = []
+        var now: UInt64 = 0
+        while !q.isEmpty {
+            now += 137
+            out += q.popExpired(now: now)
+        }
+        #expect(out == values.sorted())
+    }
+}
+
+@Suite struct BackpressureTests {
+    @Test func pausesAboveHighAndResumesAtLow() {
+        var bp = Backpressure(high: 100, low: 20)
+        #expect(bp.update(pendingBytes: 100) == .none, "at the mark is not past it")
+        #expect(bp.update(pendingBytes: 101) == .pause)
+        #expect(bp.isPaused)
+        #expect(bp.update(pendingBytes: 500) == .none)
+        #expect(bp.update(pendingBytes: 21) == .none, "hysteresis: still above low")
+        #expect(bp.update(pendingBytes: 20) == .resume)
+        #expect(!bp.isPaused)
+        #expect(bp.update(pendingBytes: 50) == .none)
+    }
+}
+
+@Suite struct RequestGateTests {
+    typealias S = RequestGate.Situation
+
+    @Test func helloFirst() {
+        #expect(RequestGate.decide(op: "ping", S(phase: .awaitingHello)) == .reject(WireError(.failedPrecondition, "send hello first")))
+        #expect(RequestGate.decide(op: "hello", S(phase: .awaitingHello)) == .admit)
+        #expect(RequestGate.decide(op: "ping", S(phase: .ready)) == .admit)
+    }
+
+    @Test func duplicateIdClosesTheConnectionWhateverElseHolds() {
+        guard case .closeConnection(let e) = RequestGate.decide(op: "ping", S(phase: .ready, serverDraining: true, idInFlight: true)) else {
+            Issue.record("a duplicate id must close the connection")
+            return
+        }
+        #expect(e.code == .protocolError)
+    }
+
+    @Test func unknownOperation() {
+        guard case .reject(let e) = RequestGate.decide(op: "nope", S(phase: .ready, operationKnown: false)) else {
+            Issue.record("unknown op must be a call error")
+            return
+        }
+        #expect(e.code == .unimplemented && e.details?["op"] == "nope")
+    }
+
+    @Test func drainingRefusesNewWork() {
+        guard case .reject(let e) = RequestGate.decide(op: "ping", S(phase: .ready, serverDraining: true)) else {
+            Issue.record("draining must refuse")
+            return
+        }
+        #expect(e.code == .unavailable)
+    }
+
+    @Test func inFlightLimitsButCancelIsExempt() {
+        let full = S(phase: .ready, connectionInFlight: 4, maxConnectionInFlight: 4)
+        guard case .reject(let e) = RequestGate.decide(op: "ping", full) else {
+            Issue.record("over the limit must refuse")
+            return
+        }
+        #expect(e.code == .resourceExhausted)
+        #expect(RequestGate.decide(op: "cancel", full) == .admit)
+        let total = S(phase: .ready, connectionInFlight: 0, totalInFlight: 10, maxTotalInFlight: 10)
+        if case .reject(let t) = RequestGate.decide(op: "ping", total) { #expect(t.code == .resourceExhausted) } else {
+            Issue.record("over the total limit must refuse")
+        }
+    }
+}
