@@ -90,6 +90,7 @@ final class Connection {
             do {
                 guard try decoder.nextView({ handleFrame($0) }) != nil else { break }
             } catch {
+                server.stats.countConnectionError(.protocolError)
                 protocolError(WireError(.protocolError, "\(error)"), id: 0)
                 return
             }

@@ -121,6 +121,7 @@ public final class Server {
         stats.connectionsTotal += 1
         if let refusal = admissionProblem(handle) {
             stats.connectionsRejected += 1
+            stats.countConnectionError(refusal.code)
             log.info("conn=\(connection.id) refused: \(refusal.message)")
             connection.writeError(id: 0, error: refusal)
             connection.flush()

@@ -23,6 +23,11 @@ final class ServerStats {
         op?.errors += 1
     }
 
+    /// An error that belongs to no request (a broken frame header, a refused connection): counted by code only.
+    func countConnectionError(_ code: ErrorCode) {
+        errorsByCode[code.index] += 1
+    }
+
     func json(pid: Int32, uptimeMs: UInt64, inFlight: Int, operations: [(String, OperationCounters)]) -> JSONObject {
         var ops = JSONObject()
         for (name, c) in operations {

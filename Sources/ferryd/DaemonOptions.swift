@@ -14,6 +14,7 @@ enum DaemonOptions {
         OptionSpec("grace", takesValue: true, help: "how long requests in flight may finish after SIGTERM (default: 10s)"),
         OptionSpec("max-connections", takesValue: true, help: "connections open at once (default: 4096)"),
         OptionSpec("max-in-flight", takesValue: true, help: "requests in flight per connection (default: 256)"),
+        OptionSpec("max-frame-bytes", takesValue: true, help: "largest frame after hello, at least 65536 (default: 4194304)"),
         OptionSpec("allow-other-users", help: "accept clients running as another uid"),
         OptionSpec("version", help: "print the version and exit"),
         OptionSpec("help", short: "h", help: "print this help and exit"),
@@ -44,6 +45,14 @@ enum DaemonOptions {
         if let grace = args.value("grace") { config.gracePeriodMs = UInt64(try parseDurationMs(grace)) }
         if let n = args.value("max-connections") { config.maxConnections = try positive(n, "--max-connections") }
         if let n = args.value("max-in-flight") { config.limits.maxInFlight = try positive(n, "--max-in-flight") }
+        if let n = args.value("max-frame-bytes") {
+            let bytes = try positive(n, "--max-frame-bytes")
+            guard bytes >= config.limits.handshakeFrameBytes, bytes <= 1 << 30 else {
+                throw UsageError("--max-frame-bytes must be between \(config.limits.handshakeFrameBytes) and \(1 << 30)")
+            }
+            config.limits.maxFrameBytes = bytes
+            config.limits.maxJSONBytes = min(config.limits.maxJSONBytes, bytes - 8)
+        }
         config.allowOtherUsers = args.has("allow-other-users")
         return config
     }

@@ -1,0 +1,163 @@
+import Foundation
+import Testing
+import FerryClient
+import FerryProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension IntegrationTests {
+@Suite struct LifecycleTests {
+    func mode(_ path: String) -> mode_t {
+        var st = stat()
+        lstat(path, &st)
+        return st.st_mode
+    }
+
+    @Test func defaultSocketDirectoryAndModes() async throws {
+        let runtime = TempDir()
+        defer { runtime.remove() }
+        // No --socket: the default path under XDG_RUNTIME_DIR, whose directory the daemon creates.
+        let p = try Subprocess(Binaries.ferryd, ["--cache-dir", runtime.path + "/cache"], environment: ["XDG_RUNTIME_DIR": runtime.path])
+        defer { p.stop() }
+        let socket = runtime.path + "/ferry/ferryd.sock"
+        for _ in 0..<500 where (try? RawSocket.connectFD(socket)).map({ close($0) }) == nil { usleep(10_000) }
+        #expect(mode(runtime.path + "/ferry") & 0o777 == 0o700)
+        #expect(mode(socket) & S_IFMT == S_IFSOCK)
+        #expect(mode(socket) & 0o777 == 0o600)
+        let client = try await FerryClient.connect(path: socket)
+        _ = try await client.ping()
+        client.close()
+    }
+
+    @Test func refusesAnUnsafeDefaultDirectory() throws {
+        let runtime = TempDir()
+        defer { runtime.remove() }
+        mkdir(runtime.path + "/ferry", 0o755)
+        chmod(runtime.path + "/ferry", 0o755)
+        let r = try runCommand(Binaries.ferryd, ["--cache-dir", runtime.path + "/c"], environment: ["XDG_RUNTIME_DIR": runtime.path])
+        #expect(r.status == 1)
+        #expect(r.err.contains("must be 0700"), "\(r.err)")
+    }
+
+    @Test func refusesAPathTooLongForSunPath() throws {
+        let long = "/tmp/" + String(repeating: "x", count: 120) + ".sock"
+        let r = try runCommand(Binaries.ferryd, ["--socket", long])
+        #expect(r.status == 1)
+        #expect(r.err.contains("at most 107"), "\(r.err)")
+    }
+
+    @Test func secondDaemonOnTheSamePathRefuses() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let r = try runCommand(Binaries.ferryd, ["--socket", daemon.socket])
+        #expect(r.status == 1)
+        #expect(r.err.contains("already running"), "\(r.err)")
+        #expect(r.err.contains("pid \(daemon.pid)"), "\(r.err)")
+        let raw = try RawSocket(daemon.socket)
+        try raw.hello()
+    }
+
+    @Test func staleSocketIsReplacedButALiveOneIsNot() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let path = dir.path + "/s.sock"
+        // A listener that is not ferryd: the daemon must not remove its socket.
+        let live = try bindListener(path)
+        let refused = try runCommand(Binaries.ferryd, ["--socket", path])
+        #expect(refused.status == 1)
+        #expect(refused.err.contains("refusing to remove"), "\(refused.err)")
+        // The same file after its server died is stale: removed, and the daemon starts.
+        close(live)
+        #expect(mode(path) & S_IFMT == S_IFSOCK, "the stale socket file is still there")
+        let daemon = try Daemon(socket: path)
+        defer { daemon.stop() }
+        #expect(daemon.log.contains("removed stale socket"))
+        // A regular file in the way is never removed.
+        let other = dir.path + "/file.sock"
+        _ = FileManager.default.createFile(atPath: other, contents: Data("keep".utf8))
+        let r = try runCommand(Binaries.ferryd, ["--socket", other])
+        #expect(r.status == 1 && r.err.contains("not a socket"))
+        #expect(FileManager.default.contents(atPath: other) == Data("keep".utf8))
+    }
+
+    func bindListener(_ path: String) throws -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &addr.sun_path) { p in for (k, b) in path.utf8.enumerated() { p[k] = b } }
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard rc == 0, listen(fd, 8) == 0 else { throw HarnessError("bind \(path)") }
+        return fd
+    }
+
+    @Test func sigtermDrainsRequestsInFlightThenExitsZero() async throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let raw = try RawSocket(daemon.socket)
+        try raw.hello()
+        try raw.send(["id": 2, "op": "ping", "args": ["delay_ms": 600]])
+        usleep(100_000)
+        daemon.signal(SIGTERM)
+        usleep(100_000)
+        try raw.send(["id": 3, "op": "ping"])
+        guard case .error(3, let e)? = try raw.readReply() else {
+            Issue.record("a new request while draining must be refused")
+            return
+        }
+        #expect(e.code == .unavailable)
+        #expect(throws: HarnessError.self, "no new connections while draining") { try RawSocket(daemon.socket) }
+        #expect(try raw.readReply() == .result(id: 2, ["pong": true]), "the request in flight finished")
+        #expect(daemon.waitExit() == 0)
+        #expect(!FileManager.default.fileExists(atPath: daemon.socket), "the socket file is removed")
+    }
+
+    @Test func graceperiodEndsLongRequests() async throws {
+        let daemon = try Daemon(["--grace", "300ms"])
+        defer { daemon.stop() }
+        let raw = try RawSocket(daemon.socket)
+        try raw.hello()
+        try raw.send(["id": 2, "op": "ping", "args": ["delay_ms": 20_000]])
+        usleep(50_000)
+        let started = Date()
+        daemon.signal(SIGINT)
+        guard case .error(2, let e)? = try raw.readReply() else {
+            Issue.record("the request must be ended when the grace period is over")
+            return
+        }
+        #expect(e.code == .unavailable)
+        #expect(daemon.waitExit() == 0)
+        #expect(Date().timeIntervalSince(started) < 10)
+    }
+
+    /// SO_PEERCRED: a peer with another uid is refused unless --allow-other-users. Needs root, to act as nobody.
+    @Test(.enabled(if: getuid() == 0, "needs root to connect as another user"))
+    func peersWithAnotherUidAreRefused() throws {
+        for allow in [false, true] {
+            let shared = TempDir()
+            defer { shared.remove() }
+            chmod(shared.path, 0o755)
+            let daemon = try Daemon(allow ? ["--allow-other-users"] : [], socket: shared.path + "/s.sock")
+            defer { daemon.stop() }
+            chmod(daemon.socket, 0o666)
+            let script = """
+                import os, socket, struct, json
+                os.setgid(65534); os.setuid(65534)
+                s = socket.socket(socket.AF_UNIX); s.connect("\(daemon.socket)")
+                j = json.dumps({"id": 1, "op": "hello", "args": {"versions": [1]}}).encode()
+                s.sendall(struct.pack(">II", len(j), 0) + j)
+                h = s.recv(8); jl, bl = struct.unpack(">II", h); print(s.recv(jl).decode())
+                """
+            let r = try runCommand("/usr/bin/env", ["python3", "-c", script])
+            #expect(r.status == 0, "\(r.err)")
+            if allow {
+                #expect(r.out.contains("\"result\""), "\(r.out)")
+            } else {
+                #expect(r.out.contains("permission_denied"), "\(r.out)")
+            }
+        }
+    }
+}
+}
