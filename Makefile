@@ -40,7 +40,7 @@ test-python:
 	FERRYD="$$($(SWIFT) build --show-bin-path)/ferryd" python3 -m unittest discover -s Clients/python -v
 
 bench: deps
-	bash bench/run.sh
+	SWIFT_FLAGS="$(SWIFT_FLAGS)" bash bench/run.sh
 
 clean:
 	rm -rf .build bench-results

@@ -1,1 +1,56 @@
-print("placeholder")
+#if canImport(Glibc)
+import Glibc
+#endif
+import FerryArgs
+
+/// ferry-bench: a load generator for ferryd's `ping`, run by bench/run.sh beside the C reference
+/// (bench/rawpingpong.c); BENCHMARKS.md explains the rows. Exit codes: 0 measured, 1 a mode failed, 2 usage.
+func writeStderr(_ s: String) {
+    var line = s + "\n"
+    line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+}
+
+/// Prints and flushes at once: run.sh tees the output, and a mode that fails later should not take the lines of
+/// the modes before it down with a lost buffer.
+func emit(_ s: String) {
+    print(s)
+    fflush(nil)
+}
+
+func measure(_ mode: BenchMode, _ budget: Budget, _ o: BenchOptions) async throws -> BenchResult {
+    switch mode {
+    case .rawSeq: return try runRawSequential(socket: o.socket, budget: budget)
+    case .rawPipelined: return try runRawPipelined(socket: o.socket, budget: budget, depth: o.inFlight)
+    case .rawConns: return try runRawConnections(socket: o.socket, budget: budget, count: o.connections)
+    case .rawConnsThreads: return try runRawConnectionThreads(socket: o.socket, budget: budget, count: o.connections)
+    case .client: return try await runClient(socket: o.socket, budget: budget, tasks: o.tasks)
+    }
+}
+
+let options: BenchOptions
+do {
+    guard let parsed = try BenchOptions.parse(Array(CommandLine.arguments.dropFirst())) else {
+        print(BenchOptions.usage)
+        exit(0)
+    }
+    options = parsed
+} catch {
+    writeStderr("ferry-bench: \(error.message)\n\n\(BenchOptions.usage)")
+    exit(2)
+}
+
+var failed = false
+for mode in options.modes {
+    do {
+        // The warm-up runs the same code on its own connections and is thrown away: it brings the CPUs out of
+        // their idle states and lets both processes' allocators reach a steady size before anything is counted.
+        if options.warmup.seconds > 0 { _ = try await measure(mode, options.warmup, options) }
+        let result = try await measure(mode, options.budget, options)
+        emit(result.machineLine)
+        emit("# " + result.humanLine)
+    } catch {
+        writeStderr("ferry-bench: \(mode.rawValue): \(error)")
+        failed = true
+    }
+}
+exit(failed ? 1 : 0)

@@ -1,0 +1,101 @@
+import FerryArgs
+import FerryClient
+
+/// The load shapes ferry-bench knows, in the order it runs them.
+enum BenchMode: String, CaseIterable {
+    case rawSeq = "raw-seq"
+    case rawPipelined = "raw-pipelined"
+    case rawConns = "raw-conns"
+    case rawConnsThreads = "raw-conns-threads"
+    case client = "client"
+
+    /// What runs when no mode is named: the four load shapes of BENCHMARKS.md (the threads variant is a side
+    /// experiment).
+    static let defaults: [BenchMode] = [.rawSeq, .rawPipelined, .rawConns, .client]
+}
+
+/// ferry-bench's command line. Parsed with FerryArgs, the parser `ferry` and `ferryd` use, so flags behave the same
+/// across the three programs (`--socket=PATH` or `--socket PATH`, `--` ends options).
+struct BenchOptions {
+    var socket: String
+    var modes: [BenchMode]
+    var budget: Budget
+    var warmup: Budget
+    var inFlight = 50
+    var connections = 50
+    var tasks = 50
+
+    static let parser = ArgParser([
+        OptionSpec("socket", takesValue: true, help: "ferryd's socket (default: $FERRY_SOCKET, then the standard path)"),
+        OptionSpec("mode", takesValue: true, help: "comma-separated modes (default: raw-seq,raw-pipelined,raw-conns,client)"),
+        OptionSpec("seconds", takesValue: true, help: "measure each mode this long (default: 3)"),
+        OptionSpec("count", takesValue: true, help: "measure each mode for this many requests instead of a duration"),
+        OptionSpec("warmup", takesValue: true, help: "seconds of unmeasured load before each mode (default: 0.5; 0 = none)"),
+        OptionSpec("in-flight", takesValue: true, help: "raw-pipelined: requests outstanding (default: 50)"),
+        OptionSpec("conns", takesValue: true, help: "raw-conns: connections, one request in flight each (default: 50)"),
+        OptionSpec("tasks", takesValue: true, help: "client: concurrent tasks sharing one FerryClient (default: 50)"),
+        OptionSpec("help", short: "h", help: "print this help"),
+    ])
+
+    static let usage = """
+        Usage: ferry-bench [MODE...] [OPTIONS]
+
+        Measures ferryd's `ping` round trips against a running daemon and prints, per mode, one line
+        `RESULT mode=… ops_per_s=… p50_us=… p99_us=… msg_bytes=… reply_bytes=…` and one line for people.
+
+        Modes:
+          raw-seq            1 connection, 1 request at a time, blocking I/O, frames hand-encoded
+          raw-pipelined      1 connection, --in-flight requests outstanding
+          raw-conns          --conns connections, 1 in flight each, one poll() loop
+          raw-conns-threads  as raw-conns, one blocking thread per connection (comparison only)
+          client             FerryClient, --tasks concurrent tasks on one connection
+
+        Options:
+        \(parser.helpText)
+        """
+
+    /// Reads the options; `nil` when help was asked for.
+    static func parse(_ arguments: [String]) throws(UsageError) -> BenchOptions? {
+        let args = try parser.parse(arguments)
+        if args.has("help") { return nil }
+        var names = args.positionals
+        if let list = args.value("mode") { names += list.split(separator: ",").map(String.init) }
+        var modes: [BenchMode] = []
+        for name in names where name != "all" {
+            guard let mode = BenchMode(rawValue: name) else {
+                throw UsageError("unknown mode \"\(name)\" (\(BenchMode.allCases.map(\.rawValue).joined(separator: ", ")))")
+            }
+            if !modes.contains(mode) { modes.append(mode) }
+        }
+        if names.contains("all") { modes = BenchMode.allCases }
+        // Run in a fixed order whatever the command line's order, so runs compare line by line.
+        modes = (modes.isEmpty ? BenchMode.defaults : BenchMode.allCases.filter(modes.contains))
+
+        let seconds = try number(args.value("seconds"), "--seconds", default: 3, minimum: 0.001)
+        let count = try args.value("count").map { text throws(UsageError) in Int(try number(text, "--count", default: 0, minimum: 1)) }
+        let warmup = try number(args.value("warmup"), "--warmup", default: 0.5, minimum: 0)
+        let socket = args.value("socket").flatMap { $0.isEmpty ? nil : $0 } ?? FerryClient.defaultSocketPath
+        var options = BenchOptions(socket: socket, modes: modes, budget: Budget(seconds: seconds, count: count),
+                                   warmup: Budget(seconds: warmup, count: nil))
+        // 1024 is the size of the send-time table (PingFrames.slots); ferryd's own limit (256 by default) is
+        // checked against its hello reply.
+        options.inFlight = Int(try number(args.value("in-flight"), "--in-flight", default: 50, minimum: 1, maximum: 1024))
+        options.connections = Int(try number(args.value("conns"), "--conns", default: 50, minimum: 1, maximum: 1000))
+        options.tasks = Int(try number(args.value("tasks"), "--tasks", default: 50, minimum: 1, maximum: 1024))
+        return options
+    }
+
+    private static func number(_ text: String?, _ name: String, default value: Double, minimum: Double,
+                               maximum: Double = 1e12) throws(UsageError) -> Double {
+        guard let text else { return value }
+        guard let v = Double(text), v.isFinite, v >= minimum, v <= maximum else {
+            let low = decimal(minimum, minimum < 1 ? 3 : 0)
+            let range = maximum < 1e12 ? "from \(low) to \(decimal(maximum, 0))" : "of at least \(low)"
+            throw UsageError("\(name) needs a number \(range), not \"\(text)\"")
+        }
+        if name != "--seconds" && name != "--warmup" && v.rounded() != v {
+            throw UsageError("\(name) needs a whole number, not \"\(text)\"")
+        }
+        return v
+    }
+}

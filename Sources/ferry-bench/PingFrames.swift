@@ -1,0 +1,62 @@
+import FerryProtocol
+
+/// The `ping` request frames the raw modes send, written by hand into a reused buffer through `FrameEncoder`, and
+/// the check applied to every reply.
+///
+/// Ids are kept the same width (7 digits, 1_000_000 … 9_388_607) so that every request frame has the same size: the
+/// C reference is told that size, and a frame that grew by a byte every power of ten would make "same size" a lie.
+/// The range is 2^23 ids wide, a multiple of `PingFrames.slots`, so `slot(of:)` stays consistent when ids wrap
+/// (a run would need 8 million requests on one connection to wrap at all).
+enum PingFrames {
+    static let firstID: UInt64 = 1_000_000
+    static let idSpan: UInt64 = 1 << 23
+    /// Size of the table of send times the pipelined modes keep; more than any in-flight count allowed.
+    static let slots = 1024
+
+    /// The id of the `sequence`-th request on a connection (0-based).
+    @inline(__always)
+    static func id(_ sequence: Int) -> UInt64 { firstID + UInt64(sequence) & (idSpan - 1) }
+
+    /// Where the send time of request `id` lives in a table of `slots` entries.
+    @inline(__always)
+    static func slot(of id: UInt64) -> Int { Int((id &- firstID) & UInt64(slots - 1)) }
+
+    /// Appends one `{"id":N,"op":"ping"}` frame with no body. Built field by field rather than through
+    /// `RequestEnvelope.json` so the client spends as little as possible per request: the raw modes should measure
+    /// ferryd, not the generator. The bytes are what `JSONWriter` would produce for the same envelope.
+    @inline(__always)
+    static func append(id: UInt64, to out: inout [UInt8]) {
+        FrameEncoder.append(to: &out) { json in
+            JSONWriter.appendASCII(#"{"id":"#, to: &json)
+            JSONWriter.writeInt(Int64(id), to: &json)
+            JSONWriter.appendASCII(#","op":"ping"}"#, to: &json)
+        }
+    }
+
+    /// The size of one request frame: the `msg_bytes` reported for the C reference.
+    static var requestBytes: Int {
+        var out: [UInt8] = []
+        append(id: firstID, to: &out)
+        return out.count
+    }
+
+    /// Checks that a reply frame is the final `{"pong":true}` result of some request and returns that request's id.
+    /// Every reply is fully parsed (JSONParser + ReplyEnvelope), as a real client would: a benchmark that skipped
+    /// the parse would count error replies as successes.
+    static func pongID(_ frame: FrameView) throws(BenchError) -> UInt64 {
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(frame.json, maxDepth: 32)
+        } catch {
+            throw BenchError("ferryd sent invalid JSON: \(error)")
+        }
+        switch ReplyEnvelope.parse(value) {
+        case .result(let id, let result)? where result["pong"]?.boolValue == true:
+            return id
+        case .error(let id, let e)?:
+            throw BenchError("ping \(id) failed: \(e.codeName): \(e.message)")
+        default:
+            throw BenchError("unexpected reply to ping: \(String(decoding: frame.json, as: UTF8.self))")
+        }
+    }
+}
