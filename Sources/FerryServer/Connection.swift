@@ -8,7 +8,8 @@ import FerryProtocol
 /// callbacks never see a freed connection; everything else holds it weakly or by id.
 final class Connection {
     let id: UInt64
-    unowned let server: Server
+    /// The server outlives every connection (it runs until the process exits), so no reference counting is needed.
+    unowned(unsafe) let server: Server
     let handle: UnsafeMutablePointer<uv_pipe_t>
     private var decoder: FrameDecoder
     private(set) var phase: ConnectionPhase = .awaitingHello
@@ -126,11 +127,16 @@ final class Connection {
         case .admit:
             let request = RequestContext(envelope: envelope, body: Array(frame.body), serial: server.nextSerial(),
                                          counters: entry!.counters, connection: self)
-            inFlight[envelope.id] = request
-            server.totalInFlight += 1
             entry!.handler.start(request)
-            if !request.isFinished, let ms = envelope.timeoutMs {
-                server.scheduleDeadline(connection: id, request: request, afterMs: UInt64(ms))
+            // Most requests end inside `start`; only those still running are tracked (for cancel, deadlines,
+            // duplicate ids, limits and the shutdown drain).
+            if !request.isFinished {
+                request.isRegistered = true
+                inFlight[envelope.id] = request
+                server.totalInFlight += 1
+                if let ms = envelope.timeoutMs {
+                    server.scheduleDeadline(connection: id, request: request, afterMs: UInt64(ms))
+                }
             }
         }
     }
@@ -144,6 +150,8 @@ final class Connection {
     }
 
     func requestEnded(_ request: RequestContext) {
+        guard request.isRegistered else { return }
+        request.isRegistered = false
         if inFlight[request.id] === request {
             inFlight[request.id] = nil
             server.totalInFlight -= 1

@@ -20,7 +20,12 @@ public final class RequestContext {
     /// Tells a deadline entry for this request from one for a later request that reuses its id.
     let serial: UInt64
     let counters: OperationCounters
-    private(set) weak var connection: Connection?
+    /// Strong on purpose: the only cycle (connection → inFlight → request → connection) is broken when the request
+    /// ends, which every path guarantees, and a weak reference costs a side-table hop on every request.
+    private(set) var connection: Connection?
+    /// Whether the connection tracks this request in its in-flight table (only requests still running after
+    /// `start` returns are entered there).
+    var isRegistered = false
     public private(set) var isFinished = false
     /// Stops the operation's work; called once, before the final error frame is written.
     public var onCancel: (() -> Void)?
@@ -77,6 +82,7 @@ public final class RequestContext {
             connection.server.stats.countError(.cancelled, op: counters)
             connection.requestEnded(self)
         }
+        connection = nil
     }
 
     private func runCancelHandler() {
@@ -92,6 +98,7 @@ public final class RequestContext {
         onCancel = nil
         guard let connection else { return nil }
         connection.requestEnded(self)
+        self.connection = nil
         return connection
     }
 }
