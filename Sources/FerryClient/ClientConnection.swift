@@ -15,12 +15,15 @@ final class ClientConnection: Sendable {
     struct State {
         var waiters: [UInt64: Waiter] = [:]
         var nextID: UInt64 = 1
+        /// Ids handed out whose waiter is not registered yet.
+        var unregistered: Set<UInt64> = []
         /// Ids whose task was cancelled before the waiter was registered.
         var cancelledEarly: Set<UInt64> = []
         /// Set once the connection is gone; every later call fails with it.
         var closedError: FerryError?
         var maxFrameBytes = 65536
         var maxJSONBytes = 65536
+        var maxNesting = 32
     }
 
     let fd: Int32
@@ -39,12 +42,14 @@ final class ClientConnection: Sendable {
         state.withLock {
             $0.maxFrameBytes = limits.maxFrameBytes
             $0.maxJSONBytes = limits.maxJSONBytes
+            $0.maxNesting = limits.maxNesting
         }
     }
 
     func allocateID() -> UInt64 {
         state.withLock { s in
             defer { s.nextID += 1 }
+            s.unregistered.insert(s.nextID)
             return s.nextID
         }
     }
@@ -53,6 +58,7 @@ final class ClientConnection: Sendable {
     /// caller was already cancelled.
     func register(_ id: UInt64, _ waiter: Waiter) -> FerryError? {
         state.withLock { s in
+            s.unregistered.remove(id)
             if let e = s.closedError { return e }
             if s.cancelledEarly.remove(id) != nil { return FerryError(.cancelled, "the calling task was cancelled") }
             s.waiters[id] = waiter
@@ -60,15 +66,27 @@ final class ClientConnection: Sendable {
         }
     }
 
-    /// Sends one request frame. Failures end the request's waiter.
+    /// Sends one request frame. Failures end the request's waiter. A request the server would refuse as a
+    /// protocol error (too large, too deep) fails here instead, so it cannot take the shared connection down.
     func send(_ envelope: RequestEnvelope, body: [UInt8]) {
-        let frame = FrameEncoder.encode(json: envelope.json, body: body)
-        let limit = state.withLock { $0.maxFrameBytes }
-        if frame.count > limit {
-            finish(envelope.id, with: .failure(FerryError(.resourceExhausted, "request frame of \(frame.count) bytes exceeds the server's limit of \(limit)")))
-            return
+        let json = envelope.json
+        let limits = state.withLock { ($0.maxFrameBytes, $0.maxJSONBytes, $0.maxNesting) }
+        if json.depth > limits.2 {
+            return finish(envelope.id, with: .failure(FerryError(.invalidArgument, "arguments nested deeper than the server's limit of \(limits.2)")))
         }
-        let ok = writeLock.withLock { _ in frame.withUnsafeBytes { SocketIO.writeAll(fd, $0) } }
+        let frame = FrameEncoder.encode(json: json, body: body)
+        let jsonLength = frame.count - ProtocolLimits.headerBytes - body.count
+        if jsonLength > limits.1 {
+            return finish(envelope.id, with: .failure(FerryError(.resourceExhausted, "request envelope of \(jsonLength) bytes exceeds the server's limit of \(limits.1)")))
+        }
+        if frame.count > limits.0 {
+            return finish(envelope.id, with: .failure(FerryError(.resourceExhausted, "request frame of \(frame.count) bytes exceeds the server's limit of \(limits.0)")))
+        }
+        let ok = writeLock.withLock { _ -> Bool in
+            // A call cancelled between registering and sending is not sent at all (cancel requests have no waiter).
+            if envelope.op != "cancel" && !state.withLock({ $0.waiters[envelope.id] != nil }) { return true }
+            return frame.withUnsafeBytes { SocketIO.writeAll(fd, $0) }
+        }
         if !ok { connectionLost(FerryError(.unavailable, "the connection to ferryd at \(path) is closed")) }
     }
 
@@ -76,12 +94,15 @@ final class ClientConnection: Sendable {
     func cancel(_ id: UInt64) {
         let wasPending = state.withLock { s -> Bool in
             if s.waiters[id] != nil { return true }
-            s.cancelledEarly.insert(id)
+            if s.unregistered.contains(id) { s.cancelledEarly.insert(id) }
             return false
         }
         guard wasPending else { return }
         finish(id, with: .failure(FerryError(.cancelled, "the calling task was cancelled")))
-        let cancelID = allocateID()
+        let cancelID = state.withLock { s in
+            defer { s.nextID += 1 }
+            return s.nextID
+        }
         send(RequestEnvelope(id: cancelID, op: "cancel", args: ["id": .int(Int64(id))]), body: [])
     }
 
@@ -102,8 +123,8 @@ final class ClientConnection: Sendable {
         connectionLost(FerryError(.unavailable, "the client closed the connection"))
     }
 
-    /// Fails every waiter and wakes the reader thread, which closes the descriptor (closing it here could let the
-    /// number be reused while the reader still reads from it).
+    /// Fails every waiter and wakes the reader thread. The descriptor itself is closed only in `deinit`: closing it
+    /// earlier would let the number be reused while a late `send` or `shutdown` could still reach it.
     private func connectionLost(_ error: FerryError) {
         let waiters = state.withLock { s -> [UInt64: Waiter] in
             if s.closedError == nil { s.closedError = error }
@@ -139,8 +160,9 @@ final class ClientConnection: Sendable {
             }
         }
         connectionLost(failure)
-        Glibc.close(fd)
     }
+
+    deinit { Glibc.close(fd) }
 
     private func dispatch(_ frame: Frame) {
         guard let value = try? JSONParser.parse(frame.json, maxDepth: 64), let reply = ReplyEnvelope.parse(value) else {
@@ -152,8 +174,9 @@ final class ClientConnection: Sendable {
             finish(id, with: .success(FerryReply(result: result, body: chunks + frame.body)))
         case .error(let id, let e):
             if id == 0 {
-                // A connection-level error names no request: it concerns all of them.
-                connectionLost(FerryError(e))
+                // Names no request. A protocol error or a refusal ends the connection (EOF follows); any other
+                // id-0 error answers an envelope this client never sends (its requests are checked before sending).
+                if [.protocolError, .permissionDenied, .resourceExhausted].contains(e.code) { connectionLost(FerryError(e)) }
             } else {
                 finish(id, with: .failure(FerryError(e)))
             }

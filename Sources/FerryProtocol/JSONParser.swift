@@ -107,7 +107,7 @@ public struct JSONParser {
             depth -= 1
             return .object(JSONObject(members))
         }
-        var seen: Set<String>? = nil
+        var seen: Set<[UInt8]>? = nil
         while true {
             skipWhitespace()
             guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { throw error("expected a string key") }
@@ -115,10 +115,10 @@ public struct JSONParser {
             let key = try parseString()
             // Small objects: a linear scan beats hashing; large ones switch to a set so the check stays linear.
             if members.count < 16 {
-                for m in members where m.key == key { throw JSONParseError(message: "duplicate key \"\(key)\"", offset: keyOffset) }
+                for m in members where JSONObject.sameKey(m.key, key) { throw duplicateKey(key, at: keyOffset) }
             } else {
-                if seen == nil { seen = Set(members.map(\.key)) }
-                if !seen!.insert(key).inserted { throw JSONParseError(message: "duplicate key \"\(key)\"", offset: keyOffset) }
+                if seen == nil { seen = Set(members.map { Array($0.key.utf8) }) }
+                if !seen!.insert(Array(key.utf8)).inserted { throw duplicateKey(key, at: keyOffset) }
             }
             skipWhitespace()
             guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { throw error("expected ':'") }
@@ -134,6 +134,11 @@ public struct JSONParser {
         }
         depth -= 1
         return .object(JSONObject(members))
+    }
+
+    /// The key is quoted in the message, cut short: error replies must stay small whatever the input.
+    private func duplicateKey(_ key: String, at offset: Int) -> JSONParseError {
+        JSONParseError(message: "duplicate key \"\(key.truncatedForMessages)\"", offset: offset)
     }
 
     private mutating func parseArray() throws(JSONParseError) -> JSONValue {

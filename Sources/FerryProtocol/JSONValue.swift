@@ -31,7 +31,7 @@ public enum JSONValue: Sendable, Equatable {
     public var intValue: Int64? {
         switch self {
         case .int(let i): return i
-        case .double(let d) where d.rounded() == d && abs(d) < 9.3e18: return Int64(d)
+        case .double(let d): return Int64(exactly: d)
         default: return nil
         }
     }
@@ -49,6 +49,15 @@ public enum JSONValue: Sendable, Equatable {
     public var arrayValue: [JSONValue]? {
         if case .array(let a) = self { return a }
         return nil
+    }
+
+    /// Nesting depth as PROTOCOL.md counts it: scalars 0, an array or object one more than its deepest member.
+    public var depth: Int {
+        switch self {
+        case .array(let items): return 1 + (items.map(\.depth).max() ?? 0)
+        case .object(let o): return 1 + (o.members.map(\.value.depth).max() ?? 0)
+        default: return 0
+        }
     }
 
     public var doubleValue: Double? {
@@ -74,17 +83,21 @@ public struct JSONObject: Sendable, Equatable, Sequence {
     /// Reads or replaces a member; setting `nil` removes it. Replacing keeps the member's position.
     public subscript(key: String) -> JSONValue? {
         get {
-            for m in members where m.key == key { return m.value }
+            for m in members where JSONObject.sameKey(m.key, key) { return m.value }
             return nil
         }
         set {
-            if let i = members.firstIndex(where: { $0.key == key }) {
+            if let i = members.firstIndex(where: { JSONObject.sameKey($0.key, key) }) {
                 if let newValue { members[i].value = newValue } else { members.remove(at: i) }
             } else if let newValue {
                 members.append((key, newValue))
             }
         }
     }
+
+    /// Keys are compared byte for byte, as RFC 8259 does: Swift's `==` on strings would treat "é" and "e\u{301}"
+    /// (canonically equivalent, different bytes) as the same key.
+    static func sameKey(_ a: String, _ b: String) -> Bool { a.utf8.elementsEqual(b.utf8) }
 
     public func makeIterator() -> IndexingIterator<[(key: String, value: JSONValue)]> { members.makeIterator() }
 

@@ -18,6 +18,9 @@ final class Connection {
     private var out: [UInt8] = []
     /// Bytes handed to `uv_write` whose callback has not run.
     private var queuedWriteBytes = 0
+    /// Request bodies held by requests in flight: memory a client makes the daemon keep, so it counts toward
+    /// backpressure like unsent output does.
+    private var heldBodyBytes = 0
     private var backpressure: Backpressure
     private var isReading = false
     private var isProcessing = false
@@ -45,6 +48,8 @@ final class Connection {
     }
 
     var pendingOutputBytes: Int { out.count + queuedWriteBytes }
+    /// What backpressure weighs: everything this connection makes the daemon hold.
+    private var heldBytes: Int { pendingOutputBytes + heldBodyBytes }
 
     // MARK: Reading
 
@@ -73,9 +78,15 @@ final class Connection {
             server.stats.bytesIn += UInt64(nread)
             processFrames()
         } else if nread < 0 {
-            if nread == Int(UV_EOF.rawValue), decoder.hasPartialFrame {
+            if nread == Int(UV_EOF.rawValue) && !decoder.hasPartialFrame {
+                // A clean end: requests still running are cancelled (the client is gone or done sending), but
+                // replies already produced are delivered to a client that only shut down its sending side.
+                closeAfterFlush()
+                return
+            }
+            if nread == Int(UV_EOF.rawValue) {
                 server.log.info("conn=\(id) closed mid-frame (\(decoder.pendingBytes) bytes of a truncated frame dropped)")
-            } else if nread != Int(UV_EOF.rawValue) {
+            } else {
                 server.log.debug("conn=\(id) read error: \(String(cString: uv_strerror(Int32(nread))))")
             }
             close()
@@ -133,6 +144,7 @@ final class Connection {
             if !request.isFinished {
                 request.isRegistered = true
                 inFlight[envelope.id] = request
+                heldBodyBytes += request.body.count
                 server.totalInFlight += 1
                 if let ms = envelope.timeoutMs {
                     server.scheduleDeadline(connection: id, request: request, afterMs: UInt64(ms))
@@ -154,8 +166,10 @@ final class Connection {
         request.isRegistered = false
         if inFlight[request.id] === request {
             inFlight[request.id] = nil
+            heldBodyBytes -= request.body.count
             server.totalInFlight -= 1
             server.requestEnded()
+            if !isClosed { applyBackpressure() }
         }
     }
 
@@ -168,7 +182,7 @@ final class Connection {
         var finalBody = body[...]
         // Room for the final frame's envelope; anything beyond goes ahead as chunk events.
         let room = server.config.limits.maxFrameBytes - ProtocolLimits.headerBytes - 4096
-        if body.count > room {
+        if body.count > room && room > 0 {
             var offset = 0
             while body.count - offset > room {
                 let end = offset + room
@@ -317,7 +331,7 @@ final class Connection {
     }
 
     private func applyBackpressure() {
-        switch backpressure.update(pendingBytes: pendingOutputBytes) {
+        switch backpressure.update(pendingBytes: heldBytes) {
         case .pause:
             server.log.debug("conn=\(id) paused: \(pendingOutputBytes) bytes unsent")
             stopReading()

@@ -41,6 +41,16 @@ public struct DeadlineQueue<Key> {
         return out
     }
 
+    /// Keeps only the entries `keep` accepts, in O(n).
+    public mutating func compact(keep: (Key) -> Bool) {
+        heap.removeAll { !keep($0.key) }
+        var i = heap.count / 2 - 1
+        while i >= 0 {
+            siftDown(i)
+            i -= 1
+        }
+    }
+
     private func less(_ a: Int, _ b: Int) -> Bool {
         heap[a].at != heap[b].at ? heap[a].at < heap[b].at : heap[a].seq < heap[b].seq
     }

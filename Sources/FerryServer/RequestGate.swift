@@ -50,17 +50,18 @@ public enum RequestGate {
         if s.idInFlight {
             return .closeConnection(WireError(.protocolError, "a request with this id is still in flight"))
         }
-        if s.serverDraining {
-            return .reject(WireError(.unavailable, "ferryd is shutting down"))
-        }
         if s.phase == .awaitingHello && op != "hello" {
             return .reject(WireError(.failedPrecondition, "send hello first"))
         }
-        if !s.operationKnown {
-            return .reject(WireError(.unimplemented, "unknown operation \"\(op)\"", details: ["op": .string(op)]))
-        }
-        // `cancel` finishes at once and is how a client at the limit gets out of it, so no limit applies to it.
+        // `cancel` finishes at once and is how a client at a limit, or waiting on a drain, gets out of it.
         if op == "cancel" { return .admit }
+        if s.serverDraining {
+            return .reject(WireError(.unavailable, "ferryd is shutting down"))
+        }
+        if !s.operationKnown {
+            let name = op.truncatedForMessages
+            return .reject(WireError(.unimplemented, "unknown operation \"\(name)\"", details: ["op": .string(name)]))
+        }
         if s.connectionInFlight >= s.maxConnectionInFlight {
             return .reject(WireError(.resourceExhausted, "more than \(s.maxConnectionInFlight) requests in flight on this connection"))
         }

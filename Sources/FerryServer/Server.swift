@@ -32,6 +32,10 @@ public final class Server {
     private var listener: UnsafeMutablePointer<uv_pipe_t>?
     private var socketGuard: SocketGuard?
     private var readyToStop = false
+    private var isStopping = false
+    private var finalFlushTimer: LoopTimer?
+    /// How long replies may take to reach clients once the daemon stops.
+    static let finalFlushMs: UInt64 = 2000
     private var startedAt: UInt64 = 0
 
     private struct DeadlineKey {
@@ -156,6 +160,7 @@ public final class Server {
             stats.connectionsOpen -= 1
             log.debug("conn=\(connection.id) closed")
         }
+        if isStopping && connections.isEmpty { releaseLoop() }
     }
 
     func nextSerial() -> UInt64 {
@@ -173,7 +178,10 @@ public final class Server {
 
     /// Once per loop iteration: flush every connection that has replies waiting, then stop if the drain is over.
     private func endOfIteration() {
-        if !needFlush.isEmpty {
+        // A flush can resume a paused connection, whose buffered frames then produce more replies: repeat until
+        // nothing is waiting, or the loop would sleep on unsent replies. Ends because a connection that produces
+        // too much pauses again.
+        while !needFlush.isEmpty {
             let batch = needFlush
             needFlush.removeAll(keepingCapacity: true)
             for connection in batch { connection.flush() }
@@ -184,6 +192,12 @@ public final class Server {
     // MARK: Deadlines
 
     func scheduleDeadline(connection: UInt64, request: RequestContext, afterMs ms: UInt64) {
+        // Entries of finished requests stay until their time; drop them when they outnumber the live ones, so
+        // long timeouts on short requests cannot grow the heap without bound.
+        if deadlines.count > 2 * totalInFlight + 1024 {
+            deadlines.compact { key in connections[key.connection]?.request(id: key.request)?.serial == key.serial }
+            armedDeadline = nil
+        }
         deadlines.schedule(DeadlineKey(connection: connection, request: request.id, serial: request.serial), at: uv_now(loop) + ms)
         armDeadlineTimer()
     }
@@ -211,7 +225,7 @@ public final class Server {
     private func beginShutdown(signal: Int32) {
         if isDraining {
             log.warn("second signal \(signal): stopping now")
-            readyToStop = true
+            if isStopping { forceStop() } else { readyToStop = true }
             return
         }
         isDraining = true
@@ -239,30 +253,44 @@ public final class Server {
 
     /// Answers what is still in flight with `unavailable`, flushes what the sockets take, closes every handle so
     /// `uv_run` returns.
+    /// Answers what is still in flight with `unavailable`, then closes each connection once its replies are written.
+    /// A client that does not read gets `finalFlushMs` before it is cut off (as does everyone on a second signal).
     private func stopNow() {
         readyToStop = false
+        guard !isStopping else { return forceStop() }
+        isStopping = true
         for connection in Array(connections.values) {
-            for id in Array(connectionRequestIDs(connection)) {
-                connection.request(id: id)?.cancel(with: WireError(.unavailable, "ferryd stopped before the request finished"))
+            for request in Array(connection.inFlight.values) {
+                request.cancel(with: WireError(.unavailable, "ferryd stopped before the request finished"))
             }
             connection.flush()
-            connection.close()
+            connection.closeAfterFlush()
         }
-        needFlush.removeAll()
         graceTimer?.close()
         deadlineTimer?.close()
-        iterationHook?.close()
-        for s in signals { s.close() }
-        signals.removeAll()
         if let listener {
             uv_close(UnsafeMutableRawPointer(listener).assumingMemoryBound(to: uv_handle_t.self)) { h in
                 UnsafeMutableRawPointer(h!).assumingMemoryBound(to: uv_pipe_t.self).deallocate()
             }
             self.listener = nil
         }
+        if connections.isEmpty { return releaseLoop() }
+        finalFlushTimer = LoopTimer(loop: loop) { [unowned self] _ in self.forceStop() }
+        finalFlushTimer?.start(afterMs: Server.finalFlushMs)
     }
 
-    private func connectionRequestIDs(_ connection: Connection) -> [UInt64] { Array(connection.inFlight.keys) }
+    /// Closes every connection now, unsent replies dropped.
+    private func forceStop() {
+        for connection in Array(connections.values) { connection.close() }
+    }
+
+    /// The last handles go; `uv_run` returns once their close callbacks ran.
+    private func releaseLoop() {
+        finalFlushTimer?.close()
+        iterationHook?.close()
+        for s in signals { s.close() }
+        signals.removeAll()
+    }
 
     /// Lets a daemon hold as many connections as the hard limit allows (the soft limit is often 1024).
     private static func raiseFileLimit() {

@@ -24,8 +24,7 @@ struct DaemonCommands {
             print("ferryd is already running on \(launcher.socketPath) (pid \(pid))")
             return
         }
-        _ = try launcher.start()
-        let client = try await launcher.waitUntilReady()
+        let client = try await launcher.waitUntilReady(spawned: try launcher.start())
         defer { client.close() }
         let pid = (try? await client.stats())?["pid"]?.intValue ?? 0
         print("ferryd started on \(launcher.socketPath) (pid \(pid))")

@@ -28,8 +28,7 @@ struct DaemonLauncher {
             throw CommandFailure(code: .noDaemon, message: "no ferryd answers on \(socketPath)" +
                                  (DaemonLauncher.autostartDisabled ? " (FERRY_NO_AUTOSTART is set)" : ""))
         }
-        _ = try start()
-        return try await waitUntilReady()
+        return try await waitUntilReady(spawned: try start())
     }
 
     /// One connection attempt: nil when nothing listens, an error for anything else.
@@ -61,6 +60,8 @@ struct DaemonLauncher {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, logPath, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        // Nothing else of ours leaks into the long-lived daemon (a parent waiting for EOF on a pipe would hang).
+        for fd in DaemonLauncher.inheritableDescriptors() { posix_spawn_file_actions_addclose(&actions, fd) }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -86,21 +87,51 @@ struct DaemonLauncher {
     }
 
     /// Polls until the daemon answers `hello`, up to `readyTimeoutMs`.
-    func waitUntilReady() async throws(CommandFailure) -> FerryClient {
+    ///
+    /// The daemon we spawned may exit at once: it lost the start race to another CLI's daemon (which will answer),
+    /// or an old daemon was still draining and held the lock (and will be gone soon). Either way, while nothing
+    /// answers, spawn again after a short pause, a few times at most.
+    func waitUntilReady(spawned first: pid_t) async throws(CommandFailure) -> FerryClient {
         let clock = ContinuousClock()
         let deadline = clock.now + .milliseconds(readyTimeoutMs)
+        var child: pid_t? = first
+        var respawns = 0
         while clock.now < deadline {
-            reapChildren()
             if let client = try await tryConnect() { return client }
-            try? await Task.sleep(for: .milliseconds(20))
+            if let pid = child, DaemonLauncher.hasExited(pid) {
+                child = nil
+                if respawns < 5 {
+                    respawns += 1
+                    try? await Task.sleep(for: .milliseconds(100 * respawns))
+                    if let client = try await tryConnect() { return client }
+                    child = try start()
+                }
+            }
+            try? await Task.sleep(for: .milliseconds(10))
         }
         throw CommandFailure(code: .noDaemon, message: "ferryd did not answer on \(socketPath) within \(readyTimeoutMs / 1000) s; see \(DaemonLauncher.logPath(forSocket: socketPath))")
     }
 
-    /// Collects daemons that exited at once (losers of the start race), so they leave no zombies behind.
-    private func reapChildren() {
+    /// Open descriptors above 2 without close-on-exec (e.g. a pipe our own parent passed down). glibc's
+    /// `posix_spawn_file_actions_addclosefrom_np` would do this, but Swift's Glibc module does not export it.
+    static func inheritableDescriptors() -> [Int32] {
+        guard let dir = opendir("/proc/self/fd") else { return [] }
+        var fds: [Int32] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if let fd = Int32(name), fd > 2 { fds.append(fd) }
+        }
+        closedir(dir)
+        return fds.filter { fd in
+            let flags = fcntl(fd, F_GETFD)
+            return flags >= 0 && flags & FD_CLOEXEC == 0
+        }
+    }
+
+    /// Reaps `pid` if it has exited (so it leaves no zombie) and says whether it did.
+    static func hasExited(_ pid: pid_t) -> Bool {
         var status: Int32 = 0
-        while waitpid(-1, &status, WNOHANG) > 0 {}
+        return waitpid(pid, &status, WNOHANG) == pid
     }
 
     /// The socket's directory must exist for the log file; ferryd checks its mode and owner itself.

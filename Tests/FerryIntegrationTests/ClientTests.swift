@@ -154,6 +154,23 @@ extension IntegrationTests {
         _ = try await client.ping()
     }
 
+    /// Requests the server would reject as protocol errors fail locally, so one bad call cannot take down the
+    /// connection that other calls share.
+    @Test func oversizedOrTooDeepArgumentsFailLocally() async throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let client = try await FerryClient.connect(path: daemon.socket)
+        defer { client.close() }
+        let slow = Task { try await client.call("ping", ["delay_ms": 300]) }
+        var deep: JSONValue = [1]
+        for _ in 0..<32 { deep = [deep] }
+        await #expect(throws: FerryError.self) { try await client.call("ping", ["x": deep]) }
+        let huge = JSONValue.string(String(repeating: "a", count: 1_100_000))
+        await #expect(throws: FerryError.self) { try await client.call("ping", ["x": huge]) }
+        #expect(try await slow.value.result["pong"] == true, "the other call was not hurt")
+        _ = try await client.ping()
+    }
+
     @Test func connectingWithoutADaemonIsUnavailable() async throws {
         let dir = TempDir()
         defer { dir.remove() }

@@ -114,6 +114,45 @@ extension IntegrationTests {
         #expect(!FileManager.default.fileExists(atPath: daemon.socket), "the socket file is removed")
     }
 
+    /// A reply too large for the socket buffer, finished during the drain, still arrives whole.
+    @Test func drainDeliversLargeRepliesWhole() async throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let raw = try RawSocket(daemon.socket)
+        try raw.hello()
+        let body = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        try raw.send(["id": 2, "op": "ping", "args": ["delay_ms": 200]], body: body)
+        usleep(50_000)
+        daemon.signal(SIGTERM)
+        usleep(600_000)  // the reply is written (and queued) long before we read
+        guard let (json, echoed) = try raw.readFrame() else {
+            Issue.record("EOF before the reply")
+            return
+        }
+        #expect(json["result"]?["pong"] == true)
+        #expect(echoed == body)
+        #expect(daemon.waitExit() == 0)
+    }
+
+    /// A client that shuts down its sending side and then reads gets every reply already produced.
+    @Test func halfCloseStillReceivesReplies() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let raw = try RawSocket(daemon.socket)
+        try raw.hello()
+        let body = [UInt8](repeating: 0x5A, count: 2 << 20)
+        try raw.send(["id": 2, "op": "ping"], body: body)
+        shutdown(raw.fd, Int32(SHUT_WR))
+        usleep(200_000)
+        guard let (json, echoed) = try raw.readFrame() else {
+            Issue.record("EOF before the reply")
+            return
+        }
+        #expect(json["id"] == 2)
+        #expect(echoed == body)
+        #expect(try raw.isClosedByPeer())
+    }
+
     @Test func graceperiodEndsLongRequests() async throws {
         let daemon = try Daemon(["--grace", "300ms"])
         defer { daemon.stop() }

@@ -43,6 +43,20 @@ import Testing
         #expect(throws: JSONParseError.self) { try parse("{\(many),\"k3\":0}") }
     }
 
+    @Test func keysCompareByBytesNotByCanonicalEquivalence() throws {
+        let v = try parse("{\"\u{e9}\":1,\"e\u{301}\":2}")
+        #expect(v.objectValue?.count == 2)
+        #expect(v["\u{e9}"] == 1 && v["e\u{301}"] == 2)
+    }
+
+    @Test func intValueNeverTraps() throws {
+        #expect(JSONValue.double(9.25e18).intValue == nil)
+        #expect(JSONValue.double(-9.3e18).intValue == nil)
+        #expect(JSONValue.double(2.0).intValue == 2)
+        #expect(JSONValue.double(2.5).intValue == nil)
+        #expect(try parse("[[1],{\"a\":[]}]").depth == 3)
+    }
+
     @Test func nestingCap() throws {
         let ok = String(repeating: "[", count: 32) + String(repeating: "]", count: 32)
         let deep = String(repeating: "[", count: 33) + String(repeating: "]", count: 33)

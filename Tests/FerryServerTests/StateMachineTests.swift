@@ -17,6 +17,14 @@ import FerryProtocol
         #expect(q.isEmpty && q.nextDeadline == nil)
     }
 
+    @Test func compactKeepsOnlyLiveEntriesInOrder() {
+        var q = DeadlineQueue<Int>()
+        for k in (0..<100).reversed() { q.schedule(k, at: UInt64(k)) }
+        q.compact { $0 % 3 == 0 }
+        #expect(q.count == 34)
+        #expect(q.popExpired(now: 1000) == Array(stride(from: 0, to: 100, by: 3)))
+    }
+
     @Test func manyRandomDeadlinesComeOutSorted() {
         var q = DeadlineQueue<UInt64>()
         var rng = SystemRandomNumberGenerator()
@@ -77,6 +85,17 @@ import FerryProtocol
             return
         }
         #expect(e.code == .unavailable)
+        #expect(RequestGate.decide(op: "cancel", S(phase: .ready, serverDraining: true)) == .admit,
+                "cancel still works during the drain, to shorten it")
+    }
+
+    @Test func echoedOperationNamesAreCutShort() {
+        guard case .reject(let e) = RequestGate.decide(op: String(repeating: "x", count: 100_000), S(phase: .ready, operationKnown: false)) else {
+            Issue.record("unknown op must be a call error")
+            return
+        }
+        #expect(e.message.utf8.count < 300)
+        #expect((e.details?["op"]?.stringValue?.utf8.count ?? 0) < 200)
     }
 
     @Test func inFlightLimitsButCancelIsExempt() {
