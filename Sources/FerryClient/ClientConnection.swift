@@ -176,9 +176,9 @@ final class ClientConnection: Sendable {
             if id == 0 {
                 // Names no request. A protocol error or a refusal ends the connection (EOF follows); any other
                 // id-0 error answers an envelope this client never sends (its requests are checked before sending).
-                if [.protocolError, .permissionDenied, .resourceExhausted].contains(e.code) { connectionLost(FerryError(e)) }
+                if [.protocolError, .permissionDenied, .resourceExhausted].contains(e.code) { connectionLost(e) }
             } else {
-                finish(id, with: .failure(FerryError(e)))
+                finish(id, with: .failure(e))
             }
         case .event(let id, let name, let data):
             deliverEvent(id: id, name: name, data: data, body: frame.body)
