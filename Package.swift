@@ -18,6 +18,8 @@ let package = Package(
         ),
         // Pure Swift, but `rounded()` and friends need libm, which nothing else links here.
         .target(name: "FerryProtocol", linkerSettings: [.linkedLibrary("m")]),
+        // Cache policy: LRU with a byte budget, keys, hashing. Pure Swift, tested without sockets or files.
+        .target(name: "FerryCache", linkerSettings: [.linkedLibrary("m")]),
         .target(name: "FerryArgs", linkerSettings: [.linkedLibrary("m")]),
         .target(name: "FerryServer", dependencies: ["FerryProtocol", "CLibUV"]),
         .target(name: "FerryClient", dependencies: ["FerryProtocol"]),
@@ -31,6 +33,7 @@ let package = Package(
         .executableTarget(name: "ferry-bench", dependencies: ["FerryClient", "FerryProtocol", "FerryArgs"]),
         .testTarget(name: "FerryProtocolTests", dependencies: ["FerryProtocol"]),
         .testTarget(name: "FerryArgsTests", dependencies: ["FerryArgs"]),
+        .testTarget(name: "FerryCacheTests", dependencies: ["FerryCache"]),
         .testTarget(name: "FerryServerTests", dependencies: ["FerryServer", "FerryProtocol"]),
         .testTarget(
             name: "FerryIntegrationTests",

@@ -1,0 +1,69 @@
+/// A cache entry's identity: a namespace and a key, both compared byte for byte.
+///
+/// ```swift
+/// let k = try CacheKey(namespace: "build", key: "artefact/42")
+/// ```
+public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
+    public let namespace: String
+    public let key: String
+
+    public static let maxKeyBytes = 1024
+    public static let maxNamespaceBytes = 128
+    public static let defaultNamespace = "default"
+
+    /// Why a key or namespace is refused, as a message for `invalid_argument`.
+    public struct Invalid: Error, Sendable, Equatable {
+        public let message: String
+    }
+
+    public init(namespace: String = CacheKey.defaultNamespace, key: String) throws(Invalid) {
+        if let problem = CacheKey.keyProblem(key) { throw Invalid(message: problem) }
+        if let problem = CacheKey.namespaceProblem(namespace) { throw Invalid(message: problem) }
+        self.namespace = namespace
+        self.key = key
+    }
+
+    /// For rows read back from the store, which were validated when written.
+    public init(trusted namespace: String, _ key: String) {
+        self.namespace = namespace
+        self.key = key
+    }
+
+    public static func keyProblem(_ key: String) -> String? {
+        let n = key.utf8.count
+        if n == 0 { return "\"key\" must not be empty" }
+        if n > maxKeyBytes { return "\"key\" is \(n) bytes; at most \(maxKeyBytes) are allowed" }
+        return nil
+    }
+
+    public static func namespaceProblem(_ ns: String) -> String? {
+        let n = ns.utf8.count
+        if n == 0 || n > maxNamespaceBytes { return "\"namespace\" must be 1 to \(maxNamespaceBytes) bytes" }
+        for b in ns.utf8 {
+            switch b {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
+                continue
+            default:
+                return "\"namespace\" may hold only A-Z a-z 0-9 . _ -"
+            }
+        }
+        return nil
+    }
+
+    // Byte-wise identity: Swift's String == would merge canonically equivalent keys.
+    public static func == (a: CacheKey, b: CacheKey) -> Bool {
+        a.namespace == b.namespace && a.key.utf8.elementsEqual(b.key.utf8)
+    }
+
+    /// String hashing is consistent with the stricter byte-wise equality: byte-equal keys are String-equal.
+    public func hash(into h: inout Hasher) {
+        h.combine(namespace)
+        h.combine(key)
+    }
+
+    /// What an entry costs in the memory budget besides its value: its key and a fixed bookkeeping overhead.
+    public var overheadBytes: Int { namespace.utf8.count + key.utf8.count + 96 }
+
+    public var description: String { "\(namespace)/\(key)" }
+}

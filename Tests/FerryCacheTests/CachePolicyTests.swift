@@ -1,0 +1,114 @@
+import Testing
+@testable import FerryCache
+
+@Suite struct MemoryLRUTests {
+    @Test func evictsLeastRecentlyUsedWithinTheByteBudget() {
+        let lru = MemoryLRU<String, Int>(budget: 300)
+        #expect(lru.set("a", 1, cost: 100).isEmpty)
+        #expect(lru.set("b", 2, cost: 100).isEmpty)
+        #expect(lru.set("c", 3, cost: 100).isEmpty)
+        #expect(lru.get("a") == 1)  // a is now the most recent
+        let evicted = lru.set("d", 4, cost: 150)
+        #expect(evicted.map(\.key) == ["b", "c"], "least recent first, until the new entry fits")
+        #expect(lru.usedBytes == 250)
+        #expect(lru.keysLeastRecentFirst == ["a", "d"])
+    }
+
+    @Test func replacingAKeyReplacesItsCost() {
+        let lru = MemoryLRU<String, Int>(budget: 100)
+        lru.set("a", 1, cost: 60)
+        lru.set("a", 2, cost: 30)
+        #expect(lru.usedBytes == 30 && lru.count == 1 && lru.peek("a") == 2)
+    }
+
+    @Test func anEntryLargerThanTheBudgetIsNotStored() {
+        let lru = MemoryLRU<String, Int>(budget: 100)
+        lru.set("a", 1, cost: 50)
+        let evicted = lru.set("a", 9, cost: 101)
+        #expect(evicted.map(\.key) == ["a"])
+        #expect(lru.count == 0 && lru.usedBytes == 0, "and the old value of the key is gone too")
+    }
+
+    @Test func budgetHoldsUnderRandomOperations() {
+        let lru = MemoryLRU<Int, Int>(budget: 10_000)
+        var model: [Int: Int] = [:]
+        var rng = SystemRandomNumberGenerator()
+        for step in 0..<20_000 {
+            let k = Int.random(in: 0..<300, using: &rng)
+            switch Int.random(in: 0..<3, using: &rng) {
+            case 0:
+                let cost = Int.random(in: 1..<400, using: &rng)
+                for e in lru.set(k, step, cost: cost) { model[e.key] = nil }
+                if cost <= 10_000 { model[k] = cost }
+            case 1:
+                lru.remove(k)
+                model[k] = nil
+            default:
+                _ = lru.get(k)
+            }
+            #expect(lru.usedBytes <= 10_000)
+            #expect(lru.usedBytes == model.values.reduce(0, +))
+            #expect(lru.count == model.count)
+        }
+    }
+
+    @Test func removeAllVisitsFromTheLeastRecentEnd() {
+        let lru = MemoryLRU<Int, Int>(budget: 1000)
+        for k in 0..<10 { lru.set(k, k, cost: 1) }
+        let removed = lru.removeAll(visiting: 5) { _, v in v % 2 == 0 }
+        #expect(removed.map(\.key) == [0, 2, 4])
+        #expect(lru.count == 7)
+    }
+}
+
+@Suite struct CacheKeyTests {
+    @Test func validation() throws {
+        #expect(throws: CacheKey.Invalid.self) { try CacheKey(key: "") }
+        #expect(throws: CacheKey.Invalid.self) { try CacheKey(key: String(repeating: "k", count: 1025)) }
+        #expect(throws: Never.self) { try CacheKey(key: String(repeating: "k", count: 1024)) }
+        #expect(throws: CacheKey.Invalid.self) { try CacheKey(namespace: "a b", key: "k") }
+        #expect(throws: CacheKey.Invalid.self) { try CacheKey(namespace: "", key: "k") }
+        #expect(try CacheKey(namespace: "build.v2_x-1", key: "é/ü").namespace == "build.v2_x-1")
+    }
+
+    @Test func keysAreComparedByBytes() throws {
+        let composed = try CacheKey(key: "\u{e9}")
+        let decomposed = try CacheKey(key: "e\u{301}")
+        #expect(composed != decomposed)
+        #expect(Set([composed, decomposed]).count == 2)
+        #expect(try CacheKey(namespace: "a", key: "k") != CacheKey(namespace: "b", key: "k"))
+    }
+
+    @Test func expiry() {
+        let e = CacheEntry(value: [1], createdAt: 100, expiresAt: 200)
+        #expect(!e.isExpired(now: 199))
+        #expect(e.isExpired(now: 200))
+        #expect(!CacheEntry(value: [], createdAt: 0, expiresAt: nil).isExpired(now: .max))
+    }
+}
+
+@Suite struct SHA256Tests {
+    @Test(arguments: [
+        ("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
+        ("abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+        ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
+    ])
+    func nistVectors(_ input: String, _ digest: String) {
+        #expect(SHA256.hex(of: Array(input.utf8)) == digest)
+    }
+
+    @Test func millionAsAndIncrementalUpdates() {
+        let data = [UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000)
+        #expect(SHA256.hex(of: data) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+        var h = SHA256()
+        var offset = 0
+        var step = 1
+        while offset < data.count {
+            let end = min(data.count, offset + step)
+            h.update(Array(data[offset..<end]))
+            offset = end
+            step = step * 3 % 997 + 1
+        }
+        #expect(h.finish() == SHA256.hash(data))
+    }
+}
