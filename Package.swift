@@ -17,9 +17,16 @@ let package = Package(
             providers: [.apt(["libuv1-dev"])]
         ),
         // Pure Swift, but `rounded()` and friends need libm, which nothing else links here.
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
         .target(name: "FerryProtocol", linkerSettings: [.linkedLibrary("m")]),
         // Cache policy: LRU with a byte budget, keys, hashing. Pure Swift, tested without sockets or files.
         .target(name: "FerryCache", linkerSettings: [.linkedLibrary("m")]),
+        // The storage engine: SQLite index (WAL) + content-addressed blob files + a disk worker thread.
+        .target(name: "FerryStore", dependencies: ["FerryCache", "CSQLite"]),
         .target(name: "FerryArgs", linkerSettings: [.linkedLibrary("m")]),
         .target(name: "FerryServer", dependencies: ["FerryProtocol", "CLibUV"]),
         .target(name: "FerryClient", dependencies: ["FerryProtocol"]),
@@ -34,6 +41,7 @@ let package = Package(
         .testTarget(name: "FerryProtocolTests", dependencies: ["FerryProtocol"]),
         .testTarget(name: "FerryArgsTests", dependencies: ["FerryArgs"]),
         .testTarget(name: "FerryCacheTests", dependencies: ["FerryCache"]),
+        .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore", "FerryCache"]),
         .testTarget(name: "FerryServerTests", dependencies: ["FerryServer", "FerryProtocol"]),
         .testTarget(
             name: "FerryIntegrationTests",

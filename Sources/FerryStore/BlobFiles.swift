@@ -1,0 +1,106 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FerryCache
+
+/// Large values as files named by the SHA-256 of their content, in fan-out folders (`ab/cd/abcd…`), so equal
+/// values share one file and no folder grows huge. A file is written under a temporary name and renamed into place,
+/// so a reader (or a restart after `kill -9`) never sees a partial file under a real name.
+struct BlobFiles {
+    let root: String
+
+    init(root: String) throws(StoreError) {
+        self.root = root
+        try BlobFiles.makeDirectory(root)
+    }
+
+    func path(of hash: String) -> String {
+        let a = hash.prefix(2), b = hash.dropFirst(2).prefix(2)
+        return "\(root)/\(a)/\(b)/\(hash)"
+    }
+
+    /// Writes `bytes` (if no file with this content exists yet) and returns its hash.
+    func write(_ bytes: [UInt8]) throws(StoreError) -> String {
+        let hash = SHA256.hex(of: bytes)
+        let final = path(of: hash)
+        if access(final, F_OK) == 0 { return hash }
+        let dir = String(final[..<final.lastIndex(of: "/")!])
+        try BlobFiles.makeDirectory(String(dir[..<dir.lastIndex(of: "/")!]))
+        try BlobFiles.makeDirectory(dir)
+        let temp = "\(dir)/.tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw BlobFiles.failure("create \(temp)") }
+        var off = 0
+        while off < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + off, bytes.count - off) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 {
+                let err = BlobFiles.failure("write \(temp)")
+                close(fd)
+                unlink(temp)
+                throw err
+            }
+            off += n
+        }
+        close(fd)
+        guard rename(temp, final) == 0 else {
+            let err = BlobFiles.failure("rename \(temp)")
+            unlink(temp)
+            throw err
+        }
+        return hash
+    }
+
+    /// The file's bytes, or nil when it is missing or not `expectedSize` long (never a partial value).
+    func read(_ hash: String, expectedSize: Int) -> [UInt8]? {
+        let fd = open(path(of: hash), O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var out = [UInt8](repeating: 0, count: expectedSize)
+        var off = 0
+        while off < expectedSize {
+            let n = out.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + off, expectedSize - off) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return nil }
+            off += n
+        }
+        var extra: UInt8 = 0
+        return Glibc.read(fd, &extra, 1) == 0 ? out : nil
+    }
+
+    func remove(_ hash: String) { unlink(path(of: hash)) }
+
+    /// Every blob hash on disk; temporary files left by a crash are deleted on the way.
+    func allHashes() -> [String] {
+        var out: [String] = []
+        for a in BlobFiles.entries(root) where a.count == 2 {
+            for b in BlobFiles.entries("\(root)/\(a)") where b.count == 2 {
+                for name in BlobFiles.entries("\(root)/\(a)/\(b)") {
+                    if name.hasPrefix(".tmp-") { unlink("\(root)/\(a)/\(b)/\(name)") } else { out.append(name) }
+                }
+            }
+        }
+        return out
+    }
+
+    static func entries(_ dir: String) -> [String] {
+        guard let d = opendir(dir) else { return [] }
+        defer { closedir(d) }
+        var names: [String] = []
+        while let e = readdir(d) {
+            let name = withUnsafeBytes(of: e.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    static func makeDirectory(_ path: String) throws(StoreError) {
+        if mkdir(path, 0o700) != 0 && errno != EEXIST { throw failure("mkdir \(path)") }
+    }
+
+    static func failure(_ what: String) -> StoreError {
+        let e = errno
+        let text = "\(what): \(String(cString: strerror(e)))"
+        return e == ENOSPC || e == EDQUOT ? .diskFull(text) : .io(text)
+    }
+}

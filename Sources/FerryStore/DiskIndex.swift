@@ -1,0 +1,177 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FerryCache
+
+/// One row of the index: where a value lives and its times.
+struct DiskRow: Sendable {
+    var size: Int
+    var createdAt: Int64
+    var expiresAt: Int64?
+    /// Small values live in the row itself; large ones in a blob file named by this hash.
+    var inline: [UInt8]?
+    var blob: String?
+}
+
+/// The SQLite index (WAL mode) on one connection. The writer thread and the reader thread each own one.
+///
+/// Keys are stored as BLOBs so that order and equality are byte-wise; `accessed_at` drives the disk tier's LRU.
+final class DiskIndex {
+    let db: SQLiteDatabase
+    private var statements: [String: SQLiteStatement] = [:]
+
+    static let schema = """
+        CREATE TABLE IF NOT EXISTS entries (
+            namespace TEXT NOT NULL,
+            key BLOB NOT NULL,
+            size INTEGER NOT NULL,
+            created_at INTEGER NOT NULL,
+            expires_at INTEGER,
+            accessed_at INTEGER NOT NULL,
+            inline_value BLOB,
+            blob TEXT,
+            PRIMARY KEY (namespace, key)
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS entries_accessed ON entries(accessed_at);
+        CREATE INDEX IF NOT EXISTS entries_expires ON entries(expires_at) WHERE expires_at IS NOT NULL;
+        CREATE INDEX IF NOT EXISTS entries_blob ON entries(blob) WHERE blob IS NOT NULL;
+        """
+
+    init(path: String, readOnly: Bool = false) throws(SQLiteError) {
+        db = try SQLiteDatabase(path: path, readOnly: readOnly)
+        // WAL: readers never block the writer. synchronous=NORMAL: a committed transaction survives the process
+        // being killed (it is in the OS cache and the WAL); only a power loss can cost the last commits.
+        if !readOnly {
+            try db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
+            try db.exec(DiskIndex.schema)
+        }
+    }
+
+    private func statement(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
+        if let s = statements[sql] {
+            s.reset()
+            return s
+        }
+        let s = try db.prepare(sql)
+        statements[sql] = s
+        return s
+    }
+
+    func begin() throws(SQLiteError) { try db.exec("BEGIN IMMEDIATE") }
+    func commit() throws(SQLiteError) { try db.exec("COMMIT") }
+    func rollback() { try? db.exec("ROLLBACK") }
+
+    func get(_ key: CacheKey) throws(SQLiteError) -> DiskRow? {
+        let s = try statement("SELECT size, created_at, expires_at, inline_value, blob FROM entries WHERE namespace=? AND key=?")
+        try s.bind(1, key.namespace)
+        try s.bind(2, Array(key.key.utf8))
+        guard try s.step() else { return nil }
+        return DiskRow(size: Int(s.int(0)), createdAt: s.int(1), expiresAt: s.optionalInt(2), inline: s.blob(3), blob: s.text(4))
+    }
+
+    func put(_ key: CacheKey, _ row: DiskRow, accessedAt: Int64) throws(SQLiteError) {
+        let s = try statement("""
+            INSERT OR REPLACE INTO entries (namespace, key, size, created_at, expires_at, accessed_at, inline_value, blob)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        try s.bind(1, key.namespace)
+        try s.bind(2, Array(key.key.utf8))
+        try s.bind(3, Int64(row.size))
+        try s.bind(4, row.createdAt)
+        try s.bind(5, row.expiresAt)
+        try s.bind(6, accessedAt)
+        try s.bind(7, row.inline)
+        try s.bind(8, row.blob)
+        _ = try s.step()
+    }
+
+    /// Deletes the row; returns it (for its size and blob) when it existed.
+    func delete(_ key: CacheKey) throws(SQLiteError) -> DiskRow? {
+        guard let row = try get(key) else { return nil }
+        let s = try statement("DELETE FROM entries WHERE namespace=? AND key=?")
+        try s.bind(1, key.namespace)
+        try s.bind(2, Array(key.key.utf8))
+        _ = try s.step()
+        return row
+    }
+
+    func touch(_ key: CacheKey, expiresAt: Int64?) throws(SQLiteError) -> Bool {
+        let s = try statement("UPDATE entries SET expires_at=? WHERE namespace=? AND key=?")
+        try s.bind(1, expiresAt)
+        try s.bind(2, key.namespace)
+        try s.bind(3, Array(key.key.utf8))
+        _ = try s.step()
+        return db.changes > 0
+    }
+
+    func setAccessed(_ key: CacheKey, at time: Int64) throws(SQLiteError) {
+        let s = try statement("UPDATE entries SET accessed_at=? WHERE namespace=? AND key=? AND accessed_at<?")
+        try s.bind(1, time)
+        try s.bind(2, key.namespace)
+        try s.bind(3, Array(key.key.utf8))
+        try s.bind(4, time)
+        _ = try s.step()
+    }
+
+    /// Live keys of a namespace in byte order, after `cursor`, starting with `prefix`.
+    func list(namespace: String, prefix: [UInt8], after cursor: [UInt8]?, limit: Int, now: Int64) throws(SQLiteError) -> [(key: [UInt8], size: Int, expiresAt: Int64?)] {
+        let s = try statement("""
+            SELECT key, size, expires_at FROM entries
+            WHERE namespace=? AND key>=? AND (? IS NULL OR key>?) AND substr(key, 1, ?)=?
+              AND (expires_at IS NULL OR expires_at>?)
+            ORDER BY key LIMIT ?
+            """)
+        try s.bind(1, namespace)
+        try s.bind(2, prefix)
+        try s.bind(3, cursor)
+        try s.bind(4, cursor)
+        try s.bind(5, Int64(prefix.count))
+        try s.bind(6, prefix)
+        try s.bind(7, now)
+        try s.bind(8, Int64(limit))
+        var out: [(key: [UInt8], size: Int, expiresAt: Int64?)] = []
+        while try s.step() { out.append((s.blob(0) ?? [], Int(s.int(1)), s.optionalInt(2))) }
+        return out
+    }
+
+    /// Rows chosen by `whereSQL` (with its bindings), oldest access first, at most `limit`: for clear, expiry and
+    /// eviction, which all delete rows and then their unreferenced blobs.
+    func select(where whereSQL: String, _ bind: (SQLiteStatement) throws(SQLiteError) -> Void, orderBy: String = "accessed_at", limit: Int) throws(SQLiteError) -> [(key: CacheKey, row: DiskRow)] {
+        let s = try statement("SELECT namespace, key, size, created_at, expires_at, blob FROM entries WHERE \(whereSQL) ORDER BY \(orderBy) LIMIT \(limit)")
+        try bind(s)
+        var out: [(key: CacheKey, row: DiskRow)] = []
+        while try s.step() {
+            let key = CacheKey(trusted: s.text(0) ?? "", String(decoding: s.blob(1) ?? [], as: UTF8.self))
+            out.append((key, DiskRow(size: Int(s.int(2)), createdAt: s.int(3), expiresAt: s.optionalInt(4), inline: nil, blob: s.text(5))))
+        }
+        return out
+    }
+
+    func isBlobReferenced(_ hash: String) throws(SQLiteError) -> Bool {
+        let s = try statement("SELECT 1 FROM entries WHERE blob=? LIMIT 1")
+        try s.bind(1, hash)
+        return try s.step()
+    }
+
+    func referencedBlobs() throws(SQLiteError) -> Set<String> {
+        let s = try statement("SELECT DISTINCT blob FROM entries WHERE blob IS NOT NULL")
+        var out = Set<String>()
+        while try s.step() { if let h = s.text(0) { out.insert(h) } }
+        return out
+    }
+
+    func deleteRows(withBlob hash: String) throws(SQLiteError) -> Int {
+        let s = try statement("DELETE FROM entries WHERE blob=?")
+        try s.bind(1, hash)
+        _ = try s.step()
+        return db.changes
+    }
+
+    /// Bytes the disk tier accounts for: every value plus a fixed per-row overhead (see `StoreConfig`).
+    func totals(overheadPerRow: Int) throws(SQLiteError) -> (bytes: Int, rows: Int) {
+        let s = try statement("SELECT COALESCE(SUM(size + length(key) + length(namespace)), 0), COUNT(*) FROM entries")
+        guard try s.step() else { return (0, 0) }
+        let rows = Int(s.int(1))
+        return (Int(s.int(0)) + rows * overheadPerRow, rows)
+    }
+}

@@ -1,0 +1,74 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One thread that runs the store's disk work in submission order, in batches: everything queued while the previous
+/// batch ran becomes the next batch, one SQLite transaction (group commit). Completions go back to the loop thread
+/// through `post`, in order, one hand-off per batch.
+///
+/// ```swift
+/// let worker = DiskWorker(run: { jobs in engine.run(jobs) }, deliver: { outcome in post { store.apply(outcome) } })
+/// worker.submit(.delete(key))
+/// ```
+final class DiskWorker: @unchecked Sendable {
+    typealias Job = DiskJob
+    typealias Done = BatchOutcome
+
+    private var mutex = pthread_mutex_t()
+    private var condition = pthread_cond_t()
+    private var queue: [Job] = []
+    private var stopping = false
+    private var finished = false
+    private let run: ([Job]) -> Done
+    private let deliver: @Sendable (Done) -> Void
+    private var thread = pthread_t()
+
+    /// - Parameters:
+    ///   - run: executes one batch on the worker thread and returns its outcome (one result per job, in order).
+    ///   - deliver: hands a batch's outcome to the loop thread.
+    init(run: @escaping ([Job]) -> Done, deliver: @escaping @Sendable (Done) -> Void) {
+        self.run = run
+        self.deliver = deliver
+        pthread_mutex_init(&mutex, nil)
+        pthread_cond_init(&condition, nil)
+        let me = Unmanaged.passRetained(self).toOpaque()
+        let rc = pthread_create(&thread, nil, diskWorkerMain, me)
+        precondition(rc == 0, "cannot start the disk worker thread: \(rc)")
+    }
+
+    func submit(_ job: Job) {
+        pthread_mutex_lock(&mutex)
+        queue.append(job)
+        pthread_cond_signal(&condition)
+        pthread_mutex_unlock(&mutex)
+    }
+
+    /// Lets the queued work finish, then stops the thread and waits for it.
+    func stop() {
+        pthread_mutex_lock(&mutex)
+        stopping = true
+        pthread_cond_signal(&condition)
+        pthread_mutex_unlock(&mutex)
+        pthread_join(thread, nil)
+    }
+
+    fileprivate func loop() {
+        while true {
+            pthread_mutex_lock(&mutex)
+            while queue.isEmpty && !stopping { pthread_cond_wait(&condition, &mutex) }
+            let batch = queue
+            queue.removeAll(keepingCapacity: true)
+            let exit = stopping && batch.isEmpty
+            pthread_mutex_unlock(&mutex)
+            if exit { return }
+            deliver(run(batch))
+        }
+    }
+}
+
+/// The worker thread's entry point (a plain function: the compiler of this toolchain crashes on the closure form).
+private func diskWorkerMain(_ raw: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
+    let worker = Unmanaged<DiskWorker>.fromOpaque(raw!).takeRetainedValue()
+    worker.loop()
+    return nil
+}

@@ -1,0 +1,193 @@
+import FerryCache
+
+/// Disk work, as the loop thread asks for it.
+enum DiskJob: Sendable {
+    case get(CacheKey, now: Int64)
+    case put(CacheKey, CacheEntry, ifAbsent: Bool, now: Int64)
+    case delete(CacheKey)
+    case touch(CacheKey, expiresAt: Int64?, now: Int64)
+    case list(namespace: String, prefix: String, cursor: String?, limit: Int, now: Int64)
+    case clear(namespace: String, now: Int64)
+    /// Deletes expired rows and records accesses served from memory (the disk tier's LRU order).
+    case sweep(now: Int64, accessed: [CacheKey])
+}
+
+enum DiskResult: Sendable {
+    case entry(CacheEntry?)
+    case stored(Bool)
+    case deleted(Bool)
+    case touched(Bool)
+    case listed([ListedKey], more: Bool)
+    case cleared(Int)
+    case swept
+    case failed(StoreError)
+}
+
+public struct ListedKey: Sendable, Equatable {
+    public var key: String
+    public var size: Int
+    public var expiresAt: Int64?
+}
+
+/// What one batch did, for the loop thread.
+struct BatchOutcome: Sendable {
+    var results: [DiskResult]
+    var diskBytes: Int
+    var diskEntries: Int
+    var evictions: Int
+    var expirations: Int
+}
+
+/// Runs batches of disk jobs on the worker thread: one SQLite transaction per batch, blob files written before the
+/// transaction (so a row never points at a missing file) and deleted after it commits (so a crash leaves at worst
+/// an orphan file, which start-up removes).
+final class StoreEngine {
+    let config: StoreConfig
+    let index: DiskIndex
+    let blobs: BlobFiles
+    private(set) var diskBytes: Int
+    private(set) var diskEntries: Int
+    private var maybeUnreferenced: [String] = []
+
+    init(config: StoreConfig, index: DiskIndex, blobs: BlobFiles) throws(SQLiteError) {
+        self.config = config
+        self.index = index
+        self.blobs = blobs
+        let totals = try index.totals(overheadPerRow: StoreConfig.diskOverheadPerEntry)
+        diskBytes = totals.bytes
+        diskEntries = totals.rows
+    }
+
+    static func cost(_ key: CacheKey, size: Int) -> Int {
+        size + key.key.utf8.count + key.namespace.utf8.count + StoreConfig.diskOverheadPerEntry
+    }
+
+    func run(_ jobs: [DiskJob]) -> BatchOutcome {
+        var outcome = BatchOutcome(results: [], diskBytes: 0, diskEntries: 0, evictions: 0, expirations: 0)
+        let before = (diskBytes, diskEntries)
+        do {
+            try index.begin()
+            for job in jobs { outcome.results.append(perform(job, &outcome)) }
+            try index.commit()
+            for hash in maybeUnreferenced where (try? index.isBlobReferenced(hash)) == false { blobs.remove(hash) }
+        } catch {
+            // The transaction is lost as a whole (typically a full disk): every write fails, reads run again alone.
+            index.rollback()
+            (diskBytes, diskEntries) = before
+            let failure: StoreError = error.isDiskFull ? .diskFull(error.message) : .io("\(error)")
+            outcome.results = jobs.map { job in
+                if case .get = job { return perform(job, &outcome) }
+                if case .list = job { return perform(job, &outcome) }
+                return .failed(failure)
+            }
+        }
+        maybeUnreferenced.removeAll()
+        outcome.diskBytes = diskBytes
+        outcome.diskEntries = diskEntries
+        return outcome
+    }
+
+    private func perform(_ job: DiskJob, _ outcome: inout BatchOutcome) -> DiskResult {
+        do {
+            switch job {
+            case .get(let key, let now):
+                guard let row = try index.get(key), !(row.expiresAt.map { now >= $0 } ?? false) else { return .entry(nil) }
+                let value: [UInt8]?
+                if let inline = row.inline { value = inline } else if let hash = row.blob { value = blobs.read(hash, expectedSize: row.size) } else { value = nil }
+                guard let value, value.count == row.size else { return .entry(nil) }  // never a torn value
+                try index.setAccessed(key, at: now)
+                return .entry(CacheEntry(value: value, createdAt: row.createdAt, expiresAt: row.expiresAt))
+            case .put(let key, let entry, let ifAbsent, let now):
+                if ifAbsent, let old = try index.get(key), !(old.expiresAt.map { now >= $0 } ?? false) { return .stored(false) }
+                try put(key, entry, now: now, outcome: &outcome)
+                return .stored(true)
+            case .delete(let key):
+                guard let old = try index.delete(key) else { return .deleted(false) }
+                forget(key, old)
+                return .deleted(true)
+            case .touch(let key, let expiresAt, let now):
+                guard let row = try index.get(key), !(row.expiresAt.map { now >= $0 } ?? false) else { return .touched(false) }
+                return .touched(try index.touch(key, expiresAt: expiresAt))
+            case .list(let namespace, let prefix, let cursor, let limit, let now):
+                let rows = try index.list(namespace: namespace, prefix: Array(prefix.utf8), after: cursor.map { Array($0.utf8) }, limit: limit + 1, now: now)
+                let page = rows.prefix(limit).map { ListedKey(key: String(decoding: $0.key, as: UTF8.self), size: $0.size, expiresAt: $0.expiresAt) }
+                return .listed(Array(page), more: rows.count > limit)
+            case .clear(let namespace, let now):
+                var removed = 0
+                while true {
+                    let rows = try index.select(where: "namespace=?", { s throws(SQLiteError) in try s.bind(1, namespace) }, limit: 1000)
+                    if rows.isEmpty { break }
+                    for (key, row) in rows {
+                        guard try index.delete(key) != nil else { continue }
+                        forget(key, row)
+                        // Entries already expired were invisible to the caller: not counted as removed.
+                        if !(row.expiresAt.map { now >= $0 } ?? false) { removed += 1 }
+                    }
+                }
+                return .cleared(removed)
+            case .sweep(let now, let accessed):
+                for key in accessed { try index.setAccessed(key, at: now) }
+                let expired = try index.select(where: "expires_at IS NOT NULL AND expires_at<=?", { s throws(SQLiteError) in try s.bind(1, now) }, orderBy: "expires_at", limit: 1000)
+                for (key, row) in expired {
+                    guard try index.delete(key) != nil else { continue }
+                    forget(key, row)
+                    outcome.expirations += 1
+                }
+                return .swept
+            }
+        } catch let error as SQLiteError {
+            return .failed(error.isDiskFull ? .diskFull(error.message) : .io("\(error)"))
+        } catch let error as StoreError {
+            return .failed(error)
+        } catch {
+            return .failed(.io("\(error)"))
+        }
+    }
+
+    private func put(_ key: CacheKey, _ entry: CacheEntry, now: Int64, outcome: inout BatchOutcome) throws {
+        let cost = StoreEngine.cost(key, size: entry.value.count)
+        guard cost <= config.diskBudget else {
+            throw StoreError.diskFull("a value of \(entry.value.count) bytes does not fit the disk budget of \(config.diskBudget)")
+        }
+        let old = try index.get(key)
+        let oldCost = old.map { StoreEngine.cost(key, size: $0.size) } ?? 0
+        // Keep the disk tier under its budget on the write path: evict least recently used rows first.
+        if diskBytes - oldCost + cost > config.diskBudget {
+            let target = Int(Double(config.diskBudget) * config.diskLowWatermark) - cost
+            outcome.evictions += try evict(downTo: max(0, target), sparing: key)
+        }
+        var row = DiskRow(size: entry.value.count, createdAt: entry.createdAt, expiresAt: entry.expiresAt, inline: nil, blob: nil)
+        if entry.value.count <= config.inlineThreshold { row.inline = entry.value } else { row.blob = try blobs.write(entry.value) }
+        try index.put(key, row, accessedAt: now)
+        if let old {
+            forget(key, old)
+        }
+        diskBytes += cost
+        diskEntries += 1
+    }
+
+    private func evict(downTo target: Int, sparing: CacheKey) throws -> Int {
+        var evicted = 0
+        while diskBytes > target {
+            let victims = try index.select(where: "1", { _ throws(SQLiteError) in }, limit: 256)
+            var progressed = false
+            for (key, row) in victims where key != sparing {
+                guard diskBytes > target else { break }
+                if try index.delete(key) != nil {
+                    forget(key, row)
+                    evicted += 1
+                    progressed = true
+                }
+            }
+            if !progressed { break }
+        }
+        return evicted
+    }
+
+    /// Accounts for a row that is gone; its blob file goes after the commit if nothing else points at it.
+    private func forget(_ key: CacheKey, _ row: DiskRow) {
+        diskBytes -= StoreEngine.cost(key, size: row.size)
+        diskEntries -= 1
+        if let hash = row.blob { maybeUnreferenced.append(hash) }
+    }
+}

@@ -1,0 +1,17 @@
+/// Why the store could not do what was asked. Each case maps to one protocol error code.
+public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The value exceeds the configured maximum → `resource_exhausted`, nothing stored.
+    case valueTooLarge(size: Int, limit: Int)
+    /// The disk (or the disk budget) cannot take the value → `resource_exhausted`.
+    case diskFull(String)
+    /// An I/O or SQLite failure that is not the caller's fault → `internal`.
+    case io(String)
+
+    public var description: String {
+        switch self {
+        case .valueTooLarge(let size, let limit): return "value of \(size) bytes exceeds the limit of \(limit)"
+        case .diskFull(let m): return "the cache disk is full: \(m)"
+        case .io(let m): return m
+        }
+    }
+}

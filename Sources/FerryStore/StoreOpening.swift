@@ -1,0 +1,62 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FerryCache
+
+/// Start-up of the disk tier: open the index, check it, move a damaged one aside (the daemon then starts empty,
+/// never in a crash loop), and reconcile rows with blob files.
+enum StoreOpening {
+    struct Opened {
+        let engine: StoreEngine
+        /// A line for the log when something had to be repaired.
+        var notices: [String]
+    }
+
+    static func open(_ config: StoreConfig) throws(StoreError) -> Opened {
+        try BlobFiles.makeDirectory(config.directory)
+        let path = config.directory + "/index.db"
+        var notices: [String] = []
+        let index: DiskIndex
+        do {
+            index = try openChecked(path)
+        } catch {
+            let aside = "\(path).corrupt-\(time(nil))"
+            for suffix in ["", "-wal", "-shm"] { rename(path + suffix, aside + suffix) }
+            notices.append("CACHE INDEX DAMAGED (\(error)); moved it to \(aside) and starting with an empty cache")
+            do {
+                index = try DiskIndex(path: path)
+            } catch {
+                throw .io("cannot create a new index at \(path): \(error)")
+            }
+        }
+        let blobs = try BlobFiles(root: config.directory + "/blobs")
+        do {
+            notices += try reconcile(index, blobs)
+            return Opened(engine: try StoreEngine(config: config, index: index, blobs: blobs), notices: notices)
+        } catch {
+            throw .io("cannot read the index at \(path): \(error)")
+        }
+    }
+
+    /// Opens the index and runs SQLite's quick integrity check; any failure means "damaged".
+    private static func openChecked(_ path: String) throws(SQLiteError) -> DiskIndex {
+        let index = try DiskIndex(path: path)
+        let verdict = try index.db.scalarText("PRAGMA quick_check")
+        guard verdict == "ok" else { throw SQLiteError(code: 11, message: "quick_check: \(verdict ?? "no answer")") }
+        return index
+    }
+
+    /// Blob files no row points at are deleted; rows whose blob file is missing are deleted.
+    private static func reconcile(_ index: DiskIndex, _ blobs: BlobFiles) throws(SQLiteError) -> [String] {
+        let referenced = try index.referencedBlobs()
+        let onDisk = Set(blobs.allHashes())
+        var notices: [String] = []
+        let orphans = onDisk.subtracting(referenced)
+        for hash in orphans { blobs.remove(hash) }
+        if !orphans.isEmpty { notices.append("removed \(orphans.count) blob files no entry points at") }
+        var dropped = 0
+        for hash in referenced.subtracting(onDisk) { dropped += try index.deleteRows(withBlob: hash) }
+        if dropped > 0 { notices.append("removed \(dropped) entries whose blob file is missing") }
+        return notices
+    }
+}
