@@ -8,7 +8,7 @@ let package = Package(
     products: [
         .executable(name: "ferryd", targets: ["ferryd"]),
         .executable(name: "ferry", targets: ["ferry"]),
-        .library(name: "FerryClient", targets: ["FerryClient"]),
+        .library(name: "FerryClient", targets: ["FerryClient", "FerryCodable"]),
     ],
     targets: [
         .systemLibrary(
@@ -28,8 +28,9 @@ let package = Package(
         // The storage engine: SQLite index (WAL) + content-addressed blob files + a disk worker thread.
         .target(name: "FerryStore", dependencies: ["FerryCache", "CSQLite"]),
         .target(name: "FerryArgs", linkerSettings: [.linkedLibrary("m")]),
-        .target(name: "FerryServer", dependencies: ["FerryProtocol", "CLibUV"]),
+        .target(name: "FerryServer", dependencies: ["FerryProtocol", "FerryCache", "FerryStore", "CLibUV"]),
         .target(name: "FerryClient", dependencies: ["FerryProtocol"]),
+        .target(name: "FerryCodable", dependencies: ["FerryClient"]),
         .executableTarget(name: "ferryd", dependencies: ["FerryServer", "FerryArgs"]),
         // Shell users pay the CLI's start-up on every call: the Swift runtime linked statically saves ~1 ms a run
         // (measured in BENCHMARKS.md).
@@ -45,7 +46,7 @@ let package = Package(
         .testTarget(name: "FerryServerTests", dependencies: ["FerryServer", "FerryProtocol"]),
         .testTarget(
             name: "FerryIntegrationTests",
-            dependencies: ["FerryClient", "FerryProtocol"]
+            dependencies: ["FerryClient", "FerryCodable", "FerryProtocol"]
         ),
     ],
     swiftLanguageModes: [.v6]

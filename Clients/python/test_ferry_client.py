@@ -4,11 +4,15 @@
 
 - VectorTests, SocketPathTests: framing against Protocol/vectors/frames.json; no daemon needed.
 - FakeServerTests: the Client's threading, cancelling and failure handling against a tiny in-process stand-in.
-- DaemonTests: a real ferryd from $FERRYD (skipped when FERRYD is unset, an error when it is set but missing).
+- FakeCacheTests: what the cache_* methods send and how they read replies, against the same stand-in.
+- DaemonTests, CacheDaemonTests: a real ferryd from $FERRYD (skipped when FERRYD is unset, an error when it is set
+  but missing). CacheDaemonTests (PROTOCOL.md section 6, cache.*) also start ferryds of their own: one with
+  16 MiB frames for max_value_bytes, and a stop (SIGTERM) and restart on the same --cache-dir.
 """
 
 import json
 import os
+import random
 import shutil
 import socket
 import struct
@@ -22,8 +26,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from ferry_client import (  # noqa: E402
-    DEFAULT_MAX_FRAME_BYTES, CacheEntry, CacheKey, Client, FerryError, FerryProtocolError, FrameDecoder, check_request,
-    decode_envelope, default_socket_path, encode_frame,
+    DEFAULT_MAX_FRAME_BYTES, CacheEntry, CacheKey, Client, FerryError, FerryProtocolError, FrameDecoder,
+    check_request, decode_envelope, default_socket_path, encode_frame, encode_json,
 )
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -984,6 +988,511 @@ class DaemonTests(_DaemonCase):
                 else:
                     conn.request({"id": 2, "op": "ping"})
                     self.assertEqual(conn.read_frame()[0].get("result"), {"pong": True})
+
+
+MIB = 1 << 20
+DEFAULT_MAX_VALUE_BYTES = 16 * MIB
+MAX_TTL_MS = 315360000000
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def byte_order(keys):
+    return sorted(keys, key=lambda k: k.encode("utf-8"))
+
+
+class CacheDaemonTests(_DaemonCase):
+    """cache.* (PROTOCOL.md section 6) against a real ferryd: FERRYD=/path/to/ferryd. Each test works in a
+    namespace of its own (``self.ns``) unless it is about the default namespace."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        with Client(cls.path, name="cache-probe", timeout=20) as c:
+            names = [op["name"] for op in c.describe()["operations"]]
+        if "cache.get" not in names:
+            cls.tearDownClass()
+            raise AssertionError(f"FERRYD does not implement cache.* (describe lists {names})")
+
+    def setUp(self):
+        super().setUp()
+        self.ns = "t." + self._testMethodName
+
+    def other_daemon(self, cache_dir: str = None, extra_args=()) -> FerrydProcess:
+        """A second ferryd in a temporary directory of its own (removed after the test), not yet started."""
+        d = tempfile.mkdtemp(prefix="ferry-it-cache-")
+        self.addCleanup(shutil.rmtree, d, True)
+        daemon = FerrydProcess(ferryd_binary(), d, cache_dir=cache_dir, extra_args=extra_args)
+        self.addCleanup(daemon.stop)
+        return daemon
+
+    def assertCreatedNow(self, entry: CacheEntry, before: int, after: int):
+        self.assertIsInstance(entry.created_at, int)
+        self.assertTrue(before - 2000 <= entry.created_at <= after + 2000,
+                        f"created_at {entry.created_at} is not between {before} and {after} (ms since the epoch)")
+
+    # ----- what the server announces
+
+    def test_hello_announces_max_value_bytes(self):
+        self.assertEqual(self.client.limits.get("max_value_bytes"), DEFAULT_MAX_VALUE_BYTES, self.client.limits)
+
+    def test_describe_lists_the_cache_operations(self):
+        ops = {op["name"]: op for op in self.client.describe()["operations"]}
+        expected_args = {
+            "cache.set": {"key": True, "namespace": False, "ttl_ms": False, "if_absent": False},
+            "cache.get": {"key": True, "namespace": False},
+            "cache.delete": {"key": True, "namespace": False},
+            "cache.touch": {"key": True, "namespace": False, "ttl_ms": True},
+            "cache.list": {"namespace": False, "prefix": False, "limit": False, "cursor": False},
+            "cache.clear": {"namespace": False},
+        }
+        expected_results = {
+            "cache.set": {"stored"}, "cache.get": {"size", "created_at", "expires_at"}, "cache.delete": {"deleted"},
+            "cache.touch": {"expires_at"}, "cache.list": {"keys", "cursor"}, "cache.clear": {"removed"},
+        }
+        # the spec's fields must all be there; more may be (section 9: new fields are optional), but a new
+        # argument must not be required, or clients written from the spec would break
+        for name, args in expected_args.items():
+            with self.subTest(name):
+                self.assertIn(name, ops)
+                self.assertIn(name, self.client.operations)
+                described = {a["name"]: a["required"] for a in ops[name]["args"]}
+                self.assertEqual({a: described.get(a) for a in args}, args)
+                self.assertEqual([a for a in described if a not in args and described[a]], [],
+                                 "required arguments the spec does not have")
+                self.assertLessEqual(expected_results[name], {r["name"] for r in ops[name]["result"]})
+
+    # ----- set / get
+
+    def test_round_trip_all_byte_values(self):
+        value = bytes(range(256))
+        before = now_ms()
+        self.assertIs(self.client.cache_set("all bytes \u00e9\U0001f600", value, namespace=self.ns), True)
+        entry = self.client.cache_get("all bytes \u00e9\U0001f600", namespace=self.ns)
+        self.assertEqual((entry.value, entry.size, entry.expires_at), (value, 256, None))
+        self.assertCreatedNow(entry, before, now_ms())
+        self.assertEqual(self.client.cache_get("all bytes \u00e9\U0001f600", namespace=self.ns).value, value)
+
+    def test_round_trip_one_mebibyte(self):
+        value = os.urandom(MIB)
+        self.assertIs(self.client.cache_set("big", value, namespace=self.ns), True)
+        entry = self.client.cache_get("big", namespace=self.ns)
+        self.assertEqual(entry.size, MIB)
+        self.assertTrue(entry.value == value, "the 1 MiB value came back altered")
+
+    def test_empty_value(self):
+        self.assertIs(self.client.cache_set("empty", b"", namespace=self.ns), True)
+        self.assertEqual(self.client.cache_get("empty", namespace=self.ns)[:2], (b"", 0))
+
+    def test_value_of_the_largest_request_frame_comes_back_in_chunks(self):
+        """The biggest value one cache.set frame can carry makes a cache.get reply over max_frame_bytes (its JSON,
+        with ``final``, ``size`` and ``created_at``, is some 30 bytes longer than the request's), so it must come
+        as chunk events (section 5) and be put together by the client. Key and namespace are kept short on purpose:
+        the request's JSON must stay shorter than the reply's."""
+        limit, key = self.client.limits["max_frame_bytes"], "\u00b6"   # default namespace, a key no one else uses
+        try:
+            # this is the Client's second request (hello was the first), so its id has one digit
+            overhead = 8 + len(encode_json({"id": 2, "op": "cache.set", "args": {"key": key}}))
+            value = os.urandom(limit - overhead)
+            self.assertIs(self.client.cache_set(key, value), True)
+            items = list(self.client.stream("cache.get", {"key": key}))
+            chunks = [i for i in items if i[0] == "event" and i[1] == "chunk"]
+            self.assertTrue(chunks, "a reply over max_frame_bytes came without chunk events")
+            offset = 0
+            for _, _, data, body in chunks:
+                self.assertEqual(data.get("offset"), offset)
+                offset += len(body)
+            kind, result, last = items[-1]
+            self.assertEqual((kind, result["size"]), ("final", len(value)))
+            self.assertTrue(b"".join(c[3] for c in chunks) + last == value, "the chunked value came back altered")
+            self.assertTrue(self.client.cache_get(key).value == value)
+        finally:
+            self.client.cache_delete(key)
+
+    def test_value_larger_than_a_frame_is_refused_locally(self):
+        limit = self.client.limits["max_frame_bytes"]
+        self.assertFerryError("resource_exhausted", self.client.cache_set, "k", b"x" * limit, namespace=self.ns)
+        self.assertFerryError("not_found", self.client.cache_get, "k", namespace=self.ns)
+
+    def test_set_replaces_value_and_ttl(self):
+        self.client.cache_set("k", b"one", namespace=self.ns, ttl_ms=60000)
+        self.assertIsNotNone(self.client.cache_get("k", namespace=self.ns).expires_at)
+        self.assertIs(self.client.cache_set("k", b"two", namespace=self.ns), True)
+        entry = self.client.cache_get("k", namespace=self.ns)
+        self.assertEqual((entry.value, entry.expires_at), (b"two", None))
+
+    def test_get_absent(self):
+        err = self.assertFerryError("not_found", self.client.cache_get, "never set", namespace=self.ns)
+        self.assertTrue(err.message)
+        self.assertIsNone(self.client.cache_get_or_none("never set", namespace=self.ns))
+        self.assertEqual(self.client.ping()[0], {"pong": True})
+
+    def test_if_absent(self):
+        c, ns = self.client, self.ns
+        self.assertIs(c.cache_set("k", b"first", namespace=ns, if_absent=True), True)
+        self.assertIs(c.cache_set("k", b"second", namespace=ns, if_absent=True), False)
+        self.assertEqual(c.cache_get("k", namespace=ns).value, b"first")
+        self.assertIs(c.cache_set("k", b"third", namespace=ns), True)          # without if_absent: replaced
+        self.assertEqual(c.cache_get("k", namespace=ns).value, b"third")
+        self.assertIs(c.cache_delete("k", namespace=ns), True)
+        self.assertIs(c.cache_set("k", b"fourth", namespace=ns, if_absent=True), True)
+        self.assertEqual(c.cache_get("k", namespace=ns).value, b"fourth")
+        # only a live entry blocks if_absent
+        self.assertIs(c.cache_set("t", b"short", namespace=ns, ttl_ms=200), True)
+        self.assertIs(c.cache_set("t", b"blocked", namespace=ns, if_absent=True), False)
+        time.sleep(0.4)
+        self.assertIs(c.cache_set("t", b"after expiry", namespace=ns, if_absent=True), True)
+        entry = c.cache_get("t", namespace=ns)
+        self.assertEqual((entry.value, entry.expires_at), (b"after expiry", None))
+
+    # ----- expiry and touch
+
+    def test_ttl_expiry(self):
+        c, ns = self.client, self.ns
+        before = now_ms()
+        self.assertIs(c.cache_set("k", b"soon gone", namespace=ns, ttl_ms=200), True)
+        entry = c.cache_get("k", namespace=ns)
+        self.assertEqual(entry.value, b"soon gone")
+        self.assertIsInstance(entry.expires_at, int)
+        self.assertTrue(before + 200 <= entry.expires_at <= now_ms() + 200 + 50,
+                        f"expires_at {entry.expires_at} is not about 200 ms after the set ({before})")
+        self.assertTrue(200 <= entry.expires_at - entry.created_at <= 250, entry)
+        self.assertEqual([k.key for k in c.cache_list(namespace=ns)], ["k"])
+        time.sleep(0.4)
+        self.assertFerryError("not_found", c.cache_get, "k", namespace=ns)
+        self.assertEqual(list(c.cache_list(namespace=ns)), [], "an expired entry was listed")
+        self.assertFerryError("not_found", c.cache_touch, "k", 60000, namespace=ns)
+        self.assertFerryError("not_found", c.cache_get, "k", namespace=ns)
+
+    def test_long_ttl(self):
+        before = now_ms()
+        self.client.cache_set("k", b"v", namespace=self.ns, ttl_ms=MAX_TTL_MS)
+        expires_at = self.client.cache_get("k", namespace=self.ns).expires_at
+        self.assertTrue(before + MAX_TTL_MS <= expires_at <= now_ms() + MAX_TTL_MS + 50, expires_at)
+
+    def test_touch(self):
+        c, ns = self.client, self.ns
+        c.cache_set("k", b"v", namespace=ns)
+        self.assertIsNone(c.cache_get("k", namespace=ns).expires_at)
+        before = now_ms()
+        expires_at = c.cache_touch("k", 60000, namespace=ns)
+        self.assertIsInstance(expires_at, int)
+        self.assertTrue(before + 60000 <= expires_at <= now_ms() + 60000 + 50, expires_at)
+        self.assertEqual(c.cache_get("k", namespace=ns).expires_at, expires_at)
+        self.assertEqual([k.expires_at for k in c.cache_list(namespace=ns)], [expires_at])
+        self.assertIsNone(c.cache_touch("k", None, namespace=ns))              # null: never expire
+        entry = c.cache_get("k", namespace=ns)
+        self.assertEqual((entry.value, entry.expires_at), (b"v", None))
+        self.assertIsNotNone(c.cache_touch("k", 200, namespace=ns))            # a shorter ttl takes effect too
+        time.sleep(0.4)
+        self.assertFerryError("not_found", c.cache_get, "k", namespace=ns)
+        self.assertFerryError("not_found", c.cache_touch, "missing", 1000, namespace=ns)
+        self.assertFerryError("not_found", c.cache_touch, "missing", None, namespace=ns)
+
+    def test_touch_keeps_value_and_created_at(self):
+        c, ns = self.client, self.ns
+        c.cache_set("k", b"v" * 10, namespace=ns, ttl_ms=60000)
+        first = c.cache_get("k", namespace=ns)
+        time.sleep(0.02)
+        c.cache_touch("k", 120000, namespace=ns)
+        second = c.cache_get("k", namespace=ns)
+        self.assertEqual((second.value, second.size, second.created_at), (first.value, 10, first.created_at))
+        self.assertGreater(second.expires_at, first.expires_at)
+
+    # ----- delete, namespaces, keys
+
+    def test_delete(self):
+        c, ns = self.client, self.ns
+        c.cache_set("k", b"v", namespace=ns)
+        self.assertIs(c.cache_delete("k", namespace=ns), True)
+        self.assertFerryError("not_found", c.cache_get, "k", namespace=ns)
+        self.assertIs(c.cache_delete("k", namespace=ns), False)
+        self.assertIs(c.cache_delete("never set", namespace=ns), False)
+
+    def test_namespaces_isolate(self):
+        c, a, b = self.client, self.ns + ".a", self.ns + ".b"
+        key = "shared key " + self.ns
+        c.cache_set(key, b"in a", namespace=a)
+        c.cache_set(key, b"in b", namespace=b)
+        c.cache_set(key, b"in default")
+        self.assertEqual(c.cache_get(key, namespace=a).value, b"in a")
+        self.assertEqual(c.cache_get(key, namespace=b).value, b"in b")
+        self.assertEqual(c.cache_get(key).value, b"in default")
+        self.assertEqual(c.cache_get(key, namespace="default").value, b"in default")   # the default's name
+        self.assertFerryError("not_found", c.cache_get, key, namespace=self.ns + ".c")
+        self.assertIs(c.cache_set(key, b"x", namespace=b, if_absent=True), False)
+        self.assertIs(c.cache_set(key, b"in c", namespace=self.ns + ".c", if_absent=True), True)
+        self.assertIs(c.cache_delete(key, namespace=a), True)
+        self.assertEqual(c.cache_get(key, namespace=b).value, b"in b")
+        self.assertEqual(c.cache_get(key).value, b"in default")
+        c.cache_set("only in a", b"1", namespace=a)
+        self.assertEqual([k.key for k in c.cache_list(namespace=a)], ["only in a"])
+        self.assertEqual([k.key for k in c.cache_list(namespace=b)], [key])
+        self.assertEqual(c.cache_clear(namespace=b), 1)
+        self.assertEqual(c.cache_get("only in a", namespace=a).value, b"1")
+        self.assertEqual(c.cache_get(key).value, b"in default")
+        self.assertIs(c.cache_delete(key, namespace="default"), True)
+        self.assertFerryError("not_found", c.cache_get, key)
+
+    def test_namespace_names(self):
+        for ns in ["A-Za-z0-9._-", "x" * 128, "default", "-", "."]:
+            with self.subTest(ns):
+                key = f"k {self.ns}"
+                self.assertIs(self.client.cache_set(key, ns.encode(), namespace=ns), True)
+                self.assertEqual(self.client.cache_get(key, namespace=ns).value, ns.encode())
+                self.assertIs(self.client.cache_delete(key, namespace=ns), True)
+
+    def test_keys_compared_byte_for_byte(self):
+        keys = ["\u00e9", "e\u0301", "k", "K", "k ", " k", "\u00e9\u0000", "a/b", "a%2Fb"]
+        for i, key in enumerate(keys):
+            self.client.cache_set(key, bytes([i]), namespace=self.ns)
+        for i, key in enumerate(keys):
+            self.assertEqual(self.client.cache_get(key, namespace=self.ns).value, bytes([i]), repr(key))
+        self.assertEqual([k.key for k in self.client.cache_list(namespace=self.ns)], byte_order(keys))
+
+    def test_key_length_is_counted_in_utf8_bytes(self):
+        for key in ["k" * 1024, "\u00e9" * 512, "\U0001f600" * 256, "\u20ac" * 341 + "k"]:   # 1024 bytes each
+            with self.subTest(len(key)):
+                self.assertIs(self.client.cache_set(key, b"v", namespace=self.ns), True)
+                self.assertEqual(self.client.cache_get(key, namespace=self.ns).value, b"v")
+        for key in ["k" * 1025, "\u00e9" * 512 + "k", "\U0001f600" * 256 + "k"]:                 # 1025 bytes
+            with self.subTest(len(key)):
+                self.assertFerryError("invalid_argument", self.client.cache_set, key, b"v", namespace=self.ns)
+
+    # ----- list and clear
+
+    def test_list_prefix_and_paging(self):
+        c, ns = self.client, self.ns
+        wanted = [f"p/{i:03d}" for i in range(245)] + ["p/", "p/Z", "p/~", "p/\u00e9", "p/\U0001f600"]
+        others = ["p", "o/1", "q/1", "P/1", "\u00e9"]
+        self.assertEqual(len(wanted), 250)
+        shuffled = wanted + others
+        random.Random(7).shuffle(shuffled)
+        for key in shuffled:
+            c.cache_set(key, key.encode("utf-8") * 2, namespace=ns)
+        expected = byte_order(wanted)
+
+        pages, cursor = [], None
+        while True:
+            keys, cursor = c.cache_list_page(namespace=ns, prefix="p/", limit=100, cursor=cursor)
+            pages.append(keys)
+            if cursor is None:
+                break
+            self.assertIsInstance(cursor, str)
+            self.assertLess(len(pages), 10, "cache.list keeps returning a cursor")
+        self.assertEqual([len(p) for p in pages], [100, 100, 50])
+        self.assertEqual([k.key for p in pages for k in p], expected)
+        for p in pages:
+            for item in p:
+                self.assertEqual((item.size, item.expires_at), (2 * len(item.key.encode()), None), item)
+
+        self.assertEqual([k.key for k in c.cache_list(namespace=ns, prefix="p/", limit=100)], expected)
+        self.assertEqual([k.key for k in c.cache_list(namespace=ns, prefix="p/")], expected)
+        self.assertEqual([k.key for k in c.cache_list(namespace=ns)], byte_order(wanted + others))
+        self.assertEqual([k.key for k in c.cache_list(namespace=ns, prefix="p/\u00e9")], ["p/\u00e9"])
+        self.assertEqual(list(c.cache_list(namespace=ns, prefix="nothing")), [])
+
+    def test_list_default_limit_and_bounds(self):
+        c, ns = self.client, self.ns
+        for i in range(150):
+            c.cache_set(f"k{i:03d}", b"", namespace=ns)
+        keys, cursor = c.cache_list_page(namespace=ns)
+        self.assertEqual(len(keys), 100)              # default limit
+        self.assertIsNotNone(cursor)
+        keys, cursor = c.cache_list_page(namespace=ns, cursor=cursor)
+        self.assertEqual((len(keys), cursor), (50, None))
+        keys, cursor = c.cache_list_page(namespace=ns, limit=1000)
+        self.assertEqual((len(keys), cursor), (150, None))
+        keys, cursor = c.cache_list_page(namespace=ns, limit=150)
+        self.assertEqual((len(keys), cursor), (150, None))   # no cursor when nothing more follows
+        keys, cursor = c.cache_list_page(namespace=ns, limit=1)
+        self.assertEqual(([k.key for k in keys], cursor is None), (["k000"], False))
+
+    def test_list_shows_size_and_expiry(self):
+        c, ns = self.client, self.ns
+        c.cache_set("a", b"12345", namespace=ns)
+        c.cache_set("b", b"", namespace=ns, ttl_ms=60000)
+        expires_at = c.cache_get("b", namespace=ns).expires_at
+        self.assertEqual(list(c.cache_list(namespace=ns)), [CacheKey("a", 5, None), CacheKey("b", 0, expires_at)])
+
+    def test_clear_returns_the_count(self):
+        c, ns = self.client, self.ns
+        for i in range(7):
+            c.cache_set(f"k{i}", b"v", namespace=ns)
+        c.cache_set("k0", b"again", namespace=ns)      # one entry, not two
+        c.cache_set("kept", b"v", namespace=ns + ".other")
+        self.assertEqual(c.cache_clear(namespace=ns), 7)
+        self.assertEqual(list(c.cache_list(namespace=ns)), [])
+        self.assertFerryError("not_found", c.cache_get, "k3", namespace=ns)
+        self.assertEqual(c.cache_clear(namespace=ns), 0)
+        self.assertEqual(c.cache_get("kept", namespace=ns + ".other").value, b"v")
+        self.assertEqual(c.cache_clear(namespace=ns + ".never.used"), 0)
+        self.assertIs(c.cache_set("k0", b"new", namespace=ns), True)
+        self.assertEqual(c.cache_get("k0", namespace=ns).value, b"new")
+
+    # ----- invalid arguments
+
+    def test_invalid_arguments(self):
+        c, ns = self.client, self.ns
+        bad_keys = ["", "k" * 1025, "\u00e9" * 512 + "k", 123, None, ["k"], {"k": 1}, True]
+        bad_ttls = [0, -5, MAX_TTL_MS + 1, 1.5, 100.0, "100", True]
+        bad_namespaces = ["", "a b", "x" * 129, "ns/x", "\u00fc", "tab\t", 5, ["default"]]
+        cases = []
+        for key in bad_keys:
+            cases += [("cache.set", {"key": key}), ("cache.get", {"key": key}), ("cache.delete", {"key": key}),
+                      ("cache.touch", {"key": key, "ttl_ms": 1000})]
+        for ttl in bad_ttls:
+            cases += [("cache.set", {"key": "k", "ttl_ms": ttl}), ("cache.touch", {"key": "k", "ttl_ms": ttl})]
+        for namespace in bad_namespaces:
+            for op in ["cache.set", "cache.get", "cache.delete", "cache.touch", "cache.list", "cache.clear"]:
+                args = {"namespace": namespace}
+                if op not in ("cache.list", "cache.clear"):
+                    args["key"] = "k"
+                if op == "cache.touch":
+                    args["ttl_ms"] = 1000
+                cases.append((op, args))
+        cases += [
+            ("cache.set", {}), ("cache.get", {}), ("cache.delete", {}), ("cache.touch", {"ttl_ms": 1000}),
+            ("cache.touch", {"key": "k"}),                           # ttl_ms is required (null to never expire)
+            ("cache.set", {"key": "k", "if_absent": "yes"}), ("cache.set", {"key": "k", "if_absent": 1}),
+            ("cache.list", {"limit": 0}), ("cache.list", {"limit": 1001}), ("cache.list", {"limit": -1}),
+            ("cache.list", {"limit": "10"}), ("cache.list", {"limit": 10.5}),
+            ("cache.list", {"prefix": 5}), ("cache.list", {"cursor": 5}),
+        ]
+        for op, args in cases:
+            args = {"namespace": ns, **args} if "namespace" not in args else args
+            with self.subTest(op=op, args=repr(args)[:120]):
+                self.assertFerryError("invalid_argument", c.call, op, args, b"value" if op == "cache.set" else b"")
+        # nothing of it was stored, and the connection still works
+        self.assertEqual(list(c.cache_list(namespace=ns)), [])
+        self.assertFerryError("not_found", c.cache_get, "k", namespace=ns)
+        self.assertEqual(c.ping()[0], {"pong": True})
+
+    def test_invalid_arguments_through_the_methods(self):
+        c, ns = self.client, self.ns
+        self.assertFerryError("invalid_argument", c.cache_set, "", b"v", namespace=ns)
+        self.assertFerryError("invalid_argument", c.cache_set, "k" * 1025, b"v", namespace=ns)
+        self.assertFerryError("invalid_argument", c.cache_set, "k", b"v", namespace=ns, ttl_ms=0)
+        self.assertFerryError("invalid_argument", c.cache_set, "k", b"v", namespace=ns, ttl_ms=-5)
+        self.assertFerryError("invalid_argument", c.cache_set, 42, b"v", namespace=ns)
+        self.assertFerryError("invalid_argument", c.cache_get, "", namespace=ns)
+        self.assertFerryError("invalid_argument", c.cache_get, 42, namespace=ns)
+        self.assertFerryError("invalid_argument", c.cache_delete, "k" * 1025, namespace=ns)
+        self.assertFerryError("invalid_argument", c.cache_touch, "k", 0, namespace=ns)
+        self.assertFerryError("invalid_argument", c.cache_touch, "k", -5, namespace=ns)
+        self.assertFerryError("invalid_argument", c.cache_list, namespace=ns, limit=0)
+        self.assertFerryError("invalid_argument", c.cache_clear, namespace="no spaces")
+        with self.assertRaises(TypeError):
+            c.cache_set("k", "not bytes", namespace=ns)
+        self.assertFerryError("not_found", c.cache_get, "k", namespace=ns)
+
+    def test_stats_count_cache_operations(self):
+        """stats.ops counts every operation the server knows (section 6), so the cache's too."""
+        c, ns = self.client, self.ns
+        before = c.stats()
+        c.cache_set("k", b"v", namespace=ns)
+        c.cache_get("k", namespace=ns)
+        self.assertFerryError("not_found", c.cache_get, "missing", namespace=ns)
+        self.assertFerryError("invalid_argument", c.cache_get, "", namespace=ns)
+        c.cache_touch("k", None, namespace=ns)
+        list(c.cache_list(namespace=ns))
+        c.cache_delete("k", namespace=ns)
+        c.cache_clear(namespace=ns)
+        after = c.stats()
+
+        def delta(op, field):
+            return after["ops"].get(op, {}).get(field, 0) - before["ops"].get(op, {}).get(field, 0)
+
+        for op, requests, errors in [("cache.set", 1, 0), ("cache.get", 3, 2), ("cache.touch", 1, 0),
+                                     ("cache.list", 1, 0), ("cache.delete", 1, 0), ("cache.clear", 1, 0)]:
+            with self.subTest(op):
+                self.assertEqual((delta(op, "requests"), delta(op, "errors")), (requests, errors), after["ops"])
+        self.assertGreaterEqual(after["errors"].get("not_found", 0) - before["errors"].get("not_found", 0), 1)
+
+    # ----- concurrency
+
+    def test_concurrent_clients(self):
+        errors, barrier = [], threading.Barrier(8)
+
+        def worker(t):
+            try:
+                with Client(self.path, name=f"cache-worker-{t}", timeout=20) as c:
+                    barrier.wait(10)
+                    for i in range(40):
+                        value = f"{t}:{i}".encode() * (i + 1)
+                        c.cache_set(f"{t}/{i:02d}", value, namespace=self.ns)
+                        self.assertEqual(c.cache_get(f"{t}/{i:02d}", namespace=self.ns).value, value)
+                    self.assertEqual(len(list(c.cache_list(namespace=self.ns, prefix=f"{t}/"))), 40)
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(f"worker {t}: {e!r}")
+
+        threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        self.assertEqual(errors, [])
+        self.assertEqual(self.client.cache_clear(namespace=self.ns), 320)
+
+    # ----- limits and restarts (daemons of their own)
+
+    def test_max_value_bytes(self):
+        """With frames big enough to carry it, a value over max_value_bytes is refused with resource_exhausted
+        (and nothing stored); one of exactly max_value_bytes is stored."""
+        daemon = self.other_daemon(extra_args=["--max-frame-bytes", str(DEFAULT_MAX_VALUE_BYTES + MIB)]).start()
+        with Client(daemon.path, name="max-value-test", timeout=60) as c:
+            limit = c.limits.get("max_value_bytes")
+            self.assertEqual(limit, DEFAULT_MAX_VALUE_BYTES)
+            self.assertFerryError("resource_exhausted", c.cache_set, "k", b"\x01" * (limit + 1))
+            self.assertFerryError("not_found", c.cache_get, "k")
+            c.cache_set("k", b"old")
+            self.assertFerryError("resource_exhausted", c.cache_set, "k", b"\x02" * (limit + 1))
+            self.assertEqual(c.cache_get("k").value, b"old", "a refused set replaced the old value")
+            value = os.urandom(limit)
+            self.assertIs(c.cache_set("k", value), True)
+            entry = c.cache_get("k")
+            self.assertEqual(entry.size, limit)
+            self.assertTrue(entry.value == value, "the 16 MiB value came back altered")
+
+    def test_restart_keeps_values(self):
+        """Entries live in --cache-dir: after a clean stop (SIGTERM) a daemon on the same directory has them."""
+        first = self.other_daemon().start()
+        big = os.urandom(MIB)
+        with Client(first.path, name="restart-test", timeout=20) as c:
+            c.cache_set("all bytes", bytes(range(256)))
+            c.cache_set("with ttl", b"ttl", ttl_ms=3600000)
+            c.cache_set("k", b"other namespace", namespace="other")
+            c.cache_set("deleted", b"gone")
+            c.cache_delete("deleted")
+            c.cache_set("replaced", b"old")
+            c.cache_set("replaced", b"new")
+            c.cache_set("expiring", b"x", ttl_ms=200)
+            c.cache_set("big", big)
+            c.cache_set("gone with clear", b"x", namespace="cleared")
+            self.assertEqual(c.cache_clear(namespace="cleared"), 1)
+            before = {key: c.cache_get(key) for key in ["all bytes", "with ttl", "replaced"]}
+        status = first.stop()
+        self.assertIsNotNone(status, "ferryd did not stop within 15 s of SIGTERM")
+        time.sleep(0.4)
+
+        # same cache directory; frames of the minimum size, so the 1 MiB value has to come in chunks
+        second = self.other_daemon(cache_dir=first.cache_dir, extra_args=["--max-frame-bytes", "65536"]).start()
+        with Client(second.path, name="restart-test-2", timeout=20) as c:
+            for key, entry in before.items():
+                self.assertEqual(c.cache_get(key), entry, key)
+            self.assertEqual(c.cache_get("k", namespace="other").value, b"other namespace")
+            self.assertFerryError("not_found", c.cache_get, "deleted")
+            self.assertFerryError("not_found", c.cache_get, "expiring")
+            self.assertEqual(list(c.cache_list(namespace="cleared")), [])
+            entry = c.cache_get("big")
+            self.assertEqual(entry.size, MIB)
+            self.assertTrue(entry.value == big, "the 1 MiB value came back altered after the restart")
+            chunks = [i for i in c.stream("cache.get", {"key": "big"}) if i[0] == "event" and i[1] == "chunk"]
+            self.assertGreaterEqual(len(chunks), MIB // 65536)
+            self.assertEqual(sorted(k.key for k in c.cache_list()),
+                             sorted(["all bytes", "with ttl", "replaced", "big"]))
 
 
 if __name__ == "__main__":

@@ -127,3 +127,16 @@ public func parseDurationMs(_ text: String) throws(UsageError) -> Int64 {
     if let v = Double(text), v >= 0, v.isFinite, text.first != "+" { return Int64((v * 1000).rounded()) }
     throw UsageError("invalid duration \"\(text)\" (examples: 500ms, 30s, 5m)")
 }
+
+/// Parses a byte size: a plain number, or with a unit (`KB`/`MB`/`GB` decimal, `KiB`/`MiB`/`GiB` binary, `K`/`M`/`G`
+/// binary as shells write them). Nil when it is not one.
+public func parseByteSize(_ text: String) -> Int? {
+    let units: [(String, Int)] = [("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("KB", 1000), ("MB", 1_000_000),
+                                  ("GB", 1_000_000_000), ("K", 1 << 10), ("M", 1 << 20), ("G", 1 << 30), ("B", 1)]
+    for (suffix, scale) in units where text.hasSuffix(suffix) {
+        guard let n = Int(text.dropLast(suffix.count)), n >= 0, n <= Int.max / scale else { return nil }
+        return n * scale
+    }
+    guard let n = Int(text), n >= 0 else { return nil }
+    return n
+}

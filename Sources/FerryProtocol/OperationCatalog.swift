@@ -20,7 +20,7 @@ public struct OperationDescriptor: Sendable {
     public var args: [FieldDescriptor]
     public var result: [FieldDescriptor]
     public var events: [String]
-    /// How the request body is used: "none", "optional" or "echo".
+    /// How the request body is used: "none", "echo" or "value".
     public var body: String
 
     public var json: JSONValue {
@@ -38,7 +38,7 @@ public struct OperationDescriptor: Sendable {
 /// The operations of protocol v1, in the order `hello` and `describe` list them.
 ///
 /// ```swift
-/// OperationCatalog.v1.map(\.name)   // ["hello", "ping", "describe", "stats", "cancel"]
+/// OperationCatalog.v1.map(\.name)   // ["hello", "ping", "describe", "stats", "cancel", "cache.set", …]
 /// ```
 public enum OperationCatalog {
     public static let v1: [OperationDescriptor] = [
@@ -79,6 +79,51 @@ public enum OperationCatalog {
             name: "cancel", summary: "Cancel a request of this connection that is still in flight.",
             args: [FieldDescriptor("id", "integer", required: true, "the id of the request to cancel")],
             result: [FieldDescriptor("cancelled", "boolean", "whether a request was in flight and is now cancelled")],
+            events: [], body: "none"),
+    ] + cacheOperations
+
+    static let keyArgs = [
+        FieldDescriptor("key", "string", required: true, "1 to 1024 bytes of UTF-8"),
+        FieldDescriptor("namespace", "string", "default \"default\"; 1 to 128 bytes of A-Z a-z 0-9 . _ -"),
+    ]
+
+    static let cacheOperations: [OperationDescriptor] = [
+        OperationDescriptor(
+            name: "cache.set", summary: "Store the request body under a key, optionally with a TTL.",
+            args: keyArgs + [FieldDescriptor("ttl_ms", "integer", "expire after this many milliseconds"),
+                             FieldDescriptor("if_absent", "boolean", "store only when no live entry exists")],
+            result: [FieldDescriptor("stored", "boolean", "false when if_absent and an entry exists")],
+            events: [], body: "value"),
+        OperationDescriptor(
+            name: "cache.get", summary: "The value of a key as the reply body.",
+            args: keyArgs,
+            result: [FieldDescriptor("size", "integer", "value bytes"),
+                     FieldDescriptor("created_at", "integer", "ms since the Unix epoch"),
+                     FieldDescriptor("expires_at", "integer", "ms since the Unix epoch, when it expires"),
+                     FieldDescriptor("source", "string", "memory or disk")],
+            events: ["chunk"], body: "none"),
+        OperationDescriptor(
+            name: "cache.delete", summary: "Remove a key.",
+            args: keyArgs, result: [FieldDescriptor("deleted", "boolean", "whether the key existed")],
+            events: [], body: "none"),
+        OperationDescriptor(
+            name: "cache.touch", summary: "Set a new TTL on a live entry (null: never expire).",
+            args: keyArgs + [FieldDescriptor("ttl_ms", "integer|null", required: true, "the new TTL")],
+            result: [FieldDescriptor("expires_at", "integer", "the new expiry, absent when none")],
+            events: [], body: "none"),
+        OperationDescriptor(
+            name: "cache.list", summary: "Live keys of a namespace in byte order, one page at a time.",
+            args: [FieldDescriptor("namespace", "string", "default \"default\""),
+                   FieldDescriptor("prefix", "string", "only keys starting with this"),
+                   FieldDescriptor("limit", "integer", "1 to 1000, default 100"),
+                   FieldDescriptor("cursor", "string", "from the previous page")],
+            result: [FieldDescriptor("keys", "array<object>", "key, size, expires_at"),
+                     FieldDescriptor("cursor", "string", "present when more keys follow")],
+            events: [], body: "none"),
+        OperationDescriptor(
+            name: "cache.clear", summary: "Remove every entry of a namespace.",
+            args: [FieldDescriptor("namespace", "string", "default \"default\"")],
+            result: [FieldDescriptor("removed", "integer", "live entries removed")],
             events: [], body: "none"),
     ]
 

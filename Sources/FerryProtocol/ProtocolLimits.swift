@@ -15,6 +15,8 @@ public struct ProtocolLimits: Sendable, Equatable {
     public var maxNesting = 32
     /// Requests in flight on one connection.
     public var maxInFlight = 256
+    /// Largest value `cache.set` accepts.
+    public var maxValueBytes = 16 * 1024 * 1024
 
     public init() {}
 
@@ -30,6 +32,7 @@ public struct ProtocolLimits: Sendable, Equatable {
             "max_json_bytes": .int(Int64(maxJSONBytes)),
             "max_nesting": .int(Int64(maxNesting)),
             "max_in_flight": .int(Int64(maxInFlight)),
+            "max_value_bytes": .int(Int64(maxValueBytes)),
         ]
     }
 
@@ -40,5 +43,6 @@ public struct ProtocolLimits: Sendable, Equatable {
         if let v = json["max_json_bytes"]?.intValue { maxJSONBytes = Int(v) }
         if let v = json["max_nesting"]?.intValue { maxNesting = Int(v) }
         if let v = json["max_in_flight"]?.intValue { maxInFlight = Int(v) }
+        if let v = json["max_value_bytes"]?.intValue { maxValueBytes = Int(v) }
     }
 }

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import CLibUV
 import FerryProtocol
+import FerryStore
 
 /// `ferryd`: one libuv loop serving the Unix socket. Everything here runs on the loop thread.
 ///
@@ -18,6 +19,12 @@ public final class Server {
     let router = Router()
     var totalInFlight = 0
     private(set) var isDraining = false
+    /// The storage engine; opened in `run`, before the socket is bound.
+    private(set) var store: CacheStore!
+    private var mailbox: LoopMailbox?
+    private var sweepTimer: LoopTimer?
+    /// How often expired entries are swept and memory hits recorded in the disk tier's LRU order.
+    static let sweepIntervalMs: UInt64 = 1000
 
     private var connections: [UInt64: Connection] = [:]
     private var needFlush: [Connection] = []
@@ -49,7 +56,9 @@ public final class Server {
         log = Logger(level: config.logLevel)
         loop = .allocate(capacity: 1)
         uv_loop_init(loop)
-        for op in [HelloOperation(), PingOperation(), DescribeOperation(), StatsOperation(), CancelOperation()] as [OperationHandler] {
+        for op in [HelloOperation(), PingOperation(), DescribeOperation(), StatsOperation(), CancelOperation(),
+                   CacheSetOperation(), CacheGetOperation(), CacheDeleteOperation(), CacheTouchOperation(),
+                   CacheListOperation(), CacheClearOperation()] as [OperationHandler] {
             router.register(op)
         }
     }
@@ -72,9 +81,11 @@ public final class Server {
         let guardian = try SocketGuard.acquire(path: config.socketPath, ownsDirectory: config.socketIsDefault, log: log)
         socketGuard = guardian
         do {
+            try openStore()
             try listen()
         } catch {
             guardian.release()
+            store?.close()
             throw error
         }
         startedAt = uv_now(loop)
@@ -83,10 +94,46 @@ public final class Server {
         for sig in [SIGINT, SIGTERM] {
             signals.append(LoopSignal(loop: loop, signal: sig) { [unowned self] s in self.beginShutdown(signal: s) })
         }
+        sweepTimer = LoopTimer(loop: loop) { [unowned self] timer in
+            self.store.sweep(now: WallClock.nowMs())
+            timer.start(afterMs: Server.sweepIntervalMs)
+        }
+        sweepTimer?.start(afterMs: Server.sweepIntervalMs)
         log.info("ferryd \(ferryVersion) listening on \(config.socketPath) (pid \(getpid()))")
         uv_run(loop, UV_RUN_DEFAULT)
+        // Everything acknowledged is already committed; this waits for the rest of the queue, then the worker ends.
+        store.close()
         guardian.release()
         log.info("ferryd stopped")
+    }
+
+    private func openStore() throws(ServerError) {
+        let mailbox = LoopMailbox(loop: loop)
+        self.mailbox = mailbox
+        var storeConfig = StoreConfig(directory: config.cacheDirectory)
+        storeConfig.memoryBudget = config.memoryLimit
+        storeConfig.diskBudget = config.diskLimit
+        storeConfig.maxValueBytes = config.limits.maxValueBytes
+        do {
+            try Server.makeDirectories(config.cacheDirectory)
+            store = try CacheStore(config: storeConfig, post: mailbox.post)
+        } catch {
+            mailbox.close()
+            throw .store("cannot open the cache in \(config.cacheDirectory): \(error)")
+        }
+        for notice in store.notices { log.error(notice) }
+        log.info("cache: \(config.cacheDirectory), \(store.counters.diskEntries) entries on disk")
+    }
+
+    /// `mkdir -p` with mode 0700 for the parts it creates.
+    private static func makeDirectories(_ path: String) throws(StoreError) {
+        var prefix = ""
+        for part in path.split(separator: "/", omittingEmptySubsequences: true) {
+            prefix += "/" + part
+            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
+                throw .io("mkdir \(prefix): \(String(cString: strerror(errno)))")
+            }
+        }
     }
 
     private func listen() throws(ServerError) {
@@ -169,7 +216,19 @@ public final class Server {
     }
 
     func statsJSON() -> JSONObject {
-        stats.json(pid: getpid(), uptimeMs: uv_now(loop) - startedAt, inFlight: totalInFlight, operations: router.counters)
+        var json = stats.json(pid: getpid(), uptimeMs: uv_now(loop) - startedAt, inFlight: totalInFlight, operations: router.counters)
+        let c = store.counters
+        json["cache"] = [
+            "hits": .int(Int64(c.memoryHits + c.diskHits)), "memory_hits": .int(Int64(c.memoryHits)),
+            "disk_hits": .int(Int64(c.diskHits)), "misses": .int(Int64(c.misses)), "sets": .int(Int64(c.sets)),
+            "evictions": ["memory": .int(Int64(c.memoryEvictions)), "disk": .int(Int64(c.diskEvictions))],
+            "expirations": .int(Int64(c.expirations)),
+            "memory": ["bytes": .int(Int64(c.memoryBytes)), "entries": .int(Int64(c.memoryEntries)),
+                       "budget": .int(Int64(store.config.memoryBudget))],
+            "disk": ["bytes": .int(Int64(c.diskBytes)), "entries": .int(Int64(c.diskEntries)),
+                     "budget": .int(Int64(store.config.diskBudget))],
+        ]
+        return json
     }
 
     // MARK: Output
@@ -287,6 +346,8 @@ public final class Server {
     /// The last handles go; `uv_run` returns once their close callbacks ran.
     private func releaseLoop() {
         finalFlushTimer?.close()
+        sweepTimer?.close()
+        mailbox?.close()
         iterationHook?.close()
         for s in signals { s.close() }
         signals.removeAll()

@@ -20,6 +20,9 @@ public struct ServerConfig: Sendable {
     public var gracePeriodMs: UInt64 = 10_000
     /// Accept peers with another uid (SO_PEERCRED).
     public var allowOtherUsers = false
+    /// Memory and disk budgets of the cache (`--memory-limit`, `--disk-limit`).
+    public var memoryLimit = 256 * 1024 * 1024
+    public var diskLimit = 2 * 1024 * 1024 * 1024
 
     public init(socketPath: String, socketIsDefault: Bool = false, cacheDirectory: String) {
         self.socketPath = socketPath

@@ -7,6 +7,7 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
     case lock(String)
     case bind(path: String, message: String)
     case loop(String)
+    case store(String)
 
     public var description: String {
         switch self {
@@ -19,6 +20,7 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
         case .lock(let m): return m
         case .bind(let path, let m): return "cannot listen on \(path): \(m)"
         case .loop(let m): return "event loop: \(m)"
+        case .store(let m): return m
         }
     }
 }

@@ -10,7 +10,10 @@ let parser = ArgParser([
     OptionSpec("count", short: "c", takesValue: true, help: "ping: how many round trips"),
     OptionSpec("timeout", takesValue: true, help: "call: deadline, e.g. 500ms, 10s"),
     OptionSpec("body", takesValue: true, help: "call: send this file as the request body"),
-    OptionSpec("output", short: "o", takesValue: true, help: "call: write the reply body to this file"),
+    OptionSpec("output", short: "o", takesValue: true, help: "call, cache get: write the reply body to this file"),
+    OptionSpec("namespace", short: "n", takesValue: true, help: "cache: the namespace (default \"default\")"),
+    OptionSpec("ttl", takesValue: true, help: "cache set: expire after this long, e.g. 30s, 5m"),
+    OptionSpec("if-absent", help: "cache set: store only if the key has no live entry"),
     OptionSpec("version", help: "print the version"),
     OptionSpec("help", short: "h", help: "print help"),
 ])
@@ -23,6 +26,7 @@ let usage = """
       describe                 every operation with its arguments and results
       stats                    the daemon's counters
       call OP [JSON | -]       call an operation with JSON arguments (- reads stdin); prints the result as JSON
+      cache get|set|del|ls|clear  the shared key-value cache (ferry cache --help)
       daemon start|stop|status control the daemon
 
     When no daemon answers, ferry starts ferryd in the background (FERRY_NO_AUTOSTART=1 turns this off).
@@ -37,6 +41,7 @@ let subcommandHelp: [String: String] = [
     "describe": "Usage: ferry describe [--json] [--socket PATH]\n\nLists every operation the daemon serves with its arguments and result fields.",
     "stats": "Usage: ferry stats [--json] [--socket PATH]\n\nPrints uptime, connections, requests and errors per operation and code, bytes in and out.",
     "call": "Usage: ferry call OP [JSON | -] [--timeout 5s] [--body FILE] [-o FILE] [--socket PATH]\n\nCalls OP with a JSON object of arguments (- reads it from stdin) and prints the result as one JSON line.\nErrors go to stderr as `code: message` with exit code 1.",
+    "cache": CacheCommands.usage,
     "daemon": "Usage: ferry daemon start|stop|status [--socket PATH]\n\nstart: start ferryd in the background (no-op if running)\nstop: SIGTERM the daemon and wait for it to exit\nstatus: print the daemon's state; exit 3 if it is not running",
 ]
 
@@ -65,6 +70,7 @@ func runCLI() async -> Int32 {
         case "describe": try await commands.describe()
         case "stats": try await commands.stats()
         case "call": try await commands.call()
+        case "cache": try await CacheCommands(args: args, commands: commands).run()
         case "daemon": try await DaemonCommands(launcher: launcher).run(args.positionals.count > 1 ? args.positionals[1] : nil)
         case nil:
             writeStderr(usage)

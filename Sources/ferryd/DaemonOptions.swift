@@ -15,6 +15,9 @@ enum DaemonOptions {
         OptionSpec("max-connections", takesValue: true, help: "connections open at once (default: 4096)"),
         OptionSpec("max-in-flight", takesValue: true, help: "requests in flight per connection (default: 256)"),
         OptionSpec("max-frame-bytes", takesValue: true, help: "largest frame after hello, at least 65536 (default: 4194304)"),
+        OptionSpec("memory-limit", takesValue: true, help: "cache memory budget, e.g. 256MiB (default: 256MiB)"),
+        OptionSpec("disk-limit", takesValue: true, help: "cache disk budget, e.g. 2GiB (default: 2GiB)"),
+        OptionSpec("max-value-bytes", takesValue: true, help: "largest cache value, e.g. 16MiB (default: 16MiB)"),
         OptionSpec("allow-other-users", help: "accept clients running as another uid"),
         OptionSpec("version", help: "print the version and exit"),
         OptionSpec("help", short: "h", help: "print this help and exit"),
@@ -53,8 +56,18 @@ enum DaemonOptions {
             config.limits.maxFrameBytes = bytes
             config.limits.maxJSONBytes = min(config.limits.maxJSONBytes, bytes - 8)
         }
+        if let v = args.value("memory-limit") { config.memoryLimit = try size(v, "--memory-limit", allowZero: true) }
+        if let v = args.value("disk-limit") { config.diskLimit = try size(v, "--disk-limit") }
+        if let v = args.value("max-value-bytes") { config.limits.maxValueBytes = try size(v, "--max-value-bytes") }
         config.allowOtherUsers = args.has("allow-other-users")
         return config
+    }
+
+    private static func size(_ text: String, _ name: String, allowZero: Bool = false) throws(UsageError) -> Int {
+        guard let n = parseByteSize(text), n > 0 || (allowZero && n == 0) else {
+            throw UsageError("\(name) needs a size such as 64MiB, 2GiB or 1000000, not \"\(text)\"")
+        }
+        return n
     }
 
     private static func positive(_ text: String, _ name: String) throws(UsageError) -> Int {

@@ -14,7 +14,8 @@ extension IntegrationTests {
         #expect(client.protocolVersion == 1)
         #expect(client.serverName.hasPrefix("ferryd "))
         #expect(client.limits.maxFrameBytes == 4 * 1024 * 1024)
-        #expect(client.operations == ["hello", "ping", "describe", "stats", "cancel"])
+        #expect(client.operations == OperationCatalog.v1.map(\.name))
+        #expect(client.limits.maxValueBytes == 16 * 1024 * 1024)
         _ = try await client.ping()
         let described = try await client.describe()
         let names = described["operations"]?.arrayValue?.compactMap { $0["name"]?.stringValue }

@@ -1,0 +1,99 @@
+import FerryProtocol
+
+/// A value read from the shared cache.
+public struct CachedValue: Sendable, Equatable {
+    public var bytes: [UInt8]
+    /// Milliseconds since the Unix epoch.
+    public var createdAt: Int64
+    public var expiresAt: Int64?
+    /// Where ferryd found it: "memory" or "disk".
+    public var source: String?
+}
+
+/// One key of a `cacheKeys` listing.
+public struct CachedKey: Sendable, Equatable {
+    public var key: String
+    public var size: Int
+    public var expiresAt: Int64?
+}
+
+/// The `cache.*` operations: a key-value cache shared by every program of this user, bounded in memory and on
+/// disk, surviving restarts.
+///
+/// ```swift
+/// try await client.cacheSet("token", Array(token.utf8), ttl: .seconds(3600))
+/// if let v = try await client.cacheGet("token") { print(String(decoding: v.bytes, as: UTF8.self)) }
+/// try await client.cacheDelete("token")
+/// ```
+extension FerryClient {
+    /// Stores `value`; returns false when `ifAbsent` and a live entry exists.
+    @discardableResult
+    public func cacheSet(_ key: String, _ value: [UInt8], namespace: String? = nil, ttl: Duration? = nil,
+                         ifAbsent: Bool = false) async throws -> Bool {
+        var args = FerryClient.keyArgs(key, namespace)
+        if let ttl { args["ttl_ms"] = .int(FerryClient.milliseconds(ttl)) }
+        if ifAbsent { args["if_absent"] = true }
+        return try await call("cache.set", args, body: value).result["stored"]?.boolValue ?? false
+    }
+
+    /// The value, or nil when the key is absent or expired.
+    public func cacheGet(_ key: String, namespace: String? = nil) async throws -> CachedValue? {
+        do {
+            let reply = try await call("cache.get", FerryClient.keyArgs(key, namespace))
+            return CachedValue(bytes: reply.body, createdAt: reply.result["created_at"]?.intValue ?? 0,
+                               expiresAt: reply.result["expires_at"]?.intValue, source: reply.result["source"]?.stringValue)
+        } catch let e as FerryError where e.code == .notFound {
+            return nil
+        }
+    }
+
+    /// Removes the key; returns whether it existed.
+    @discardableResult
+    public func cacheDelete(_ key: String, namespace: String? = nil) async throws -> Bool {
+        try await call("cache.delete", FerryClient.keyArgs(key, namespace)).result["deleted"]?.boolValue ?? false
+    }
+
+    /// Sets a new TTL (`nil`: never expire); returns false when there is no live entry.
+    @discardableResult
+    public func cacheTouch(_ key: String, ttl: Duration?, namespace: String? = nil) async throws -> Bool {
+        var args = FerryClient.keyArgs(key, namespace)
+        args["ttl_ms"] = ttl.map { .int(FerryClient.milliseconds($0)) } ?? .null
+        do {
+            _ = try await call("cache.touch", args)
+            return true
+        } catch let e as FerryError where e.code == .notFound {
+            return false
+        }
+    }
+
+    /// Every live key of a namespace (with `prefix`), in byte order, fetched page by page.
+    public func cacheKeys(namespace: String? = nil, prefix: String = "", pageSize: Int = 1000) async throws -> [CachedKey] {
+        var out: [CachedKey] = []
+        var cursor: String? = nil
+        repeat {
+            var args: JSONObject = ["prefix": .string(prefix), "limit": .int(Int64(pageSize))]
+            if let namespace { args["namespace"] = .string(namespace) }
+            if let cursor { args["cursor"] = .string(cursor) }
+            let page = try await call("cache.list", args).result
+            for k in page["keys"]?.arrayValue ?? [] {
+                out.append(CachedKey(key: k["key"]?.stringValue ?? "", size: Int(k["size"]?.intValue ?? 0), expiresAt: k["expires_at"]?.intValue))
+            }
+            cursor = page["cursor"]?.stringValue
+        } while cursor != nil
+        return out
+    }
+
+    /// Removes every entry of a namespace; returns how many.
+    @discardableResult
+    public func cacheClear(namespace: String? = nil) async throws -> Int {
+        var args = JSONObject()
+        if let namespace { args["namespace"] = .string(namespace) }
+        return Int(try await call("cache.clear", args).result["removed"]?.intValue ?? 0)
+    }
+
+    static func keyArgs(_ key: String, _ namespace: String?) -> JSONObject {
+        var args: JSONObject = ["key": .string(key)]
+        if let namespace { args["namespace"] = .string(namespace) }
+        return args
+    }
+}

@@ -1,0 +1,82 @@
+import FerryCache
+import FerryProtocol
+import FerryStore
+
+/// `cache.set`: the value is the request body; acknowledged once its transaction committed.
+final class CacheSetOperation: OperationHandler {
+    let descriptor = OperationCatalog.descriptor(named: "cache.set")!
+
+    func start(_ request: RequestContext) {
+        request.withArguments { () throws(CacheArguments.Invalid) in
+            let key = try CacheArguments.key(request.args)
+            let ttl = try CacheArguments.ttl(request.args) ?? nil
+            let ifAbsent = try CacheArguments.bool(request.args, "if_absent")
+            guard let server = request.server else { return }
+            server.store.set(key, value: request.body, ttlMs: ttl, ifAbsent: ifAbsent, now: WallClock.nowMs()) { result in
+                switch result {
+                case .success(let stored): request.succeed(["stored": .bool(stored)])
+                case .failure(let e): request.fail(store: e)
+                }
+            }
+        }
+    }
+}
+
+/// `cache.delete`.
+final class CacheDeleteOperation: OperationHandler {
+    let descriptor = OperationCatalog.descriptor(named: "cache.delete")!
+
+    func start(_ request: RequestContext) {
+        request.withArguments { () throws(CacheArguments.Invalid) in
+            let key = try CacheArguments.key(request.args)
+            guard let server = request.server else { return }
+            server.store.delete(key) { result in
+                switch result {
+                case .success(let deleted): request.succeed(["deleted": .bool(deleted)])
+                case .failure(let e): request.fail(store: e)
+                }
+            }
+        }
+    }
+}
+
+/// `cache.touch`: a new TTL (or `null`: never expire) for a live entry.
+final class CacheTouchOperation: OperationHandler {
+    let descriptor = OperationCatalog.descriptor(named: "cache.touch")!
+
+    func start(_ request: RequestContext) {
+        request.withArguments { () throws(CacheArguments.Invalid) in
+            let key = try CacheArguments.key(request.args)
+            let ttl = try CacheArguments.ttl(request.args, required: true, allowNull: true) ?? nil
+            guard let server = request.server else { return }
+            server.store.touch(key, ttlMs: ttl, now: WallClock.nowMs()) { result in
+                switch result {
+                case .success(.some(let expiresAt)):
+                    request.succeed(expiresAt.map { ["expires_at": .int($0)] } ?? JSONObject())
+                case .success(.none):
+                    request.fail(.notFound, "no entry \"\(key.key.truncatedForMessages)\" in namespace \"\(key.namespace)\"")
+                case .failure(let e):
+                    request.fail(store: e)
+                }
+            }
+        }
+    }
+}
+
+/// `cache.clear`: removes every entry of a namespace.
+final class CacheClearOperation: OperationHandler {
+    let descriptor = OperationCatalog.descriptor(named: "cache.clear")!
+
+    func start(_ request: RequestContext) {
+        request.withArguments { () throws(CacheArguments.Invalid) in
+            let namespace = try CacheArguments.namespace(request.args)
+            guard let server = request.server else { return }
+            server.store.clear(namespace: namespace, now: WallClock.nowMs()) { result in
+                switch result {
+                case .success(let n): request.succeed(["removed": .int(Int64(n))])
+                case .failure(let e): request.fail(store: e)
+                }
+            }
+        }
+    }
+}
