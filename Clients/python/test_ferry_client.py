@@ -13,6 +13,7 @@
 import json
 import os
 import random
+import re
 import shutil
 import socket
 import struct
@@ -41,6 +42,17 @@ def load_vectors():
 
 
 VECTORS = load_vectors()
+
+
+def describe_body_kinds():
+    """The values of describe's ``body`` field, as PROTOCOL.md section 6 lists them (``"body":"a|b|c"``)."""
+    with open(os.path.join(HERE, "..", "..", "Protocol", "PROTOCOL.md"), encoding="utf-8") as f:
+        match = re.search(r'"body":"([a-z|]+)"', f.read())
+    assert match, "PROTOCOL.md no longer shows describe's body field as \"body\":\"a|b|c\""
+    return match.group(1).split("|")
+
+
+DESCRIBE_BODY_KINDS = describe_body_kinds()
 
 
 def expected_reply_id(frame: bytes) -> int:
@@ -926,7 +938,7 @@ class DaemonTests(_DaemonCase):
         ping = next(op for op in d["operations"] if op["name"] == "ping")
         self.assertEqual(sorted(a["name"] for a in ping["args"]), ["delay_ms", "events"])
         for op in d["operations"]:
-            self.assertIn(op.get("body"), ["none", "optional", "echo"], op["name"])
+            self.assertIn(op.get("body"), DESCRIBE_BODY_KINDS, op["name"])
 
     def test_stats_counts_requests(self):
         before = self.client.stats()

@@ -74,20 +74,42 @@ final class ClientConnection: Sendable {
         if json.depth > limits.2 {
             return finish(envelope.id, with: .failure(FerryError(.invalidArgument, "arguments nested deeper than the server's limit of \(limits.2)")))
         }
-        let frame = FrameEncoder.encode(json: json, body: body)
-        let jsonLength = frame.count - ProtocolLimits.headerBytes - body.count
+        let jsonLength = JSONWriter.encode(json).count
         if jsonLength > limits.1 {
             return finish(envelope.id, with: .failure(FerryError(.resourceExhausted, "request envelope of \(jsonLength) bytes exceeds the server's limit of \(limits.1)")))
         }
-        if frame.count > limits.0 {
-            return finish(envelope.id, with: .failure(FerryError(.resourceExhausted, "request frame of \(frame.count) bytes exceeds the server's limit of \(limits.0)")))
+        guard let frames = ClientConnection.frames(envelope, body: body, maxFrameBytes: limits.0) else {
+            return finish(envelope.id, with: .failure(FerryError(.resourceExhausted, "the request envelope leaves no room for its body in a frame of \(limits.0) bytes")))
         }
         let ok = writeLock.withLock { _ -> Bool in
             // A call cancelled between registering and sending is not sent at all (cancel requests have no waiter).
             if envelope.op != "cancel" && !state.withLock({ $0.waiters[envelope.id] != nil }) { return true }
-            return frame.withUnsafeBytes { SocketIO.writeAll(fd, $0) }
+            // All parts of one request go out together, so another call's frames never split an upload.
+            for frame in frames where !frame.withUnsafeBytes({ SocketIO.writeAll(fd, $0) }) { return false }
+            return true
         }
         if !ok { connectionLost(FerryError(.unavailable, "the connection to ferryd at \(path) is closed")) }
+    }
+
+    /// The frames of one request: one when it fits, else the envelope with `"more": true` and the body's first part,
+    /// then continuation frames `{"id", "more"}` with the next parts (PROTOCOL.md section 5).
+    static func frames(_ envelope: RequestEnvelope, body: [UInt8], maxFrameBytes: Int) -> [[UInt8]]? {
+        let single = FrameEncoder.encode(json: envelope.json, body: body)
+        guard single.count > maxFrameBytes else { return [single] }
+        var first = envelope
+        first.more = true
+        // Room left for body bytes once the header and an envelope (with some slack for digits) are in.
+        let room = maxFrameBytes - ProtocolLimits.headerBytes - JSONWriter.encode(first.json).count - 64
+        guard room >= 1024 else { return nil }
+        var frames = [FrameEncoder.encode(json: first.json, body: Array(body[..<room]))]
+        var offset = room
+        while offset < body.count {
+            let end = min(body.count, offset + room)
+            let part = ContinuationEnvelope(id: envelope.id, more: end < body.count)
+            frames.append(FrameEncoder.encode(json: part.json, body: Array(body[offset..<end])))
+            offset = end
+        }
+        return frames
     }
 
     /// The calling task was cancelled: fail the waiter now and tell the server to stop the work.

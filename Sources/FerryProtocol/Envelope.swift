@@ -4,12 +4,15 @@ public struct RequestEnvelope: Sendable, Equatable {
     public var op: String
     public var args: JSONObject
     public var timeoutMs: Int64?
+    /// The body continues in continuation frames (PROTOCOL.md section 5).
+    public var more: Bool
 
-    public init(id: UInt64, op: String, args: JSONObject = JSONObject(), timeoutMs: Int64? = nil) {
+    public init(id: UInt64, op: String, args: JSONObject = JSONObject(), timeoutMs: Int64? = nil, more: Bool = false) {
         self.id = id
         self.op = op
         self.args = args
         self.timeoutMs = timeoutMs
+        self.more = more
     }
 
     /// The largest id: ids must survive a trip through IEEE doubles in any client language.
@@ -61,7 +64,12 @@ public struct RequestEnvelope: Sendable, Equatable {
             }
             timeout = ms
         }
-        return RequestEnvelope(id: id, op: op, args: args, timeoutMs: timeout)
+        var more = false
+        if let m = o["more"] {
+            guard case .bool(let b) = m else { throw Invalid(id: id, error: WireError(.invalidArgument, "\"more\" must be a boolean")) }
+            more = b
+        }
+        return RequestEnvelope(id: id, op: op, args: args, timeoutMs: timeout, more: more)
     }
 
     public static func parse(_ json: [UInt8], maxNesting: Int = 32) throws(Invalid) -> RequestEnvelope {
@@ -79,8 +87,31 @@ public struct RequestEnvelope: Sendable, Equatable {
         var o: JSONObject = ["id": .int(Int64(id)), "op": .string(op)]
         if !args.isEmpty { o["args"] = .object(args) }
         if let timeoutMs { o["timeout_ms"] = .int(timeoutMs) }
+        if more { o["more"] = true }
         return .object(o)
     }
+}
+
+/// A continuation frame of a request body sent in several frames: `{"id": N, "more": bool}` with the next part as
+/// its body, no `op`.
+public struct ContinuationEnvelope: Sendable, Equatable {
+    public var id: UInt64
+    public var more: Bool
+
+    public init(id: UInt64, more: Bool) {
+        self.id = id
+        self.more = more
+    }
+
+    /// The continuation in `json`, or nil when it is not one (it has an `op`, or lacks `id` or `more`).
+    public static func parse(_ json: UnsafeRawBufferPointer, maxNesting: Int) -> ContinuationEnvelope? {
+        guard case .object(let o)? = try? JSONParser.parse(json, maxDepth: maxNesting), o["op"] == nil,
+              case .int(let id)? = o["id"], id >= 1, UInt64(id) <= RequestEnvelope.maxID,
+              case .bool(let more)? = o["more"] else { return nil }
+        return ContinuationEnvelope(id: UInt64(id), more: more)
+    }
+
+    public var json: JSONValue { ["id": .int(Int64(id)), "more": .bool(more)] }
 }
 
 /// A reply envelope as a client reads it.

@@ -21,6 +21,9 @@ final class Connection {
     /// Request bodies held by requests in flight: memory a client makes the daemon keep, so it counts toward
     /// backpressure like unsent output does.
     private var heldBodyBytes = 0
+    /// Request bodies still arriving in continuation frames.
+    private var uploads = UploadTable()
+    private var countedUploadBytes = 0
     private var backpressure: Backpressure
     private var isReading = false
     private var isProcessing = false
@@ -49,7 +52,10 @@ final class Connection {
 
     var pendingOutputBytes: Int { out.count + queuedWriteBytes }
     /// What backpressure weighs: everything this connection makes the daemon hold.
+    /// Unfinished uploads are not counted: pausing would stop the very parts that finish them. They are bounded by
+    /// `maxUploadsPerConnection` and the server-wide upload budget instead.
     private var heldBytes: Int { pendingOutputBytes + heldBodyBytes }
+    static let maxUploadsPerConnection = 4
 
     // MARK: Reading
 
@@ -111,6 +117,10 @@ final class Connection {
     }
 
     private func handleFrame(_ frame: FrameView) {
+        // Continuation frames exist only while an upload is open, so the common path never looks for them.
+        if !uploads.isEmpty, let part = ContinuationEnvelope.parse(frame.json, maxNesting: server.config.limits.maxNesting) {
+            return handleContinuation(part, body: Array(frame.body))
+        }
         let envelope: RequestEnvelope
         do {
             envelope = try RequestEnvelope.parse(frame.json, maxNesting: server.config.limits.maxNesting)
@@ -123,7 +133,7 @@ final class Connection {
         server.stats.requestsTotal += 1
         let entry = server.router.entry(envelope.op)
         let situation = RequestGate.Situation(
-            phase: phase, serverDraining: server.isDraining, idInFlight: inFlight[envelope.id] != nil,
+            phase: phase, serverDraining: server.isDraining, idInFlight: inFlight[envelope.id] != nil || uploads.contains(envelope.id),
             connectionInFlight: inFlight.count, totalInFlight: server.totalInFlight,
             maxConnectionInFlight: server.config.limits.maxInFlight, maxTotalInFlight: server.config.maxTotalInFlight,
             operationKnown: entry != nil)
@@ -135,20 +145,93 @@ final class Connection {
         case .reject(let error):
             server.stats.countError(error.code, op: entry?.counters)
             writeError(id: envelope.id, error: error)
+            if envelope.more { uploads.discard(envelope.id) }
+        case .admit where envelope.more:
+            guard let limit = streamedBodyLimit(entry!.handler.descriptor) else {
+                uploads.discard(envelope.id)
+                let error = WireError(.invalidArgument, "\(envelope.op) does not take a body in several frames")
+                server.stats.countError(error.code, op: entry?.counters)
+                return writeError(id: envelope.id, error: error)
+            }
+            if let refusal = uploadRefusal(adding: frame.body.count, newUpload: true) {
+                uploads.discard(envelope.id)
+                server.stats.countError(refusal.code, op: entry?.counters)
+                return writeError(id: envelope.id, error: refusal)
+            }
+            uploadStep(envelope.id, uploads.begin(envelope, firstPart: Array(frame.body), limit: limit))
         case .admit:
-            let request = RequestContext(envelope: envelope, body: Array(frame.body), serial: server.nextSerial(),
-                                         counters: entry!.counters, connection: self)
-            entry!.handler.start(request)
-            // Most requests end inside `start`; only those still running are tracked (for cancel, deadlines,
-            // duplicate ids, limits and the shutdown drain).
-            if !request.isFinished {
-                request.isRegistered = true
-                inFlight[envelope.id] = request
-                heldBodyBytes += request.body.count
-                server.totalInFlight += 1
-                if let ms = envelope.timeoutMs {
-                    server.scheduleDeadline(connection: id, request: request, afterMs: UInt64(ms))
-                }
+            startRequest(envelope, body: Array(frame.body), entry: entry!)
+        }
+    }
+
+    /// The largest body an operation takes in several frames; nil when it takes none.
+    private func streamedBodyLimit(_ op: OperationDescriptor) -> Int? {
+        op.body == "value" || op.body == "echo" ? server.config.limits.maxValueBytes : nil
+    }
+
+    private func handleContinuation(_ part: ContinuationEnvelope, body: [UInt8]) {
+        if uploads.contains(part.id), let refusal = uploadRefusal(adding: body.count, newUpload: false) {
+            _ = uploads.cancel(part.id)
+            server.stats.countError(refusal.code, op: nil)
+            if !part.more { _ = uploads.next(part, body: []) }  // the last part: stop discarding
+            return writeError(id: part.id, error: refusal)
+        }
+        uploadStep(part.id, uploads.next(part, body: body))
+    }
+
+    /// Why an upload may not grow: too many on this connection, or the server's upload budget is spent.
+    private func uploadRefusal(adding bytes: Int, newUpload: Bool) -> WireError? {
+        if newUpload && uploads.count >= Connection.maxUploadsPerConnection {
+            return WireError(.resourceExhausted, "at most \(Connection.maxUploadsPerConnection) bodies may be arriving at once on one connection")
+        }
+        if server.uploadBytes + bytes > server.config.maxUploadBytes {
+            return WireError(.resourceExhausted, "ferryd is receiving \(server.config.maxUploadBytes) bytes of request bodies already; try again")
+        }
+        return nil
+    }
+
+    private func uploadStep(_ id: UInt64, _ step: UploadTable.Step) {
+        syncUploadBytes()
+        switch step {
+        case .pending, .dropped:
+            applyBackpressure()
+        case .failed(let error):
+            server.stats.countError(error.code, op: nil)
+            writeError(id: id, error: error)
+        case .complete(let envelope, let body):
+            guard let entry = server.router.entry(envelope.op) else { return }
+            startRequest(envelope, body: body, entry: entry)
+        }
+    }
+
+    /// `cancel` of a request whose body is still arriving.
+    func cancelUpload(_ id: UInt64) -> Bool {
+        guard uploads.cancel(id) else { return false }
+        syncUploadBytes()
+        server.stats.countError(.cancelled, op: nil)
+        writeError(id: id, error: WireError(.cancelled, "cancelled by the client"))
+        return true
+    }
+
+    /// Keeps the server-wide count of upload bytes in step with this connection's table.
+    private func syncUploadBytes() {
+        server.uploadBytes += uploads.heldBytes - countedUploadBytes
+        countedUploadBytes = uploads.heldBytes
+    }
+
+    private func startRequest(_ envelope: RequestEnvelope, body: [UInt8], entry: Router.Entry) {
+        let request = RequestContext(envelope: envelope, body: body, serial: server.nextSerial(),
+                                     counters: entry.counters, connection: self)
+        entry.handler.start(request)
+        // Most requests end inside `start`; only those still running are tracked (for cancel, deadlines,
+        // duplicate ids, limits and the shutdown drain).
+        if !request.isFinished {
+            request.isRegistered = true
+            inFlight[envelope.id] = request
+            heldBodyBytes += request.body.count
+            server.totalInFlight += 1
+            if let ms = envelope.timeoutMs {
+                server.scheduleDeadline(connection: id, request: request, afterMs: UInt64(ms))
             }
         }
     }
@@ -353,6 +436,8 @@ final class Connection {
         isClosed = true
         phase = .closing
         isReading = false
+        server.uploadBytes -= countedUploadBytes
+        countedUploadBytes = 0
         for request in Array(inFlight.values) { request.abandon() }
         server.connectionClosed(self)
         uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { h in

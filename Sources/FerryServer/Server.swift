@@ -18,6 +18,8 @@ public final class Server {
     let stats = ServerStats()
     let router = Router()
     var totalInFlight = 0
+    /// Bytes of request bodies still arriving in continuation frames, across connections.
+    var uploadBytes = 0
     private(set) var isDraining = false
     /// The storage engine; opened in `run`, before the socket is bound.
     private(set) var store: CacheStore!

@@ -16,6 +16,9 @@ public struct ServerConfig: Sendable {
     /// Unsent reply bytes at which the daemon stops reading from a connection, and where it starts again.
     public var highWaterBytes = 1024 * 1024
     public var lowWaterBytes = 256 * 1024
+    /// Request bodies still arriving in continuation frames, across all connections (they are not paused by
+    /// backpressure, so they have a budget of their own).
+    public var maxUploadBytes = 256 * 1024 * 1024
     /// How long requests in flight may take to finish after SIGINT/SIGTERM.
     public var gracePeriodMs: UInt64 = 10_000
     /// Accept peers with another uid (SO_PEERCRED).

@@ -97,11 +97,12 @@ public final class CacheStore: @unchecked Sendable {
         }
     }
 
-    public func delete(_ key: CacheKey, _ done: @escaping (Result<Bool, StoreError>) -> Void) {
-        submit(.delete(key)) { [unowned self] result in
-            let inMemory = dropFromMemory(key)
+    public func delete(_ key: CacheKey, now: Int64, _ done: @escaping (Result<Bool, StoreError>) -> Void) {
+        submit(.delete(key, now: now)) { [unowned self] result in
+            let liveInMemory = memory.peek(key).map { !$0.isExpired(now: now) } ?? false
+            dropFromMemory(key)
             switch result {
-            case .deleted(let existed): done(.success(existed || inMemory))
+            case .deleted(let existed): done(.success(existed || liveInMemory))
             case .failed(let e): done(.failure(e))
             default: done(.failure(.io("unexpected disk result for delete")))
             }

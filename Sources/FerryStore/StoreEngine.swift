@@ -4,7 +4,7 @@ import FerryCache
 enum DiskJob: Sendable {
     case get(CacheKey, now: Int64)
     case put(CacheKey, CacheEntry, ifAbsent: Bool, now: Int64)
-    case delete(CacheKey)
+    case delete(CacheKey, now: Int64)
     case touch(CacheKey, expiresAt: Int64?, now: Int64)
     case list(namespace: String, prefix: String, cursor: String?, limit: Int, now: Int64)
     case clear(namespace: String, now: Int64)
@@ -101,10 +101,11 @@ final class StoreEngine {
                 if ifAbsent, let old = try index.get(key), !(old.expiresAt.map { now >= $0 } ?? false) { return .stored(false) }
                 try put(key, entry, now: now, outcome: &outcome)
                 return .stored(true)
-            case .delete(let key):
+            case .delete(let key, let now):
                 guard let old = try index.delete(key) else { return .deleted(false) }
                 forget(key, old)
-                return .deleted(true)
+                // An expired entry was already invisible: removing it is not "deleted" from the caller's view.
+                return .deleted(!(old.expiresAt.map { now >= $0 } ?? false))
             case .touch(let key, let expiresAt, let now):
                 guard let row = try index.get(key), !(row.expiresAt.map { now >= $0 } ?? false) else { return .touched(false) }
                 return .touched(try index.touch(key, expiresAt: expiresAt))

@@ -283,3 +283,57 @@ final class AckLog: Sendable {
     var count: Int { state.withLock { $0.count } }
     var snapshot: [String: Int] { state.withLock { $0 } }
 }
+
+extension IntegrationTests {
+/// Values larger than one frame: uploaded in continuation frames, read back in chunk events.
+@Suite struct LargeValueTests {
+    @Test func tenMebibyteValuesRoundTrip() async throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let client = try await FerryClient.connect(path: daemon.socket)
+        defer { client.close() }
+        let value = (0..<(10 << 20)).map { UInt8(truncatingIfNeeded: ($0 &* 2654435761) >> 13) }
+        #expect(try await client.cacheSet("big", value))
+        let back = try #require(try await client.cacheGet("big"))
+        #expect(back.bytes == value)
+        // Over max_value_bytes (16 MiB): refused, nothing stored, the connection still works.
+        do {
+            try await client.cacheSet("huge", [UInt8](repeating: 1, count: (16 << 20) + 1))
+            Issue.record("a value over the limit was accepted")
+        } catch let e as FerryError {
+            #expect(e.code == .resourceExhausted)
+        }
+        #expect(try await client.cacheGet("huge") == nil)
+        #expect(try await client.cacheGet("big")?.bytes.count == 10 << 20)
+    }
+
+    @Test func rawContinuationFramesAndCancellingAnUpload() async throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let raw = try RawSocket(daemon.socket)
+        try raw.hello()
+        try raw.send(["id": 5, "op": "cache.set", "args": ["key": "parts"], "more": true], body: Array("ab".utf8))
+        try raw.send(["id": 5, "more": true], body: Array("cd".utf8))
+        try raw.send(["id": 6, "op": "ping"])  // other requests interleave freely
+        #expect(try raw.readReply() == .result(id: 6, ["pong": true]))
+        try raw.send(["id": 5, "more": false], body: Array("ef".utf8))
+        #expect(try raw.readReply() == .result(id: 5, ["stored": true]))
+        try raw.send(["id": 7, "op": "cache.get", "args": ["key": "parts"]])
+        guard let (_, body) = try raw.readFrame() else { Issue.record("EOF"); return }
+        #expect(body == Array("abcdef".utf8))
+        // An upload cancelled half-way: the rest of its parts are dropped, nothing is stored.
+        try raw.send(["id": 8, "op": "cache.set", "args": ["key": "half"], "more": true], body: [1])
+        try raw.send(["id": 9, "op": "cancel", "args": ["id": 8]])
+        #expect(try raw.readReply() == .error(id: 8, WireError(.cancelled, "cancelled by the client")))
+        #expect(try raw.readReply() == .result(id: 9, ["cancelled": true]))
+        try raw.send(["id": 8, "more": false], body: [2])
+        try raw.send(["id": 10, "op": "cache.get", "args": ["key": "half"]])
+        guard case .error(10, let e)? = try raw.readReply() else { Issue.record("expected not_found"); return }
+        #expect(e.code == .notFound)
+        // An operation that takes no body cannot be uploaded to.
+        try raw.send(["id": 11, "op": "stats", "more": true], body: [1])
+        guard case .error(11, let s)? = try raw.readReply() else { Issue.record("expected invalid_argument"); return }
+        #expect(s.code == .invalidArgument)
+    }
+}
+}

@@ -112,3 +112,51 @@ import FerryProtocol
         }
     }
 }
+
+@Suite struct UploadTableTests {
+    let envelope = RequestEnvelope(id: 7, op: "cache.set", args: ["key": "k"], more: true)
+
+    @Test func partsAreJoinedInOrder() {
+        var t = UploadTable()
+        let first = t.begin(envelope, firstPart: [1, 2], limit: 10)
+        #expect(first == .pending)
+        #expect(t.contains(7) && t.heldBytes == 2)
+        let second = t.next(ContinuationEnvelope(id: 7, more: true), body: [3])
+        #expect(second == .pending)
+        let last = t.next(ContinuationEnvelope(id: 7, more: false), body: [4, 5])
+        #expect(last == .complete(envelope, [1, 2, 3, 4, 5]))
+        #expect(t.isEmpty && t.heldBytes == 0)
+    }
+
+    @Test func overTheLimitFailsOnceAndDropsTheRest() {
+        var t = UploadTable()
+        let first = t.begin(envelope, firstPart: [1, 2, 3], limit: 4)
+        #expect(first == .pending)
+        guard case .failed(let e) = t.next(ContinuationEnvelope(id: 7, more: true), body: [4, 5]) else {
+            Issue.record("expected a failure")
+            return
+        }
+        #expect(e.code == .resourceExhausted)
+        #expect(t.heldBytes == 0)
+        let later = t.next(ContinuationEnvelope(id: 7, more: true), body: [6])
+        let last = t.next(ContinuationEnvelope(id: 7, more: false), body: [7])
+        #expect(later == .dropped && last == .dropped)
+        #expect(t.isEmpty, "the last part ends the discarding")
+    }
+
+    @Test func unknownIdsAndCancel() {
+        var t = UploadTable()
+        guard case .failed(let e) = t.next(ContinuationEnvelope(id: 9, more: false), body: []) else {
+            Issue.record("a part for no upload is an error")
+            return
+        }
+        #expect(e.code == .invalidArgument)
+        _ = t.begin(envelope, firstPart: [1], limit: 10)
+        let cancelled = t.cancel(7)
+        let again = t.cancel(7)
+        #expect(cancelled && !again)
+        let part = t.next(ContinuationEnvelope(id: 7, more: false), body: [2])
+        #expect(part == .dropped)
+        #expect(t.isEmpty)
+    }
+}

@@ -26,16 +26,14 @@ enum CacheArguments {
         return ns
     }
 
-    /// `ttl_ms`: absent → nil; `null` allowed only where `allowNull` (touch: never expire).
-    static func ttl(_ args: JSONObject, required: Bool = false, allowNull: Bool = false) throws(Invalid) -> Int64?? {
+    /// `ttl_ms`: absent → `.none`. Where it is optional, `null` is the same as absent; where it is `required`
+    /// (touch), `null` means "never expire" and comes back as `.some(nil)`.
+    static func ttl(_ args: JSONObject, required: Bool = false) throws(Invalid) -> Int64?? {
         guard let v = args["ttl_ms"] else {
-            if required { throw Invalid(message: "\"ttl_ms\" is required") }
+            if required { throw Invalid(message: "\"ttl_ms\" is required (an integer, or null for no expiry)") }
             return .none
         }
-        if v == .null {
-            guard allowNull else { throw Invalid(message: "\"ttl_ms\" must be an integer from 1 to \(CacheEntry.maxTTLms)") }
-            return .some(nil)
-        }
+        if v == .null { return required ? .some(nil) : .none }
         guard case .int(let ms) = v, ms >= 1, ms <= CacheEntry.maxTTLms else {
             throw Invalid(message: "\"ttl_ms\" must be an integer from 1 to \(CacheEntry.maxTTLms)")
         }

@@ -30,7 +30,7 @@ final class CacheDeleteOperation: OperationHandler {
         request.withArguments { () throws(CacheArguments.Invalid) in
             let key = try CacheArguments.key(request.args)
             guard let server = request.server else { return }
-            server.store.delete(key) { result in
+            server.store.delete(key, now: WallClock.nowMs()) { result in
                 switch result {
                 case .success(let deleted): request.succeed(["deleted": .bool(deleted)])
                 case .failure(let e): request.fail(store: e)
@@ -47,7 +47,7 @@ final class CacheTouchOperation: OperationHandler {
     func start(_ request: RequestContext) {
         request.withArguments { () throws(CacheArguments.Invalid) in
             let key = try CacheArguments.key(request.args)
-            let ttl = try CacheArguments.ttl(request.args, required: true, allowNull: true) ?? nil
+            let ttl = try CacheArguments.ttl(request.args, required: true) ?? nil
             guard let server = request.server else { return }
             server.store.touch(key, ttlMs: ttl, now: WallClock.nowMs()) { result in
                 switch result {

@@ -9,8 +9,9 @@ final class CancelOperation: OperationHandler {
             return request.fail(.invalidArgument, "\"id\" must be the integer id of a request in flight")
         }
         let target = UInt64(raw)
-        guard target != request.id, let victim = request.connection?.request(id: target) else {
-            return request.succeed(["cancelled": false])
+        guard target != request.id, let connection = request.connection else { return request.succeed(["cancelled": false]) }
+        guard let victim = connection.request(id: target) else {
+            return request.succeed(["cancelled": .bool(connection.cancelUpload(target))])
         }
         victim.cancel(with: WireError(.cancelled, "cancelled by the client"))
         request.succeed(["cancelled": true])

@@ -1,0 +1,80 @@
+import FerryProtocol
+
+/// Request bodies that arrive in several frames (PROTOCOL.md section 5): the first frame carries the envelope with
+/// `"more": true`, continuation frames `{"id", "more"}` carry the next parts. Pure bookkeeping, tested on its own;
+/// the connection starts the request once the last part is in.
+struct UploadTable {
+    struct Upload {
+        var envelope: RequestEnvelope
+        var body: [UInt8]
+        let limit: Int
+    }
+
+    enum Step: Equatable {
+        /// More parts to come.
+        case pending
+        /// The last part arrived: start the request with this body.
+        case complete(RequestEnvelope, [UInt8])
+        /// The upload broke a rule: answer this error (the rest of its parts will be dropped).
+        case failed(WireError)
+        /// A part of an upload that already failed or was cancelled: dropped silently.
+        case dropped
+    }
+
+    private var uploads: [UInt64: Upload] = [:]
+    /// Ids whose remaining parts are dropped (the upload failed or was cancelled before its last part).
+    private var discarding: Set<UInt64> = []
+    /// Body bytes held by unfinished uploads: they count toward the connection's backpressure.
+    private(set) var heldBytes = 0
+
+    var isEmpty: Bool { uploads.isEmpty && discarding.isEmpty }
+    /// Uploads still arriving.
+    var count: Int { uploads.count }
+
+    func contains(_ id: UInt64) -> Bool { uploads[id] != nil }
+
+    mutating func begin(_ envelope: RequestEnvelope, firstPart: [UInt8], limit: Int) -> Step {
+        guard firstPart.count <= limit else {
+            discarding.insert(envelope.id)
+            return .failed(UploadTable.tooLarge(limit))
+        }
+        uploads[envelope.id] = Upload(envelope: envelope, body: firstPart, limit: limit)
+        heldBytes += firstPart.count
+        return .pending
+    }
+
+    mutating func next(_ part: ContinuationEnvelope, body: [UInt8]) -> Step {
+        if discarding.contains(part.id) {
+            if !part.more { discarding.remove(part.id) }
+            return .dropped
+        }
+        guard var upload = uploads.removeValue(forKey: part.id) else {
+            return .failed(WireError(.invalidArgument, "no request with this id is waiting for more of its body"))
+        }
+        heldBytes -= upload.body.count
+        guard upload.body.count + body.count <= upload.limit else {
+            if part.more { discarding.insert(part.id) }
+            return .failed(UploadTable.tooLarge(upload.limit))
+        }
+        upload.body.append(contentsOf: body)
+        guard part.more else { return .complete(upload.envelope, upload.body) }
+        heldBytes += upload.body.count
+        uploads[part.id] = upload
+        return .pending
+    }
+
+    /// Parts of a request refused before its upload began are dropped too.
+    mutating func discard(_ id: UInt64) { discarding.insert(id) }
+
+    /// Drops an unfinished upload (the client cancelled it); its later parts are dropped.
+    mutating func cancel(_ id: UInt64) -> Bool {
+        guard let upload = uploads.removeValue(forKey: id) else { return false }
+        heldBytes -= upload.body.count
+        discarding.insert(id)
+        return true
+    }
+
+    static func tooLarge(_ limit: Int) -> WireError {
+        WireError(.resourceExhausted, "the request body exceeds the limit of \(limit) bytes")
+    }
+}
