@@ -12,23 +12,23 @@ final class Connection {
     unowned(unsafe) let server: Server
     let handle: UnsafeMutablePointer<uv_pipe_t>
     private var decoder: FrameDecoder
-    private(set) var phase: ConnectionPhase = .awaitingHello
+    var phase: ConnectionPhase = .awaitingHello
     private(set) var inFlight: [UInt64: RequestContext] = [:]
     /// Replies not yet handed to the kernel or to libuv.
-    private var out: [UInt8] = []
+    var out: [UInt8] = []
     /// Bytes handed to `uv_write` whose callback has not run.
-    private var queuedWriteBytes = 0
+    var queuedWriteBytes = 0
     /// Request bodies held by requests in flight: memory a client makes the daemon keep, so it counts toward
     /// backpressure like unsent output does.
     private var heldBodyBytes = 0
     /// Request bodies still arriving in continuation frames.
     private var uploads = UploadTable()
     private var countedUploadBytes = 0
-    private var backpressure: Backpressure
-    private var isReading = false
+    var backpressure: Backpressure
+    var isReading = false
     private var isProcessing = false
-    private var needsFlush = false
-    private var closeWhenFlushed = false
+    var needsFlush = false
+    var closeWhenFlushed = false
     private(set) var isClosed = false
     var clientName = ""
 
@@ -46,7 +46,7 @@ final class Connection {
         handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
     }
 
-    private var stream: UnsafeMutablePointer<uv_stream_t> {
+    var stream: UnsafeMutablePointer<uv_stream_t> {
         UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_stream_t.self)
     }
 
@@ -54,7 +54,7 @@ final class Connection {
     /// What backpressure weighs: everything this connection makes the daemon hold.
     /// Unfinished uploads are not counted: pausing would stop the very parts that finish them. They are bounded by
     /// `maxUploadsPerConnection` and the server-wide upload budget instead.
-    private var heldBytes: Int { pendingOutputBytes + heldBodyBytes }
+    var heldBytes: Int { pendingOutputBytes + heldBodyBytes }
     static let maxUploadsPerConnection = 4
 
     // MARK: Reading
@@ -72,7 +72,7 @@ final class Connection {
         })
     }
 
-    private func stopReading() {
+    func stopReading() {
         guard isReading else { return }
         isReading = false
         uv_read_stop(stream)
@@ -257,176 +257,6 @@ final class Connection {
     }
 
     func request(id: UInt64) -> RequestContext? { inFlight[id] }
-
-    // MARK: Writing
-
-    func writeResult(id: UInt64, result: JSONObject, body: [UInt8]) {
-        var result = result
-        var finalBody = body[...]
-        // Room for the final frame's envelope; anything beyond goes ahead as chunk events.
-        let room = server.config.limits.maxFrameBytes - ProtocolLimits.headerBytes - 4096
-        if body.count > room && room > 0 {
-            var offset = 0
-            while body.count - offset > room {
-                let end = offset + room
-                appendFrame(body: body[offset..<end]) { out in
-                    Connection.writeEventHead(id: id, name: "chunk", to: &out)
-                    JSONWriter.appendASCII(",\"data\":{\"offset\":", to: &out)
-                    JSONWriter.writeInt(Int64(offset), to: &out)
-                    JSONWriter.appendASCII("}}", to: &out)
-                }
-                offset = end
-            }
-            finalBody = body[offset...]
-            if result["size"] == nil { result["size"] = .int(Int64(body.count)) }
-        }
-        appendFrame(body: finalBody) { out in
-            JSONWriter.appendASCII("{\"id\":", to: &out)
-            JSONWriter.writeInt(Int64(id), to: &out)
-            JSONWriter.appendASCII(",\"final\":true,\"result\":", to: &out)
-            JSONWriter.write(result, to: &out)
-            out.append(UInt8(ascii: "}"))
-        }
-    }
-
-    func writeError(id: UInt64, error: WireError) {
-        appendFrame(body: [][...]) { out in
-            JSONWriter.appendASCII("{\"id\":", to: &out)
-            JSONWriter.writeInt(Int64(id), to: &out)
-            JSONWriter.appendASCII(",\"final\":true,\"error\":", to: &out)
-            JSONWriter.write(error.json, to: &out)
-            out.append(UInt8(ascii: "}"))
-        }
-    }
-
-    func writeEvent(id: UInt64, name: String, data: JSONObject, body: [UInt8]) {
-        appendFrame(body: body[...]) { out in
-            Connection.writeEventHead(id: id, name: name, to: &out)
-            if !data.isEmpty {
-                JSONWriter.appendASCII(",\"data\":", to: &out)
-                JSONWriter.write(data, to: &out)
-            }
-            out.append(UInt8(ascii: "}"))
-        }
-    }
-
-    private static func writeEventHead(id: UInt64, name: String, to out: inout [UInt8]) {
-        JSONWriter.appendASCII("{\"id\":", to: &out)
-        JSONWriter.writeInt(Int64(id), to: &out)
-        JSONWriter.appendASCII(",\"final\":false,\"event\":", to: &out)
-        JSONWriter.writeString(name, to: &out)
-    }
-
-    private func appendFrame(body: ArraySlice<UInt8>, json: (inout [UInt8]) -> Void) {
-        guard !isClosed else { return }
-        body.withUnsafeBytes { b in FrameEncoder.append(to: &out, body: b, writeJSON: json) }
-        if !needsFlush {
-            needsFlush = true
-            server.scheduleFlush(self)
-        }
-        applyBackpressure()
-    }
-
-    /// Answers a protocol error, then closes once the answer is written.
-    private func protocolError(_ error: WireError, id requestID: UInt64) {
-        server.log.info("conn=\(id) protocol error: \(error.message)")
-        writeError(id: requestID, error: error)
-        closeAfterFlush()
-    }
-
-    /// Sends what is buffered, then closes: used after a protocol error and to refuse a connection.
-    func closeAfterFlush() {
-        phase = .closing
-        stopReading()
-        closeWhenFlushed = true
-        for request in Array(inFlight.values) { request.abandon() }
-        if pendingOutputBytes == 0 { close() }
-    }
-
-    /// Hands buffered replies to the kernel: `uv_try_write` first (no copy, no callback), then `uv_write` with an
-    /// owned copy of what did not fit.
-    func flush() {
-        needsFlush = false
-        guard !isClosed, !out.isEmpty else { return }
-        var written = 0
-        if queuedWriteBytes == 0 {
-            written = out.withUnsafeMutableBytes { b -> Int in
-                var buf = uv_buf_init(b.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(b.count))
-                let n = uv_try_write(stream, &buf, 1)
-                return n > 0 ? Int(n) : (n == Int32(UV_EAGAIN.rawValue) ? 0 : Int(n))
-            }
-            if written < 0 {
-                server.log.debug("conn=\(id) write error: \(String(cString: uv_strerror(Int32(written))))")
-                close()
-                return
-            }
-        }
-        server.stats.bytesOut += UInt64(written)
-        let rest = out.count - written
-        if rest > 0 { queueWrite(from: written) }
-        out.removeAll(keepingCapacity: out.capacity <= 256 * 1024)
-        afterOutputDrained()
-    }
-
-    /// Layout of one queued write: the libuv request, then the byte count, then the bytes, in one allocation.
-    private func queueWrite(from start: Int) {
-        let count = out.count - start
-        let headerSize = MemoryLayout<uv_write_t>.stride + MemoryLayout<Int>.stride
-        let block = UnsafeMutableRawPointer.allocate(byteCount: headerSize + count, alignment: 16)
-        let request = block.assumingMemoryBound(to: uv_write_t.self)
-        (block + MemoryLayout<uv_write_t>.stride).storeBytes(of: count, as: Int.self)
-        let bytes = block + headerSize
-        out.withUnsafeBytes { b in bytes.copyMemory(from: b.baseAddress! + start, byteCount: count) }
-        request.pointee.data = Unmanaged.passUnretained(self).toOpaque()
-        var buf = uv_buf_init(bytes.assumingMemoryBound(to: CChar.self), UInt32(count))
-        queuedWriteBytes += count
-        let rc = uv_write(request, stream, &buf, 1) { req, status in
-            let block = UnsafeMutableRawPointer(req!)
-            let count = (block + MemoryLayout<uv_write_t>.stride).load(as: Int.self)
-            let me = Unmanaged<Connection>.fromOpaque(req!.pointee.data).takeUnretainedValue()
-            block.deallocate()
-            me.didWrite(count: count, status: status)
-        }
-        if rc != 0 {
-            queuedWriteBytes -= count
-            block.deallocate()
-            close()
-        }
-    }
-
-    private func didWrite(count: Int, status: Int32) {
-        queuedWriteBytes -= count
-        if status == 0 { server.stats.bytesOut += UInt64(count) }
-        guard !isClosed else { return }
-        if status < 0 {
-            close()
-            return
-        }
-        afterOutputDrained()
-    }
-
-    private func afterOutputDrained() {
-        if closeWhenFlushed && pendingOutputBytes == 0 {
-            close()
-            return
-        }
-        applyBackpressure()
-    }
-
-    private func applyBackpressure() {
-        switch backpressure.update(pendingBytes: heldBytes) {
-        case .pause:
-            server.log.debug("conn=\(id) paused: \(pendingOutputBytes) bytes unsent")
-            stopReading()
-        case .resume:
-            server.log.debug("conn=\(id) resumed")
-            guard phase != .closing else { return }
-            processFrames()
-            if !backpressure.isPaused { startReading() }
-        case .none:
-            break
-        }
-    }
 
     // MARK: Closing
 

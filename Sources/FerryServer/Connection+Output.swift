@@ -1,0 +1,175 @@
+import CLibUV
+import FerryProtocol
+
+/// The connection's output: replies are appended as frames and flushed once per loop iteration; unsent bytes drive
+/// backpressure (see `Backpressure`).
+extension Connection {
+
+    func writeResult(id: UInt64, result: JSONObject, body: [UInt8]) {
+        var result = result
+        var finalBody = body[...]
+        // Room for the final frame's envelope; anything beyond goes ahead as chunk events.
+        let room = server.config.limits.maxFrameBytes - ProtocolLimits.headerBytes - 4096
+        if body.count > room && room > 0 {
+            var offset = 0
+            while body.count - offset > room {
+                let end = offset + room
+                appendFrame(body: body[offset..<end]) { out in
+                    Connection.writeEventHead(id: id, name: "chunk", to: &out)
+                    JSONWriter.appendASCII(",\"data\":{\"offset\":", to: &out)
+                    JSONWriter.writeInt(Int64(offset), to: &out)
+                    JSONWriter.appendASCII("}}", to: &out)
+                }
+                offset = end
+            }
+            finalBody = body[offset...]
+            if result["size"] == nil { result["size"] = .int(Int64(body.count)) }
+        }
+        appendFrame(body: finalBody) { out in
+            JSONWriter.appendASCII("{\"id\":", to: &out)
+            JSONWriter.writeInt(Int64(id), to: &out)
+            JSONWriter.appendASCII(",\"final\":true,\"result\":", to: &out)
+            JSONWriter.write(result, to: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    func writeError(id: UInt64, error: WireError) {
+        appendFrame(body: [][...]) { out in
+            JSONWriter.appendASCII("{\"id\":", to: &out)
+            JSONWriter.writeInt(Int64(id), to: &out)
+            JSONWriter.appendASCII(",\"final\":true,\"error\":", to: &out)
+            JSONWriter.write(error.json, to: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    func writeEvent(id: UInt64, name: String, data: JSONObject, body: [UInt8]) {
+        appendFrame(body: body[...]) { out in
+            Connection.writeEventHead(id: id, name: name, to: &out)
+            if !data.isEmpty {
+                JSONWriter.appendASCII(",\"data\":", to: &out)
+                JSONWriter.write(data, to: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    private static func writeEventHead(id: UInt64, name: String, to out: inout [UInt8]) {
+        JSONWriter.appendASCII("{\"id\":", to: &out)
+        JSONWriter.writeInt(Int64(id), to: &out)
+        JSONWriter.appendASCII(",\"final\":false,\"event\":", to: &out)
+        JSONWriter.writeString(name, to: &out)
+    }
+
+    private func appendFrame(body: ArraySlice<UInt8>, json: (inout [UInt8]) -> Void) {
+        guard !isClosed else { return }
+        body.withUnsafeBytes { b in FrameEncoder.append(to: &out, body: b, writeJSON: json) }
+        if !needsFlush {
+            needsFlush = true
+            server.scheduleFlush(self)
+        }
+        applyBackpressure()
+    }
+
+    /// Answers a protocol error, then closes once the answer is written.
+    func protocolError(_ error: WireError, id requestID: UInt64) {
+        server.log.info("conn=\(id) protocol error: \(error.message)")
+        writeError(id: requestID, error: error)
+        closeAfterFlush()
+    }
+
+    /// Sends what is buffered, then closes: used after a protocol error and to refuse a connection.
+    func closeAfterFlush() {
+        phase = .closing
+        stopReading()
+        closeWhenFlushed = true
+        for request in Array(inFlight.values) { request.abandon() }
+        if pendingOutputBytes == 0 { close() }
+    }
+
+    /// Hands buffered replies to the kernel: `uv_try_write` first (no copy, no callback), then `uv_write` with an
+    /// owned copy of what did not fit.
+    func flush() {
+        needsFlush = false
+        guard !isClosed, !out.isEmpty else { return }
+        var written = 0
+        if queuedWriteBytes == 0 {
+            written = out.withUnsafeMutableBytes { b -> Int in
+                var buf = uv_buf_init(b.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(b.count))
+                let n = uv_try_write(stream, &buf, 1)
+                return n > 0 ? Int(n) : (n == Int32(UV_EAGAIN.rawValue) ? 0 : Int(n))
+            }
+            if written < 0 {
+                server.log.debug("conn=\(id) write error: \(String(cString: uv_strerror(Int32(written))))")
+                close()
+                return
+            }
+        }
+        server.stats.bytesOut += UInt64(written)
+        let rest = out.count - written
+        if rest > 0 { queueWrite(from: written) }
+        out.removeAll(keepingCapacity: out.capacity <= 256 * 1024)
+        afterOutputDrained()
+    }
+
+    /// Layout of one queued write: the libuv request, then the byte count, then the bytes, in one allocation.
+    private func queueWrite(from start: Int) {
+        let count = out.count - start
+        let headerSize = MemoryLayout<uv_write_t>.stride + MemoryLayout<Int>.stride
+        let block = UnsafeMutableRawPointer.allocate(byteCount: headerSize + count, alignment: 16)
+        let request = block.assumingMemoryBound(to: uv_write_t.self)
+        (block + MemoryLayout<uv_write_t>.stride).storeBytes(of: count, as: Int.self)
+        let bytes = block + headerSize
+        out.withUnsafeBytes { b in bytes.copyMemory(from: b.baseAddress! + start, byteCount: count) }
+        request.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        var buf = uv_buf_init(bytes.assumingMemoryBound(to: CChar.self), UInt32(count))
+        queuedWriteBytes += count
+        let rc = uv_write(request, stream, &buf, 1) { req, status in
+            let block = UnsafeMutableRawPointer(req!)
+            let count = (block + MemoryLayout<uv_write_t>.stride).load(as: Int.self)
+            let me = Unmanaged<Connection>.fromOpaque(req!.pointee.data).takeUnretainedValue()
+            block.deallocate()
+            me.didWrite(count: count, status: status)
+        }
+        if rc != 0 {
+            queuedWriteBytes -= count
+            block.deallocate()
+            close()
+        }
+    }
+
+    private func didWrite(count: Int, status: Int32) {
+        queuedWriteBytes -= count
+        if status == 0 { server.stats.bytesOut += UInt64(count) }
+        guard !isClosed else { return }
+        if status < 0 {
+            close()
+            return
+        }
+        afterOutputDrained()
+    }
+
+    private func afterOutputDrained() {
+        if closeWhenFlushed && pendingOutputBytes == 0 {
+            close()
+            return
+        }
+        applyBackpressure()
+    }
+
+    func applyBackpressure() {
+        switch backpressure.update(pendingBytes: heldBytes) {
+        case .pause:
+            server.log.debug("conn=\(id) paused: \(pendingOutputBytes) bytes unsent")
+            stopReading()
+        case .resume:
+            server.log.debug("conn=\(id) resumed")
+            guard phase != .closing else { return }
+            processFrames()
+            if !backpressure.isPaused { startReading() }
+        case .none:
+            break
+        }
+    }
+}
