@@ -133,7 +133,9 @@ public final class Server {
         for part in path.split(separator: "/", omittingEmptySubsequences: true) {
             prefix += "/" + part
             if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
-                throw .io("mkdir \(prefix): \(String(cString: strerror(errno)))")
+                let e = errno
+                let text = "mkdir \(prefix): \(String(cString: strerror(e)))"
+                throw e == EROFS || e == EACCES || e == EPERM ? .readOnly(text) : .io(text)
             }
         }
     }

@@ -101,6 +101,8 @@ struct BlobFiles {
     static func failure(_ what: String) -> StoreError {
         let e = errno
         let text = "\(what): \(String(cString: strerror(e)))"
-        return e == ENOSPC || e == EDQUOT ? .diskFull(text) : .io(text)
+        if e == ENOSPC || e == EDQUOT { return .diskFull(text) }
+        if e == EROFS || e == EACCES || e == EPERM { return .readOnly(text) }
+        return .io(text)
     }
 }

@@ -7,6 +7,13 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
     public var description: String { "SQLite error \(code): \(message)" }
     /// The disk (or the file system's quota) is full.
     public var isDiskFull: Bool { code & 0xFF == SQLITE_FULL }
+    public var isReadOnly: Bool { code & 0xFF == SQLITE_READONLY || code & 0xFF == SQLITE_CANTOPEN || code & 0xFF == SQLITE_PERM }
+    /// The store's error for this failure.
+    public var storeError: StoreError {
+        if isDiskFull { return .diskFull(message) }
+        if isReadOnly { return .readOnly(message) }
+        return .io("\(self)")
+    }
     public var isCorrupt: Bool { code & 0xFF == SQLITE_CORRUPT || code & 0xFF == SQLITE_NOTADB }
 }
 

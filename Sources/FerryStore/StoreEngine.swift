@@ -74,7 +74,7 @@ final class StoreEngine {
             // The transaction is lost as a whole (typically a full disk): every write fails, reads run again alone.
             index.rollback()
             (diskBytes, diskEntries) = before
-            let failure: StoreError = error.isDiskFull ? .diskFull(error.message) : .io("\(error)")
+            let failure = error.storeError
             outcome.results = jobs.map { job in
                 if case .get = job { return perform(job, &outcome) }
                 if case .list = job { return perform(job, &outcome) }
@@ -137,7 +137,7 @@ final class StoreEngine {
                 return .swept
             }
         } catch let error as SQLiteError {
-            return .failed(error.isDiskFull ? .diskFull(error.message) : .io("\(error)"))
+            return .failed(error.storeError)
         } catch let error as StoreError {
             return .failed(error)
         } catch {

@@ -4,6 +4,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case valueTooLarge(size: Int, limit: Int)
     /// The disk (or the disk budget) cannot take the value → `resource_exhausted`.
     case diskFull(String)
+    /// The cache directory cannot be written (a read-only file system or permissions) → `unavailable`.
+    case readOnly(String)
     /// An I/O or SQLite failure that is not the caller's fault → `internal`.
     case io(String)
 
@@ -11,6 +13,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .valueTooLarge(let size, let limit): return "value of \(size) bytes exceeds the limit of \(limit)"
         case .diskFull(let m): return "the cache disk is full: \(m)"
+        case .readOnly(let m): return "the cache directory is not writable: \(m)"
         case .io(let m): return m
         }
     }

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CSQLite
 import FerryCache
 
 /// Start-up of the disk tier: open the index, check it, move a damaged one aside (the daemon then starts empty,
@@ -19,6 +20,9 @@ enum StoreOpening {
         let index: DiskIndex
         do {
             index = try openChecked(path)
+        } catch where !error.isCorrupt {
+            // Not damage: a directory we may not write, a full disk. Say so; moving files would not help.
+            throw error.storeError
         } catch {
             let aside = "\(path).corrupt-\(time(nil))"
             for suffix in ["", "-wal", "-shm"] { rename(path + suffix, aside + suffix) }
@@ -42,7 +46,7 @@ enum StoreOpening {
     private static func openChecked(_ path: String) throws(SQLiteError) -> DiskIndex {
         let index = try DiskIndex(path: path)
         let verdict = try index.db.scalarText("PRAGMA quick_check")
-        guard verdict == "ok" else { throw SQLiteError(code: 11, message: "quick_check: \(verdict ?? "no answer")") }
+        guard verdict == "ok" else { throw SQLiteError(code: SQLITE_CORRUPT, message: "quick_check: \(verdict ?? "no answer")") }
         return index
     }
 

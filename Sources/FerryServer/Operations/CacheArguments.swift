@@ -69,6 +69,7 @@ extension RequestContext {
     func fail(store error: StoreError) {
         switch error {
         case .valueTooLarge, .diskFull: fail(.resourceExhausted, error.description)
+        case .readOnly: fail(.unavailable, error.description)
         case .io: fail(.internal, error.description)
         }
     }
