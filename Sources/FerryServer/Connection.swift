@@ -131,6 +131,7 @@ final class Connection {
             return
         }
         server.stats.requestsTotal += 1
+        uploads.newRequest(envelope.id)
         let entry = server.router.entry(envelope.op)
         let situation = RequestGate.Situation(
             phase: phase, serverDraining: server.isDraining, idInFlight: inFlight[envelope.id] != nil || uploads.contains(envelope.id),
@@ -172,6 +173,7 @@ final class Connection {
     private func handleContinuation(_ part: ContinuationEnvelope, body: [UInt8]) {
         if uploads.contains(part.id), let refusal = uploadRefusal(adding: body.count, newUpload: false) {
             _ = uploads.cancel(part.id)
+            syncUploadBytes()
             server.stats.countError(refusal.code, op: nil)
             if !part.more { _ = uploads.next(part, body: []) }  // the last part: stop discarding
             return writeError(id: part.id, error: refusal)

@@ -129,7 +129,7 @@ public final class Server {
 
     /// `mkdir -p` with mode 0700 for the parts it creates.
     private static func makeDirectories(_ path: String) throws(StoreError) {
-        var prefix = ""
+        var prefix = path.hasPrefix("/") ? "" : (Server.currentDirectory() ?? ".")
         for part in path.split(separator: "/", omittingEmptySubsequences: true) {
             prefix += "/" + part
             if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
@@ -355,6 +355,12 @@ public final class Server {
         iterationHook?.close()
         for s in signals { s.close() }
         signals.removeAll()
+    }
+
+    static func currentDirectory() -> String? {
+        var buf = [CChar](repeating: 0, count: 4096)
+        guard getcwd(&buf, buf.count) != nil else { return nil }
+        return String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Lets a daemon hold as many connections as the hard limit allows (the soft limit is often 1024).

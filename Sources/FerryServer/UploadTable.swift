@@ -33,9 +33,15 @@ struct UploadTable {
 
     func contains(_ id: UInt64) -> Bool { uploads[id] != nil }
 
+    /// A new request envelope with this id: parts of an earlier, dropped upload with the same id are over.
+    mutating func newRequest(_ id: UInt64) {
+        if !discarding.isEmpty { discarding.remove(id) }
+    }
+
     mutating func begin(_ envelope: RequestEnvelope, firstPart: [UInt8], limit: Int) -> Step {
+        discarding.remove(envelope.id)
         guard firstPart.count <= limit else {
-            discarding.insert(envelope.id)
+            discard(envelope.id)
             return .failed(UploadTable.tooLarge(limit))
         }
         uploads[envelope.id] = Upload(envelope: envelope, body: firstPart, limit: limit)
@@ -53,7 +59,7 @@ struct UploadTable {
         }
         heldBytes -= upload.body.count
         guard upload.body.count + body.count <= upload.limit else {
-            if part.more { discarding.insert(part.id) }
+            if part.more { discard(part.id) }
             return .failed(UploadTable.tooLarge(upload.limit))
         }
         upload.body.append(contentsOf: body)
@@ -63,14 +69,20 @@ struct UploadTable {
         return .pending
     }
 
-    /// Parts of a request refused before its upload began are dropped too.
-    mutating func discard(_ id: UInt64) { discarding.insert(id) }
+    /// Parts of a request refused before its upload began are dropped too. Bounded: a client that abandons uploads
+    /// without sending their last part cannot grow the set (later stray parts then get `invalid_argument`).
+    mutating func discard(_ id: UInt64) {
+        if discarding.count >= UploadTable.maxDiscarding { discarding.removeAll() }
+        discarding.insert(id)
+    }
+
+    static let maxDiscarding = 1024
 
     /// Drops an unfinished upload (the client cancelled it); its later parts are dropped.
     mutating func cancel(_ id: UInt64) -> Bool {
         guard let upload = uploads.removeValue(forKey: id) else { return false }
         heldBytes -= upload.body.count
-        discarding.insert(id)
+        discard(id)
         return true
     }
 

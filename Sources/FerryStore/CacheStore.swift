@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import FerryCache
 
 /// Where a value came from.
@@ -27,15 +30,21 @@ public final class CacheStore: @unchecked Sendable {
     public let notices: [String]
     private let memory: MemoryLRU<CacheKey, CacheEntry>
     private var worker: DiskWorker!
+    private let lockFD: Int32
     private var completions: [(DiskResult) -> Void] = []
     private var completionsHead = 0
     private var accessed = Set<CacheKey>()
+    /// Value bytes handed to the disk worker and not yet done: a client that sends sets faster than the disk takes
+    /// them (and cancels or times out) must not grow the daemon without bound.
+    private var queuedValueBytes = 0
+    public static let maxQueuedValueBytes = 256 * 1024 * 1024
 
     public init(config: StoreConfig, post: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) throws(StoreError) {
         self.config = config
         memory = MemoryLRU(budget: config.memoryBudget)
         let opened = try StoreOpening.open(config)
         notices = opened.notices
+        lockFD = opened.lockFD
         let engine = opened.engine
         counters.diskBytes = engine.diskBytes
         counters.diskEntries = engine.diskEntries
@@ -46,7 +55,10 @@ public final class CacheStore: @unchecked Sendable {
     }
 
     /// Waits for queued disk work to commit, then stops the worker. Completions of that work are not run.
-    public func close() { worker.stop() }
+    public func close() {
+        worker.stop()
+        if lockFD >= 0 { Glibc.close(lockFD) }
+    }
 
     // MARK: Operations
 
@@ -64,6 +76,7 @@ public final class CacheStore: @unchecked Sendable {
             switch result {
             case .entry(let entry?):
                 counters.diskHits += 1
+                accessed.insert(key)
                 remember(key, entry)
                 done(.success((entry, .disk)))
             case .entry(nil):
@@ -82,8 +95,13 @@ public final class CacheStore: @unchecked Sendable {
             return done(.failure(.valueTooLarge(size: value.count, limit: config.maxValueBytes)))
         }
         if ifAbsent, let existing = memory.peek(key), !existing.isExpired(now: now) { return done(.success(false)) }
+        guard queuedValueBytes + value.count <= CacheStore.maxQueuedValueBytes else {
+            return done(.failure(.diskFull("\(queuedValueBytes) bytes of values are waiting for the disk; try again")))
+        }
+        queuedValueBytes += value.count
         let entry = CacheEntry(value: value, createdAt: now, expiresAt: ttlMs.map { now + $0 })
         submit(.put(key, entry, ifAbsent: ifAbsent, now: now)) { [unowned self] result in
+            queuedValueBytes -= value.count
             switch result {
             case .stored(let stored):
                 if stored {

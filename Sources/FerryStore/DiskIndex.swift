@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CSQLite
 import FerryCache
 
 /// One row of the index: where a value lives and its times.
@@ -57,7 +58,22 @@ final class DiskIndex {
         return s
     }
 
+    /// Resets every cached statement: a statement left mid-result keeps a read transaction open, which stops the
+    /// WAL from ever being rewound (it would grow for the daemon's whole life).
+    func resetStatements() {
+        for s in statements.values { s.reset() }
+    }
+
+    /// Whether a transaction is open (SQLite may roll one back by itself on some errors).
+    var inTransaction: Bool { sqlite3_get_autocommit(db.handle) == 0 }
+
     func begin() throws(SQLiteError) { try db.exec("BEGIN IMMEDIATE") }
+
+    /// `PRAGMA wal_checkpoint(TRUNCATE)`, outside any transaction; failures only delay it to the next sweep.
+    func checkpoint() {
+        resetStatements()
+        try? db.exec("PRAGMA wal_checkpoint(TRUNCATE)")
+    }
     func commit() throws(SQLiteError) { try db.exec("COMMIT") }
     func rollback() { try? db.exec("ROLLBACK") }
 
@@ -117,7 +133,7 @@ final class DiskIndex {
     func list(namespace: String, prefix: [UInt8], after cursor: [UInt8]?, limit: Int, now: Int64) throws(SQLiteError) -> [(key: [UInt8], size: Int, expiresAt: Int64?)] {
         let s = try statement("""
             SELECT key, size, expires_at FROM entries
-            WHERE namespace=? AND key>=? AND (? IS NULL OR key>?) AND substr(key, 1, ?)=?
+            WHERE namespace=? AND key>=? AND (? IS NULL OR key>?) AND (? IS NULL OR key<?) AND substr(key, 1, ?)=?
               AND (expires_at IS NULL OR expires_at>?)
             ORDER BY key LIMIT ?
             """)
@@ -125,10 +141,15 @@ final class DiskIndex {
         try s.bind(2, prefix)
         try s.bind(3, cursor)
         try s.bind(4, cursor)
-        try s.bind(5, Int64(prefix.count))
-        try s.bind(6, prefix)
-        try s.bind(7, now)
-        try s.bind(8, Int64(limit))
+        // The first byte string after every key with this prefix (UTF-8 never holds 0xFF, so one exists), so the
+        // index range ends where the prefix does instead of scanning the rest of the namespace.
+        let end: [UInt8]? = prefix.isEmpty ? nil : prefix + [0xFF]
+        try s.bind(5, end)
+        try s.bind(6, end)
+        try s.bind(7, Int64(prefix.count))
+        try s.bind(8, prefix)
+        try s.bind(9, now)
+        try s.bind(10, Int64(limit))
         var out: [(key: [UInt8], size: Int, expiresAt: Int64?)] = []
         while try s.step() { out.append((s.blob(0) ?? [], Int(s.int(1)), s.optionalInt(2))) }
         return out

@@ -14,11 +14,12 @@ final class DiskWorker: @unchecked Sendable {
     typealias Job = DiskJob
     typealias Done = BatchOutcome
 
-    private var mutex = pthread_mutex_t()
-    private var condition = pthread_cond_t()
+    // Heap-allocated: a pthread mutex must not move, and Swift does not promise a stable address for `&property`.
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var queue: [Job] = []
     private var stopping = false
-    private var finished = false
+    private var joined = false
     private let run: ([Job]) -> Done
     private let deliver: @Sendable (Done) -> Void
     private var thread = pthread_t()
@@ -29,37 +30,39 @@ final class DiskWorker: @unchecked Sendable {
     init(run: @escaping ([Job]) -> Done, deliver: @escaping @Sendable (Done) -> Void) {
         self.run = run
         self.deliver = deliver
-        pthread_mutex_init(&mutex, nil)
-        pthread_cond_init(&condition, nil)
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(condition, nil)
         let me = Unmanaged.passRetained(self).toOpaque()
         let rc = pthread_create(&thread, nil, diskWorkerMain, me)
         precondition(rc == 0, "cannot start the disk worker thread: \(rc)")
     }
 
     func submit(_ job: Job) {
-        pthread_mutex_lock(&mutex)
+        pthread_mutex_lock(mutex)
         queue.append(job)
-        pthread_cond_signal(&condition)
-        pthread_mutex_unlock(&mutex)
+        pthread_cond_signal(condition)
+        pthread_mutex_unlock(mutex)
     }
 
     /// Lets the queued work finish, then stops the thread and waits for it.
     func stop() {
-        pthread_mutex_lock(&mutex)
+        guard !joined else { return }
+        joined = true
+        pthread_mutex_lock(mutex)
         stopping = true
-        pthread_cond_signal(&condition)
-        pthread_mutex_unlock(&mutex)
+        pthread_cond_signal(condition)
+        pthread_mutex_unlock(mutex)
         pthread_join(thread, nil)
     }
 
     fileprivate func loop() {
         while true {
-            pthread_mutex_lock(&mutex)
-            while queue.isEmpty && !stopping { pthread_cond_wait(&condition, &mutex) }
+            pthread_mutex_lock(mutex)
+            while queue.isEmpty && !stopping { pthread_cond_wait(condition, mutex) }
             let batch = queue
             queue.removeAll(keepingCapacity: true)
             let exit = stopping && batch.isEmpty
-            pthread_mutex_unlock(&mutex)
+            pthread_mutex_unlock(mutex)
             if exit { return }
             deliver(run(batch))
         }

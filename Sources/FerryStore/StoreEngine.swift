@@ -1,3 +1,4 @@
+import CSQLite
 import FerryCache
 
 /// Disk work, as the loop thread asks for it.
@@ -65,15 +66,32 @@ final class StoreEngine {
     func run(_ jobs: [DiskJob]) -> BatchOutcome {
         var outcome = BatchOutcome(results: [], diskBytes: 0, diskEntries: 0, evictions: 0, expirations: 0)
         let before = (diskBytes, diskEntries)
-        do {
+        do throws(SQLiteError) {
             try index.begin()
-            for job in jobs { outcome.results.append(perform(job, &outcome)) }
+            for job in jobs {
+                outcome.results.append(perform(job, &outcome))
+                // Some errors make SQLite roll back the whole transaction: then nothing of this batch stands, and
+                // the remaining jobs must not run in autocommit behind the batch's back.
+                if !index.inTransaction { throw SQLiteError(code: SQLITE_ABORT, message: "the transaction was rolled back") }
+            }
+            // Reset before COMMIT: SQLite's automatic checkpoint runs inside it, and a statement still holding its
+            // read would keep the WAL from being rewound.
+            index.resetStatements()
             try index.commit()
+            if jobs.contains(where: { if case .sweep = $0 { return true } else { return false } }) {
+                // About once a second: fold the WAL back into the database and truncate it, so its size stays
+                // bounded by a second of writes whatever the write pattern.
+                index.checkpoint()
+            }
             for hash in maybeUnreferenced where (try? index.isBlobReferenced(hash)) == false { blobs.remove(hash) }
         } catch {
             // The transaction is lost as a whole (typically a full disk): every write fails, reads run again alone.
             index.rollback()
+            index.resetStatements()
             (diskBytes, diskEntries) = before
+            if let totals = try? index.totals(overheadPerRow: StoreConfig.diskOverheadPerEntry) { (diskBytes, diskEntries) = totals }
+            outcome.evictions = 0
+            outcome.expirations = 0
             let failure = error.storeError
             outcome.results = jobs.map { job in
                 if case .get = job { return perform(job, &outcome) }
@@ -82,6 +100,7 @@ final class StoreEngine {
             }
         }
         maybeUnreferenced.removeAll()
+        index.resetStatements()
         outcome.diskBytes = diskBytes
         outcome.diskEntries = diskEntries
         return outcome
@@ -95,7 +114,7 @@ final class StoreEngine {
                 let value: [UInt8]?
                 if let inline = row.inline { value = inline } else if let hash = row.blob { value = blobs.read(hash, expectedSize: row.size) } else { value = nil }
                 guard let value, value.count == row.size else { return .entry(nil) }  // never a torn value
-                try index.setAccessed(key, at: now)
+                // No write here (a full disk must not fail reads): the loop records the access for the next sweep.
                 return .entry(CacheEntry(value: value, createdAt: row.createdAt, expiresAt: row.expiresAt))
             case .put(let key, let entry, let ifAbsent, let now):
                 if ifAbsent, let old = try index.get(key), !(old.expiresAt.map { now >= $0 } ?? false) { return .stored(false) }
@@ -128,12 +147,7 @@ final class StoreEngine {
                 return .cleared(removed)
             case .sweep(let now, let accessed):
                 for key in accessed { try index.setAccessed(key, at: now) }
-                let expired = try index.select(where: "expires_at IS NOT NULL AND expires_at<=?", { s throws(SQLiteError) in try s.bind(1, now) }, orderBy: "expires_at", limit: 1000)
-                for (key, row) in expired {
-                    guard try index.delete(key) != nil else { continue }
-                    forget(key, row)
-                    outcome.expirations += 1
-                }
+                outcome.expirations += try removeExpired(now: now, limit: 1000)
                 return .swept
             }
         } catch let error as SQLiteError {
@@ -155,7 +169,10 @@ final class StoreEngine {
         // Keep the disk tier under its budget on the write path: evict least recently used rows first.
         if diskBytes - oldCost + cost > config.diskBudget {
             let target = Int(Double(config.diskBudget) * config.diskLowWatermark) - cost
-            outcome.evictions += try evict(downTo: max(0, target), sparing: key)
+            outcome.expirations += try removeExpired(now: now, limit: 10_000)
+            if diskBytes - oldCost + cost > config.diskBudget {
+                outcome.evictions += try evict(downTo: max(0, target), sparing: key)
+            }
         }
         var row = DiskRow(size: entry.value.count, createdAt: entry.createdAt, expiresAt: entry.expiresAt, inline: nil, blob: nil)
         if entry.value.count <= config.inlineThreshold { row.inline = entry.value } else { row.blob = try blobs.write(entry.value) }
@@ -165,6 +182,18 @@ final class StoreEngine {
         }
         diskBytes += cost
         diskEntries += 1
+    }
+
+    /// Deletes up to `limit` expired rows, oldest expiry first; returns how many.
+    private func removeExpired(now: Int64, limit: Int) throws(SQLiteError) -> Int {
+        let expired = try index.select(where: "expires_at IS NOT NULL AND expires_at<=?", { s throws(SQLiteError) in try s.bind(1, now) }, orderBy: "expires_at", limit: limit)
+        var removed = 0
+        for (key, row) in expired {
+            guard try index.delete(key) != nil else { continue }
+            forget(key, row)
+            removed += 1
+        }
+        return removed
     }
 
     private func evict(downTo target: Int, sparing: CacheKey) throws -> Int {

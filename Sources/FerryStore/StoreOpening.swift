@@ -11,10 +11,22 @@ enum StoreOpening {
         let engine: StoreEngine
         /// A line for the log when something had to be repaired.
         var notices: [String]
+        /// Holds the directory's lock; closing it releases the directory.
+        let lockFD: Int32
     }
 
     static func open(_ config: StoreConfig) throws(StoreError) -> Opened {
         try BlobFiles.makeDirectory(config.directory)
+        let lockFD = try lockDirectory(config.directory)
+        do {
+            return try openLocked(config, lockFD: lockFD)
+        } catch {
+            close(lockFD)
+            throw error
+        }
+    }
+
+    private static func openLocked(_ config: StoreConfig, lockFD: Int32) throws(StoreError) -> Opened {
         let path = config.directory + "/index.db"
         var notices: [String] = []
         let index: DiskIndex
@@ -24,7 +36,7 @@ enum StoreOpening {
             // Not damage: a directory we may not write, a full disk. Say so; moving files would not help.
             throw error.storeError
         } catch {
-            let aside = "\(path).corrupt-\(time(nil))"
+            let aside = "\(path).corrupt-\(time(nil))-\(getpid())"
             for suffix in ["", "-wal", "-shm"] { rename(path + suffix, aside + suffix) }
             notices.append("CACHE INDEX DAMAGED (\(error)); moved it to \(aside) and starting with an empty cache")
             do {
@@ -36,10 +48,23 @@ enum StoreOpening {
         let blobs = try BlobFiles(root: config.directory + "/blobs")
         do {
             notices += try reconcile(index, blobs)
-            return Opened(engine: try StoreEngine(config: config, index: index, blobs: blobs), notices: notices)
+            return Opened(engine: try StoreEngine(config: config, index: index, blobs: blobs), notices: notices, lockFD: lockFD)
         } catch {
             throw .io("cannot read the index at \(path): \(error)")
         }
+    }
+
+    /// One daemon per cache directory, whatever sockets they serve: a second one would delete the first one's
+    /// uncommitted blobs as orphans and double the disk budget. The lock is held until the store is closed.
+    private static func lockDirectory(_ dir: String) throws(StoreError) -> Int32 {
+        let path = dir + "/lock"
+        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw BlobFiles.failure("open \(path)") }
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            close(fd)
+            throw .io("another ferryd uses the cache directory \(dir)")
+        }
+        return fd
     }
 
     /// Opens the index and runs SQLite's quick integrity check; any failure means "damaged".

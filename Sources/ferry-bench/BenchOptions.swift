@@ -8,9 +8,11 @@ enum BenchMode: String, CaseIterable {
     case rawConns = "raw-conns"
     case rawConnsThreads = "raw-conns-threads"
     case client = "client"
+    case cacheSet = "cache-set"
+    case cacheGet = "cache-get"
 
-    /// What runs when no mode is named: the four load shapes of BENCHMARKS.md (the threads variant is a side
-    /// experiment).
+    /// What runs when no mode is named: the four `ping` load shapes of BENCHMARKS.md (the threads variant is a side
+    /// experiment; the cache modes run when named, or with `all`).
     static let defaults: [BenchMode] = [.rawSeq, .rawPipelined, .rawConns, .client]
 }
 
@@ -24,6 +26,9 @@ struct BenchOptions {
     var inFlight = 50
     var connections = 50
     var tasks = 50
+    var pipeline = 1
+    var keySpace = 10_000
+    var valueBytes = 100
 
     static let parser = ArgParser([
         OptionSpec("socket", takesValue: true, help: "ferryd's socket (default: $FERRY_SOCKET, then the standard path)"),
@@ -32,7 +37,10 @@ struct BenchOptions {
         OptionSpec("count", takesValue: true, help: "measure each mode for this many requests instead of a duration"),
         OptionSpec("warmup", takesValue: true, help: "seconds of unmeasured load before each mode (default: 0.5; 0 = none)"),
         OptionSpec("in-flight", takesValue: true, help: "raw-pipelined: requests outstanding (default: 50)"),
-        OptionSpec("conns", takesValue: true, help: "raw-conns: connections, one request in flight each (default: 50)"),
+        OptionSpec("conns", takesValue: true, help: "raw-conns, cache-*: connections (default: 50)"),
+        OptionSpec("pipeline", takesValue: true, help: "cache-*: requests sent together per connection, 1 … 64 (default: 1; redis-benchmark -P)"),
+        OptionSpec("keys", takesValue: true, help: "cache-*: key space, keys key:000000000000 … (default: 10000; redis-benchmark -r)"),
+        OptionSpec("value-bytes", takesValue: true, help: "cache-*: value size in bytes (default: 100; redis-benchmark -d)"),
         OptionSpec("tasks", takesValue: true, help: "client: concurrent tasks sharing one FerryClient (default: 50)"),
         OptionSpec("help", short: "h", help: "print this help"),
     ])
@@ -40,8 +48,8 @@ struct BenchOptions {
     static let usage = """
         Usage: ferry-bench [MODE...] [OPTIONS]
 
-        Measures ferryd's `ping` round trips against a running daemon and prints, per mode, one line
-        `RESULT mode=… ops_per_s=… p50_us=… p99_us=… msg_bytes=… reply_bytes=…` and one line for people.
+        Measures ferryd's `ping` round trips, or its cache, against a running daemon and prints, per mode, one
+        line `RESULT mode=… ops_per_s=… p50_us=… p99_us=… msg_bytes=… reply_bytes=…` and one line for people.
 
         Modes:
           raw-seq            1 connection, 1 request at a time, blocking I/O, frames hand-encoded
@@ -49,6 +57,9 @@ struct BenchOptions {
           raw-conns          --conns connections, 1 in flight each, one poll() loop
           raw-conns-threads  as raw-conns, one blocking thread per connection (comparison only)
           client             FerryClient, --tasks concurrent tasks on one connection
+          cache-set          cache.set of --value-bytes values under random keys of --keys, --conns connections,
+                             each sending --pipeline requests at a time (1: one in flight; as redis-benchmark -c/-P)
+          cache-get          cache.get, same shape; every key is stored first, so every get is a hit
 
         Options:
         \(parser.helpText)
@@ -82,6 +93,11 @@ struct BenchOptions {
         options.inFlight = Int(try number(args.value("in-flight"), "--in-flight", default: 50, minimum: 1, maximum: 1024))
         options.connections = Int(try number(args.value("conns"), "--conns", default: 50, minimum: 1, maximum: 1000))
         options.tasks = Int(try number(args.value("tasks"), "--tasks", default: 50, minimum: 1, maximum: 1024))
+        // 64: the cache modes track a batch's replies in one 64-bit mask.
+        options.pipeline = Int(try number(args.value("pipeline"), "--pipeline", default: 1, minimum: 1, maximum: 64))
+        options.keySpace = Int(try number(args.value("keys"), "--keys", default: 10_000, minimum: 1, maximum: 1e12 - 1))
+        options.valueBytes = Int(try number(args.value("value-bytes"), "--value-bytes", default: 100, minimum: 0,
+                                            maximum: 1_000_000))
         return options
     }
 

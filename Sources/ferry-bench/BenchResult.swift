@@ -13,8 +13,11 @@ struct BenchResult {
     /// Size of one `pong` reply frame, header included: the size the C reference answers with.
     var replyBytes: Int
     var connections: Int
-    /// Requests kept outstanding per connection (or, in `client` mode, concurrent tasks).
+    /// Requests kept outstanding per connection (or, in `client` mode, concurrent tasks; in the cache modes, the
+    /// requests sent together in one batch).
     var inFlight: Int
+    /// More `key=value` fields for the machine line (the cache modes' operation, key space and value size).
+    var extra = ""
 
     var opsPerSecond: Double {
         elapsedNanos == 0 ? 0 : Double(requests) / (Double(elapsedNanos) / 1e9)
@@ -27,6 +30,7 @@ struct BenchResult {
             + " p50_us=\(p.map { decimal($0.p50, 1) } ?? "nan") p99_us=\(p.map { decimal($0.p99, 1) } ?? "nan")"
             + " msg_bytes=\(requestBytes) reply_bytes=\(replyBytes)"
             + " conns=\(connections) in_flight=\(inFlight) requests=\(requests) seconds=\(decimal(Double(elapsedNanos) / 1e9, 3))"
+            + (extra.isEmpty ? "" : " " + extra)
     }
 
     /// `raw-seq          41,234 req/s   p50 21.4 µs   p99 35.0 µs   (1 conn × 1 in flight, 34 B → 58 B, …)`

@@ -3,7 +3,7 @@ import Glibc
 #endif
 import FerryArgs
 
-/// ferry-bench: a load generator for ferryd's `ping`, run by bench/run.sh beside the C reference
+/// ferry-bench: a load generator for ferryd's `ping` and cache, run by bench/run.sh beside the C reference
 /// (bench/rawpingpong.c); BENCHMARKS.md explains the rows. Exit codes: 0 measured, 1 a mode failed, 2 usage.
 func writeStderr(_ s: String) {
     var line = s + "\n"
@@ -24,6 +24,10 @@ func measure(_ mode: BenchMode, _ budget: Budget, _ o: BenchOptions) async throw
     case .rawConns: return try runRawConnections(socket: o.socket, budget: budget, count: o.connections)
     case .rawConnsThreads: return try runRawConnectionThreads(socket: o.socket, budget: budget, count: o.connections)
     case .client: return try await runClient(socket: o.socket, budget: budget, tasks: o.tasks)
+    case .cacheSet, .cacheGet:
+        return try runCacheLoad(socket: o.socket, budget: budget, op: mode == .cacheSet ? .set : .get,
+                                connections: o.connections, pipeline: o.pipeline, keySpace: o.keySpace,
+                                valueBytes: o.valueBytes)
     }
 }
 
@@ -40,8 +44,14 @@ do {
 }
 
 var failed = false
+var populated = false
 for mode in options.modes {
     do {
+        // cache-get reads only hits: store every key once, before its first (warm-up) run.
+        if mode == .cacheGet && !populated {
+            try populateCache(socket: options.socket, keySpace: options.keySpace, valueBytes: options.valueBytes)
+            populated = true
+        }
         // The warm-up runs the same code on its own connections and is thrown away: it brings the CPUs out of
         // their idle states and lets both processes' allocators reach a steady size before anything is counted.
         if options.warmup.seconds > 0 { _ = try await measure(mode, options.warmup, options) }

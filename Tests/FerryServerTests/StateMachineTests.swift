@@ -144,6 +144,17 @@ import FerryProtocol
         #expect(t.isEmpty, "the last part ends the discarding")
     }
 
+    @Test func aDroppedIdCanBeUsedAgain() {
+        var t = UploadTable()
+        _ = t.begin(envelope, firstPart: [1, 2, 3], limit: 2)  // refused: its later parts are to be dropped
+        let stray = t.next(ContinuationEnvelope(id: 7, more: true), body: [4])
+        #expect(stray == .dropped)
+        t.newRequest(7)  // the client moved on and reuses the id
+        let again = t.begin(envelope, firstPart: [9], limit: 10)
+        let last = t.next(ContinuationEnvelope(id: 7, more: false), body: [8])
+        #expect(again == .pending && last == .complete(envelope, [9, 8]))
+    }
+
     @Test func unknownIdsAndCancel() {
         var t = UploadTable()
         guard case .failed(let e) = t.next(ContinuationEnvelope(id: 9, more: false), body: []) else {

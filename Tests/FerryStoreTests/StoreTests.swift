@@ -84,6 +84,33 @@ func tempDir() -> String {
         #expect(try h.get("missing") == nil)
     }
 
+    /// Every statement is reset after each batch, so no read transaction pins the WAL and it is rewound.
+    @Test func theWriteAheadLogDoesNotGrowWithoutBound() throws {
+        let dir = tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let h = try StoreHarness(dir: dir) { $0.memoryBudget = 0 }
+        defer { h.store.close() }
+        for k in 0..<3000 {
+            #expect(try h.set("k\(k % 50)", [UInt8](repeating: UInt8(k & 255), count: 4096)))
+            if k % 7 == 0 { _ = try h.get("k\((k + 3) % 50)") }
+        }
+        let walPath = dir + "/index.db-wal"
+        let wal = (try? FileManager.default.attributesOfItem(atPath: walPath)[.size] as? Int) ?? 0
+        #expect(wal < 8 << 20, "WAL is \(wal) bytes after 12 MB of writes: automatic checkpoints rewind it")
+        h.store.sweep(now: 1000)
+        _ = h.wait { done in h.store.list(namespace: "default", prefix: "", cursor: nil, limit: 1, now: 1000) { done($0) } }
+        let truncated = (try? FileManager.default.attributesOfItem(atPath: walPath)[.size] as? Int) ?? 0
+        #expect(truncated < 1 << 20, "WAL is \(truncated) bytes after a sweep's checkpoint")
+    }
+
+    @Test func oneDaemonPerCacheDirectory() throws {
+        let dir = tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let first = try StoreHarness(dir: dir)
+        defer { first.store.close() }
+        #expect(throws: StoreError.self) { _ = try CacheStore(config: StoreConfig(directory: dir), post: { _ in }) }
+    }
+
     @Test func expiredEntriesAreNeverReturned() throws {
         let dir = tempDir()
         defer { try? FileManager.default.removeItem(atPath: dir) }
