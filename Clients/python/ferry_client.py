@@ -34,11 +34,18 @@ The shared key-value cache (``cache.*``; values are raw bytes, every entry lives
 
 One ``Client`` may be shared by many threads: a reader thread matches replies to requests by id.
 
+A request body too large for one frame (a big ``cache_set`` value, a big ``ping`` body) is sent in parts
+(PROTOCOL.md section 5, "Request bodies larger than one frame"): the envelope with ``"more": true`` and the first
+part, then continuation frames ``{"id": N, "more": true|false}``. The Client does this by itself, writing all
+frames of one request back to back; ``split_request`` shows the frames it would send.
+
 Framing alone (no socket)::
 
     frame = encode_frame({"id": 2, "op": "ping"})
     decoder = FrameDecoder()
     decoder.feed(frame[:5]) + decoder.feed(frame[5:])    # -> [({"id": 2, "op": "ping"}, b"")]
+
+    frames = [encode_frame(e, part) for e, part in split_request({"id": 3, "op": "ping"}, big_body, 4194304)]
 """
 
 import itertools
@@ -53,7 +60,8 @@ from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 __all__ = [
     "CacheEntry", "CacheKey", "Client", "FerryError", "FerryProtocolError", "FrameDecoder", "check_request",
-    "decode_envelope", "default_socket_path", "encode_frame", "encode_json", "PROTOCOL_VERSION", "ERROR_CODES",
+    "decode_envelope", "default_socket_path", "encode_frame", "encode_json", "split_request", "PROTOCOL_VERSION",
+    "ERROR_CODES", "MIN_BODY_PART_BYTES",
 ]
 
 PROTOCOL_VERSION = 1
@@ -65,6 +73,10 @@ DEFAULT_HANDSHAKE_FRAME_BYTES = 65536
 DEFAULT_MAX_FRAME_BYTES = 4194304
 DEFAULT_MAX_JSON_BYTES = 1048576
 DEFAULT_MAX_NESTING = 32
+
+# A request whose body must be sent in parts is refused locally (resource_exhausted) when its envelope leaves
+# less room than this for the body in the first frame.
+MIN_BODY_PART_BYTES = 1024
 
 MAX_ID = 2 ** 53 - 1
 MAX_TIMEOUT_MS = 2 ** 31 - 1
@@ -247,6 +259,68 @@ def check_request(envelope: dict) -> None:
         raise FerryError("invalid_argument", f"timeout_ms must be an integer 1 … {MAX_TIMEOUT_MS}, not {timeout_ms!r}")
 
 
+def split_request(envelope: dict, body: bytes, max_frame_bytes: int,
+                  max_json_bytes: int = DEFAULT_MAX_JSON_BYTES) -> List[Tuple[dict, memoryview]]:
+    """The frames of one request as ``(envelope, body part)`` pairs: ``encode_frame(envelope, part)`` for each, in
+    order, is what goes on the wire (PROTOCOL.md section 5, "Request bodies larger than one frame").
+
+    A request that fits one frame of ``max_frame_bytes`` is that one frame, unchanged. Otherwise the first frame is
+    the envelope plus ``"more": true`` with as much of the body as fits, and each further part travels in a
+    continuation frame ``{"id": N, "more": true}``; the last one has ``"more": false``. Continuation parts all
+    have the same size (what fits beside ``{"id": N, "more": false}``), so no part is empty.
+
+    Raises FerryError("resource_exhausted") when the envelope's JSON exceeds ``max_json_bytes``, or when the body
+    must be split but the first frame leaves less than MIN_BODY_PART_BYTES for it. The parts are views of
+    ``body``, not copies."""
+    view = _byte_view(body)
+    frames = _split_request(envelope, view, max_frame_bytes, max_json_bytes)
+    return [(env, part) for env, _, part in frames]
+
+
+def _byte_view(body: Any) -> memoryview:
+    """``body`` as a flat view of bytes (anything ``bytes()`` accepts, as ``encode_frame`` does)."""
+    try:
+        view = memoryview(body)
+    except TypeError:
+        return memoryview(bytes(body))
+    try:
+        return view.cast("B")
+    except TypeError:            # not C-contiguous
+        return memoryview(view.tobytes())
+
+
+def _split_request(envelope: dict, body: memoryview, max_frame_bytes: int,
+                   max_json_bytes: int) -> List[Tuple[dict, bytes, memoryview]]:
+    """``split_request`` with each frame's encoded JSON: ``(envelope, json, part)``."""
+    data = encode_json(envelope)
+    if len(data) > max_json_bytes:
+        raise FerryError("resource_exhausted",
+                         f"request envelope of {len(data)} bytes exceeds max_json_bytes {max_json_bytes}")
+    if HEADER_SIZE + len(data) + len(body) <= max_frame_bytes:
+        return [(envelope, data, body)]
+    first = dict(envelope)
+    first["more"] = True
+    data = encode_json(first)
+    room = max_frame_bytes - HEADER_SIZE - len(data)
+    if len(data) > max_json_bytes or room < MIN_BODY_PART_BYTES:
+        raise FerryError("resource_exhausted",
+                         f"request of {HEADER_SIZE + len(data) + len(body)} bytes exceeds the frame limit of "
+                         f"{max_frame_bytes}, and its envelope ({len(data)} bytes of JSON) leaves no room to send "
+                         f"the body in parts (at least {MIN_BODY_PART_BYTES} bytes needed)")
+    frames = [(first, data, body[:room])]
+    rid = envelope.get("id")
+    last_data = encode_json({"id": rid, "more": False})
+    more_data = encode_json({"id": rid, "more": True})
+    step = max_frame_bytes - HEADER_SIZE - len(last_data)   # the longer of the two continuation envelopes
+    offset = room
+    while offset < len(body):
+        end = min(len(body), offset + step)
+        more = end < len(body)
+        frames.append(({"id": rid, "more": more}, more_data if more else last_data, body[offset:end]))
+        offset = end
+    return frames
+
+
 class FrameDecoder:
     """Incremental frame decoder: ``feed(bytes)`` returns the list of complete ``(envelope, body)`` frames.
 
@@ -360,6 +434,12 @@ class Client:
 
     Thread-safe: any number of threads may call, stream, send and wait at once. When the connection closes, every
     waiter gets a FerryError (``unavailable``, or the code the server named in its last connection-level error).
+
+    A request body larger than one frame is sent in parts (see ``split_request``); ``send``, ``call``, ``stream``
+    and the cache methods return once all parts are written, and the frames of other requests wait meanwhile.
+    Sending is refused locally with ``resource_exhausted`` only when the envelope's JSON exceeds the server's
+    ``max_json_bytes`` or leaves less than MIN_BODY_PART_BYTES of a frame for a body that needs splitting; a body
+    over the server's ``max_value_bytes`` is refused by the server (``resource_exhausted``, nothing stored).
     """
 
     def __init__(self, path: Optional[str] = None, name: str = "python", timeout: Optional[float] = None):
@@ -373,9 +453,10 @@ class Client:
         self._sock: Optional[socket.socket] = None
         self._decoder = FrameDecoder()
         self._send_limit = DEFAULT_HANDSHAKE_FRAME_BYTES
+        self._send_json_limit = DEFAULT_MAX_JSON_BYTES
         self._ids = itertools.count(1)
         self._lock = threading.Lock()          # guards _pending, _closed_error, _ids
-        self._send_lock = threading.Lock()     # one frame at a time on the socket
+        self._send_lock = threading.Lock()     # one request (all of its frames) at a time on the socket
         self._pending: Dict[int, _Pending] = {}
         self._closed_error: Optional[FerryError] = None
         self._server_error: Optional[FerryError] = None
@@ -419,6 +500,7 @@ class Client:
         self._decoder.max_json_bytes = self.limits.get("max_json_bytes", DEFAULT_MAX_JSON_BYTES)
         self._decoder.max_nesting = self.limits.get("max_nesting", DEFAULT_MAX_NESTING)
         self._send_limit = max_frame
+        self._send_json_limit = self._decoder.max_json_bytes
 
     def close(self) -> None:
         """Closes the connection (the server cancels what is still in flight); waiters get ``unavailable``."""
@@ -511,18 +593,21 @@ class Client:
     # Arguments are sent as given and checked by the server, which answers ``invalid_argument`` for a wrong type,
     # an empty key or one over 1024 UTF-8 bytes, a bad namespace (1 … 128 bytes of A-Z a-z 0-9 . _ -), a ttl_ms
     # outside 1 … 315360000000, or a limit outside 1 … 1000. ``namespace=None`` leaves the argument out, which
-    # means "default". Only the value is checked here, since it travels as the frame body: it must be bytes-like,
-    # and a frame larger than the server's max_frame_bytes is refused locally with ``resource_exhausted``
-    # (nothing is sent, nothing stored).
+    # means "default". Only the value is checked here, since it travels as the request body: it must be
+    # bytes-like. A value larger than one frame is sent in parts (PROTOCOL.md section 5); one over the server's
+    # max_value_bytes is refused by the server with ``resource_exhausted`` (nothing stored).
 
     def cache_set(self, key: str, value: bytes, namespace: Optional[str] = None, ttl_ms: Optional[int] = None,
                   if_absent: bool = False) -> bool:
         """Stores ``value`` under ``key``. ``ttl_ms=None``: the entry never expires. With ``if_absent`` nothing is
         replaced when a live entry exists. Returns True when stored, False when ``if_absent`` found a live entry.
 
+        A value larger than one frame is uploaded in parts (continuation frames), transparently.
+
         Raises TypeError when ``value`` is not bytes-like (bytes, bytearray, memoryview); FerryError
-        ``resource_exhausted`` when the value exceeds the server's ``max_value_bytes`` or the frame limit, or the
-        server's disk is full; ``invalid_argument`` for bad arguments."""
+        ``resource_exhausted`` when the value exceeds the server's ``max_value_bytes`` or the server's disk is full
+        (nothing is stored), or locally when the request's envelope is too large to send (``key`` longer than
+        max_json_bytes allows); ``invalid_argument`` for bad arguments."""
         if not isinstance(value, (bytes, bytearray, memoryview)):
             raise TypeError(f"a cache value must be bytes-like, not {type(value).__name__}")
         args = self._cache_args(key, namespace)
@@ -637,6 +722,7 @@ class Client:
             envelope["args"] = args
         if timeout_ms is not None:
             envelope["timeout_ms"] = timeout_ms
+        body = _byte_view(body)
         with self._lock:
             self._raise_if_closed()
             rid = envelope["id"] = next(self._ids)
@@ -644,24 +730,34 @@ class Client:
             pending = _Pending(rid, op, timeout_ms)
             self._pending[rid] = pending
         try:
-            self._write(encode_frame(envelope, body))
+            self._write(_split_request(envelope, body, self._send_limit, self._send_json_limit))
         except BaseException:
             self._forget(rid)
             raise
         return pending
 
-    def _write(self, frame: bytes) -> None:
-        if len(frame) > self._send_limit:
-            raise FerryError("resource_exhausted",
-                             f"request frame of {len(frame)} bytes exceeds the limit of {self._send_limit}")
+    def _write(self, frames: List[Tuple[dict, bytes, memoryview]]) -> None:
+        """Writes the frames of one request back to back: no other frame comes in between."""
         with self._send_lock:
             self._raise_if_closed()
             try:
-                self._sock.sendall(frame)
+                for _, data, part in frames:
+                    head = HEADER.pack(len(data), len(part)) + data
+                    if len(part) <= 65536:
+                        self._sock.sendall(head + part)
+                    else:                                      # no copy of a large part
+                        self._sock.sendall(head)
+                        self._sock.sendall(part)
             except OSError as e:
                 err = FerryError("unavailable", f"connection to ferryd lost while sending: {e}")
                 self._shutdown(err)
                 raise err from e
+            except BaseException:
+                # interrupted (KeyboardInterrupt, …), maybe with a frame or a request half written: the byte stream
+                # can no longer be trusted
+                self._shutdown(FerryError("unavailable", "interrupted while sending a request; the connection was "
+                                                         "closed"))
+                raise
 
     def _send_cancel_nowait(self, request_id: int) -> None:
         """Best effort: asks the server to stop a request whose answer nobody waits for any more."""
@@ -669,8 +765,9 @@ class Client:
             if self._closed_error is not None:
                 return
             rid = next(self._ids)
+        envelope = {"id": rid, "op": "cancel", "args": {"id": request_id}}
         try:
-            self._write(encode_frame({"id": rid, "op": "cancel", "args": {"id": request_id}}))
+            self._write([(envelope, encode_json(envelope), memoryview(b""))])
         except FerryError:
             pass
 

@@ -3,6 +3,7 @@
     cd /work/main && FERRYD=/path/to/ferryd python3 -m unittest discover -s Clients/python -v
 
 - VectorTests, SocketPathTests: framing against Protocol/vectors/frames.json; no daemon needed.
+- SplitRequestTests: a request body sent in parts (continuation frames, PROTOCOL.md section 5), frame by frame.
 - FakeServerTests: the Client's threading, cancelling and failure handling against a tiny in-process stand-in.
 - FakeCacheTests: what the cache_* methods send and how they read replies, against the same stand-in.
 - DaemonTests, CacheDaemonTests: a real ferryd from $FERRYD (skipped when FERRYD is unset, an error when it is set
@@ -27,8 +28,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from ferry_client import (  # noqa: E402
-    DEFAULT_MAX_FRAME_BYTES, CacheEntry, CacheKey, Client, FerryError, FerryProtocolError, FrameDecoder,
-    check_request, decode_envelope, default_socket_path, encode_frame, encode_json,
+    DEFAULT_MAX_FRAME_BYTES, MIN_BODY_PART_BYTES, CacheEntry, CacheKey, Client, FerryError, FerryProtocolError,
+    FrameDecoder, check_request, decode_envelope, default_socket_path, encode_frame, encode_json, split_request,
 )
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -185,6 +186,90 @@ class VectorTests(unittest.TestCase):
         self.assertIsInstance(FerryError.from_wire({"code": "protocol_error", "message": "m"}), FerryProtocolError)
 
 
+class SplitRequestTests(unittest.TestCase):
+    """Request bodies larger than one frame (PROTOCOL.md section 5): the frames split_request makes, byte for byte.
+    Not in Protocol/vectors: the frames are built here with encode_frame from hand-written envelopes."""
+
+    LIMIT = 65536
+    ENVELOPE = {"id": 7, "op": "cache.set", "args": {"key": "k"}}
+
+    def frames(self, body, envelope=None, limit=LIMIT, **kwargs):
+        return [encode_frame(e, part) for e, part in
+                split_request(envelope or self.ENVELOPE, body, limit, **kwargs)]
+
+    def test_continuation_frames_golden(self):
+        body = bytes(range(256)) * 600                                  # 153600 bytes: three frames of 64 KiB
+        first_json = b'{"id":7,"op":"cache.set","args":{"key":"k"},"more":true}'
+        more_json, last_json = b'{"id":7,"more":true}', b'{"id":7,"more":false}'
+        first_room = self.LIMIT - 8 - len(first_json)                   # 65472: the first frame is full
+        step = self.LIMIT - 8 - len(last_json)                          # 65507 per continuation part
+        self.assertEqual((len(first_json), first_room, step), (56, 65472, 65507))
+        expected = [
+            bytes.fromhex("00000038" "0000ffc0") + first_json + body[:65472],
+            bytes.fromhex("00000014" "0000ffe3") + more_json + body[65472:130979],
+            bytes.fromhex("00000015" "0000585d") + last_json + body[130979:],
+        ]
+        self.assertEqual(len(body) - 130979, 0x585d)
+        frames = self.frames(body)
+        self.assertEqual([len(f) for f in frames], [65536, 65535, 8 + 21 + 22621])
+        self.assertTrue(frames == expected, "continuation frames differ from the golden bytes")
+        # the same frames from encode_frame, and their parts put together are the body
+        self.assertEqual(frames[1], encode_frame({"id": 7, "more": True}, body[65472:130979]))
+        decoded = FrameDecoder(max_frame_bytes=self.LIMIT).feed(b"".join(frames))
+        self.assertEqual([e for e, _ in decoded], [dict(self.ENVELOPE, more=True), {"id": 7, "more": True},
+                                                   {"id": 7, "more": False}])
+        self.assertTrue(b"".join(part for _, part in decoded) == body)
+
+    def test_split_sizes(self):
+        one = self.LIMIT - 8 - len(encode_json(self.ENVELOPE))          # the largest body of a single frame
+        for size in [0, 1, one, one + 1, 200000, 3 * self.LIMIT, 10 * self.LIMIT + 12345]:
+            with self.subTest(size=size):
+                body = os.urandom(size)
+                pairs = split_request(self.ENVELOPE, body, self.LIMIT)
+                frames = [encode_frame(e, p) for e, p in pairs]
+                self.assertTrue(b"".join(p for _, p in pairs) == body)
+                self.assertTrue(all(len(f) <= self.LIMIT for f in frames), [len(f) for f in frames])
+                if size <= one:
+                    self.assertEqual(frames, [encode_frame(self.ENVELOPE, body)])   # unchanged, no "more"
+                    continue
+                self.assertEqual(len(frames[0]), self.LIMIT)            # every part but the last fills its frame
+                self.assertTrue(all(len(f) >= self.LIMIT - 1 for f in frames[1:-1]))
+                self.assertTrue(all(len(p) > 0 for _, p in pairs))
+                self.assertEqual([e.get("more") for e, _ in pairs], [True] * (len(pairs) - 1) + [False])
+                self.assertEqual(pairs[0][0], dict(self.ENVELOPE, more=True))
+                self.assertTrue(all(e == {"id": 7, "more": e["more"]} for e, _ in pairs[1:]))
+
+    def test_bodies_of_any_buffer_type(self):
+        body = bytes(range(256)) * 1000
+        spread = bytearray(2 * len(body))
+        spread[::2] = body
+        expected = self.frames(body)
+        for value in [bytearray(body), memoryview(body), memoryview(body)[::1], memoryview(spread)[::2]]:
+            with self.subTest(type(value).__name__):
+                self.assertTrue(self.frames(value) == expected)   # (assertEqual's diff of 64 KiB frames is slow)
+
+    def test_refused_when_the_envelope_leaves_no_room(self):
+        room = MIN_BODY_PART_BYTES
+        pad = "x" * (self.LIMIT - 8 - len(encode_json({"id": 7, "op": "ping", "args": {"p": ""}, "more": True}))
+                     - room)
+        envelope = {"id": 7, "op": "ping", "args": {"p": pad}}
+        self.assertEqual(len(self.frames(b"y" * (self.LIMIT * 2), envelope)), 3)   # exactly 1024 bytes of room
+        small = self.frames(b"y" * 1000, dict(envelope, args={"p": pad + "zz"}))   # fits one frame: no refusal
+        self.assertEqual(len(small), 1)
+        with self.assertRaises(FerryError) as cm:
+            split_request(dict(envelope, args={"p": pad + "z"}), b"y" * (self.LIMIT * 2), self.LIMIT)
+        self.assertEqual(cm.exception.code, "resource_exhausted")
+        self.assertIn("no room", cm.exception.message)
+
+    def test_refused_when_the_json_is_too_large(self):
+        envelope = {"id": 7, "op": "ping", "args": {"p": "x" * 2000}}
+        for body in [b"", b"y" * (self.LIMIT * 2)]:
+            with self.assertRaises(FerryError) as cm:
+                split_request(envelope, body, self.LIMIT, max_json_bytes=1000)
+            self.assertEqual(cm.exception.code, "resource_exhausted")
+            self.assertIn("max_json_bytes", cm.exception.message)
+
+
 class SocketPathTests(unittest.TestCase):
 
     def test_order(self):
@@ -201,6 +286,11 @@ class FakeFerryd:
     """A tiny in-process stand-in for ferryd: hello, ping (delay_ms, events, echo), cancel, plus test ops
     ``chunky`` (a streamed body), ``hangup`` (closes the connection) and ``break`` (id-0 protocol_error, close).
 
+    Request bodies may come in parts (continuation frames, section 5): ``frames_seen`` holds ``(id, op or None,
+    more, frame size)`` of every frame, ``interleaved`` the ids of frames that came between two parts of another
+    request (the Client never does that). ``limits`` is what ``hello`` announces. A ping body over 1 MiB is echoed
+    in chunk events.
+
     It also keeps a small in-memory ``cache.*`` (no expiry, no argument checks but ``limit``), enough to see what
     the Client sends: ``requests_seen`` holds ``(op, args, body)``. ``get_chunk`` is the part size of cache.get
     replies (smaller values come in the final frame alone); ``lie_about_size`` and ``stuck_cursor`` break the
@@ -210,6 +300,10 @@ class FakeFerryd:
         self.path = path
         self.ops_seen = []
         self.requests_seen = []
+        self.frames_seen = []
+        self.interleaved = []
+        self.limits = {"handshake_frame_bytes": 65536, "max_frame_bytes": 4194304, "max_json_bytes": 1048576,
+                       "max_nesting": 32, "max_in_flight": 256}
         self.cache = {}              # (namespace, key) -> value
         self.get_chunk = 1000
         self.lie_about_size = False
@@ -241,24 +335,46 @@ class _FakeConnection:
         self.server, self.conn = server, conn
         self.lock = threading.Lock()
         self.in_flight = {}
+        self.uploads = {}            # id -> (envelope, [parts]) of a body still arriving
+        self.open_upload = None      # the id whose parts are arriving now
 
     def run(self):
-        conn, decoder = self.conn, FrameDecoder(max_frame_bytes=DEFAULT_MAX_FRAME_BYTES)
+        conn, decoder = self.conn, FrameDecoder(max_frame_bytes=self.server.limits["max_frame_bytes"])
         try:
             while True:
                 data = conn.recv(1 << 16)
                 if not data:
                     break
                 for envelope, body in decoder.feed(data):
-                    self.server.ops_seen.append(envelope["op"])
-                    self.server.requests_seen.append((envelope["op"], envelope.get("args", {}), body))
-                    self.handle(envelope["id"], envelope["op"], envelope.get("args", {}), body)
+                    self.frame(envelope, body)
         except OSError:
             pass
         finally:
             for event in list(self.in_flight.values()):
                 event.set()
             conn.close()
+
+    def frame(self, envelope, body):
+        rid, server = envelope["id"], self.server
+        server.frames_seen.append((rid, envelope.get("op"), envelope.get("more"),
+                                   8 + len(encode_json(envelope)) + len(body)))
+        if self.open_upload is not None and rid != self.open_upload:
+            server.interleaved.append(rid)
+        self.open_upload = rid if envelope.get("more") else None
+        if "op" not in envelope:                                     # a continuation frame
+            if rid not in self.uploads:
+                return self.fail(rid, "invalid_argument", "no request with this id is waiting for more of its body")
+            self.uploads[rid][1].append(body)
+            if envelope["more"]:
+                return
+            envelope, parts = self.uploads.pop(rid)
+            body = b"".join(parts)
+        elif envelope.get("more"):
+            self.uploads[rid] = (envelope, [body])
+            return
+        server.ops_seen.append(envelope["op"])
+        server.requests_seen.append((envelope["op"], envelope.get("args", {}), body))
+        self.handle(rid, envelope["op"], envelope.get("args", {}), body)
 
     def send(self, envelope, body=b""):
         with self.lock:
@@ -269,8 +385,7 @@ class _FakeConnection:
 
     def handle(self, rid, op, args, body):
         if op == "hello":
-            limits = {"handshake_frame_bytes": 65536, "max_frame_bytes": 4194304, "max_json_bytes": 1048576,
-                      "max_nesting": 32, "max_in_flight": 256}
+            limits = self.server.limits
             self.send({"id": rid, "final": True, "result": {"version": 1, "server": "fake 0", "limits": limits,
                                                              "operations": ["hello", "ping", "cancel"]}})
         elif op == "ping":
@@ -353,7 +468,12 @@ class _FakeConnection:
             self.send({"id": rid, "final": False, "event": "tick", "data": {"n": n}})
         event.wait(args.get("delay_ms", 0) / 1000)
         if self.in_flight.pop(rid, None) is not None:
-            self.send({"id": rid, "final": True, "result": {"pong": True}}, body)
+            step = self.server.limits["max_frame_bytes"] // 2
+            for offset in range(0, len(body) - step, step):
+                self.send({"id": rid, "final": False, "event": "chunk", "data": {"offset": offset}},
+                          body[offset:offset + step])
+            last = (max(0, len(body) - 1) // step) * step
+            self.send({"id": rid, "final": True, "result": {"pong": True}}, body[last:])
 
 
 class _FakeServerCase(unittest.TestCase):
@@ -464,11 +584,69 @@ class FakeServerTests(_FakeServerCase):
             time.sleep(0.01)
         self.assertIn("cancel", self.server.ops_seen)
 
-    def test_oversized_request_refused_locally(self):
+    def test_large_body_sent_in_parts(self):
+        body = os.urandom(2 * DEFAULT_MAX_FRAME_BYTES + 3)
+        self.assertTrue(self.client.ping(body) == ({"pong": True}, body), "the body came back altered")
+        rid = self.server.frames_seen[-1][0]
+        frames = [f for f in self.server.frames_seen if f[0] == rid]
+        self.assertEqual([(op, more) for _, op, more, _ in frames], [("ping", True), (None, True), (None, False)])
+        self.assertEqual([size for *_, size in frames][:2], [DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_FRAME_BYTES - 1])
+        self.assertTrue(self.server.requests_seen[-1] == ("ping", {}, body))
+
+    def test_send_and_stream_send_in_parts(self):
+        body = os.urandom(DEFAULT_MAX_FRAME_BYTES + 1)
+        rid = self.client.send("ping", body=body)
+        self.assertTrue(self.client.wait(rid) == ({"pong": True}, body))
+        items = list(self.client.stream("ping", {"events": 1}, body))
+        self.assertEqual(items[0], ("event", "tick", {"n": 0}, b""))
+        self.assertTrue(b"".join(i[-1] for i in items if i[0] == "event" and i[1] == "chunk") + items[-1][2] == body)
+        self.assertEqual(len([f for f in self.server.frames_seen if f[1] is None]), 2)
+
+    def test_parts_of_one_request_are_not_interleaved(self):
+        errors = []
+
+        def worker(t):
+            try:
+                for i in range(3):
+                    body = bytes([t]) * (DEFAULT_MAX_FRAME_BYTES + 1000 * t) if t % 2 else f"{t}/{i}".encode()
+                    result, echoed = self.client.ping(body)
+                    if echoed != body:
+                        errors.append(f"thread {t} call {i}: body came back altered")
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(f"thread {t}: {e!r}")
+
+        threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        self.assertEqual(errors, [])
+        self.assertEqual(self.server.interleaved, [])
+        self.assertEqual(len([f for f in self.server.frames_seen if f[1] is None]), 12)
+
+    def test_json_over_max_json_bytes_refused_locally(self):
+        frames_before = len(self.server.frames_seen)
         with self.assertRaises(FerryError) as cm:
-            self.client.ping(b"z" * DEFAULT_MAX_FRAME_BYTES)
+            self.client.call("ping", {"pad": "x" * (1 << 20)})
         self.assertEqual(cm.exception.code, "resource_exhausted")
-        self.assertEqual(self.client.ping()[0], {"pong": True})
+        self.assertIn("max_json_bytes", cm.exception.message)
+        self.assertEqual(len(self.server.frames_seen), frames_before, "something was sent")
+        self.assertEqual(self.client.ping(b"x")[0], {"pong": True})
+
+    def test_envelope_leaving_no_room_refused_locally(self):
+        self.server.limits = dict(self.server.limits, max_frame_bytes=65536, max_json_bytes=65536)
+        with Client(self.server.path, name="small-frames", timeout=10) as c:
+            envelope = {"id": 2, "op": "ping", "args": {"pad": ""}, "more": True}
+            pad = "x" * (65536 - 8 - len(encode_json(envelope)) - MIN_BODY_PART_BYTES + 1)   # 1023 bytes of room
+            self.assertEqual(c.call("ping", {"pad": pad}, b"y" * 1000), ({"pong": True}, b"y" * 1000))   # one frame
+            frames_before = len(self.server.frames_seen)
+            with self.assertRaises(FerryError) as cm:
+                c.call("ping", {"pad": pad}, b"y" * 70000)
+            self.assertEqual(cm.exception.code, "resource_exhausted")
+            self.assertIn("no room", cm.exception.message)
+            self.assertEqual(len(self.server.frames_seen), frames_before, "something was sent")
+            body = os.urandom(300000)
+            self.assertTrue(c.call("ping", {"pad": pad[:-1]}, body) == ({"pong": True}, body))   # 1024: sent in parts
 
     def test_wait_unknown_id(self):
         with self.assertRaises(FerryError) as cm:
@@ -526,9 +704,18 @@ class FakeCacheTests(_FakeServerCase):
         self.assertEqual(self.sent("cache.set"),
                          [({"key": "", "namespace": "bad ns", "ttl_ms": 0, "if_absent": "yes"}, b"")])
 
-    def test_oversized_value_refused_locally(self):
-        err = self.assertFerryError("resource_exhausted", self.client.cache_set, "k", b"z" * DEFAULT_MAX_FRAME_BYTES)
-        self.assertIn("exceeds", err.message)
+    def test_large_value_sent_in_parts(self):
+        value = os.urandom(2 * DEFAULT_MAX_FRAME_BYTES + 12345)
+        self.assertIs(self.client.cache_set("k", value, namespace="ns", ttl_ms=5), True)
+        self.assertTrue(self.sent("cache.set") == [({"key": "k", "namespace": "ns", "ttl_ms": 5}, value)])
+        self.assertEqual([(op, more) for _, op, more, _ in self.server.frames_seen[-3:]],
+                         [("cache.set", True), (None, True), (None, False)])
+        self.server.get_chunk = 1 << 20
+        self.assertTrue(self.client.cache_get("k", namespace="ns").value == value)
+
+    def test_key_too_long_for_an_envelope_refused_locally(self):
+        err = self.assertFerryError("resource_exhausted", self.client.cache_set, "k" * (1 << 20), b"z")
+        self.assertIn("max_json_bytes", err.message)
         self.assertEqual(self.sent("cache.set"), [])
         self.assertIs(self.client.cache_set("k", b"z"), True)
 
@@ -562,10 +749,10 @@ class FakeCacheTests(_FakeServerCase):
         frame = None
         original = self.client._write
 
-        def spy(data):
+        def spy(frames):   # the request's frames as (envelope, encoded JSON, body part)
             nonlocal frame
-            frame = data
-            original(data)
+            frame = b"".join(data for _, data, _ in frames)
+            original(frames)
 
         self.client._write = spy
         self.assertFerryError("not_found", self.client.cache_touch, "k", None)
@@ -863,6 +1050,15 @@ class DaemonTests(_DaemonCase):
         self.assertEqual(len(echoed), len(body))
         self.assertTrue(echoed == body, "the 1 MiB body came back altered")
 
+    def test_body_echo_six_mebibytes_in_parts(self):
+        """A body larger than a frame goes up in continuation frames and comes back in chunk events."""
+        body = os.urandom(6 * (1 << 20))
+        result, echoed = self.client.call("ping", body=body)
+        # a reply in chunks carries the total size in its result (section 5)
+        self.assertEqual((result["pong"], result.get("size", len(echoed)), len(echoed)), (True, len(body), len(body)))
+        self.assertTrue(echoed == body, "the 6 MiB body came back altered")
+        self.assertEqual(self.client.ping(b"after")[1], b"after")
+
     def test_ping_bad_args(self):
         for args in [{"delay_ms": -1}, {"delay_ms": 60001}, {"events": 1001}, {"delay_ms": "5"},
                      {"delay_ms": 1.5}]:
@@ -1123,10 +1319,55 @@ class CacheDaemonTests(_DaemonCase):
         finally:
             self.client.cache_delete(key)
 
-    def test_value_larger_than_a_frame_is_refused_locally(self):
-        limit = self.client.limits["max_frame_bytes"]
-        self.assertFerryError("resource_exhausted", self.client.cache_set, "k", b"x" * limit, namespace=self.ns)
+    def test_ten_mebibyte_value_in_parts(self):
+        """With the default limits a 10 MiB value is larger than a frame: it goes up in continuation frames
+        (section 5) and comes back in chunk events."""
+        value = os.urandom(10 * MIB)
+        self.assertGreater(len(value), self.client.limits["max_frame_bytes"])
+        self.assertIs(self.client.cache_set("ten", value, namespace=self.ns), True)
+        entry = self.client.cache_get("ten", namespace=self.ns)
+        self.assertEqual(entry.size, 10 * MIB)
+        self.assertTrue(entry.value == value, "the 10 MiB value came back altered")
+        self.assertEqual([k.size for k in self.client.cache_list(namespace=self.ns)], [10 * MIB])
+
+    def test_value_over_max_value_bytes_in_parts(self):
+        """Default frames: max_value_bytes + 1 in parts is refused by the server (nothing stored, an old value
+        kept) and the connection goes on; exactly max_value_bytes is stored."""
+        limit = self.client.limits["max_value_bytes"]
+        self.assertFerryError("resource_exhausted", self.client.cache_set, "k", b"\x01" * (limit + 1),
+                              namespace=self.ns)
         self.assertFerryError("not_found", self.client.cache_get, "k", namespace=self.ns)
+        self.assertEqual(self.client.ping(b"still there"), ({"pong": True}, b"still there"))
+        self.client.cache_set("k", b"old", namespace=self.ns)
+        self.assertFerryError("resource_exhausted", self.client.cache_set, "k", b"\x02" * (limit + 1),
+                              namespace=self.ns)
+        self.assertEqual(self.client.cache_get("k", namespace=self.ns).value, b"old",
+                         "a refused set replaced the old value")
+        value = os.urandom(limit)
+        self.assertIs(self.client.cache_set("k", value, namespace=self.ns), True)
+        self.assertTrue(self.client.cache_get("k", namespace=self.ns).value == value,
+                        "the 16 MiB value came back altered")
+
+    def test_large_values_from_many_threads_on_one_client(self):
+        """The Client writes one request's parts back to back, so however many threads upload at once, the
+        connection never has more bodies arriving than the server allows (4)."""
+        errors = []
+        values = {t: os.urandom(5 * MIB + t) for t in range(8)}
+
+        def worker(t):
+            try:
+                self.client.cache_set(f"v{t}", values[t], namespace=self.ns)
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(f"worker {t}: {e!r}")
+
+        threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        self.assertEqual(errors, [])
+        for t, value in values.items():
+            self.assertTrue(self.client.cache_get(f"v{t}", namespace=self.ns).value == value, f"v{t} altered")
 
     def test_set_replaces_value_and_ttl(self):
         self.client.cache_set("k", b"one", namespace=self.ns, ttl_ms=60000)
