@@ -2,9 +2,12 @@
 # bench/run.sh — Ferry's benchmark (`make bench`). BENCHMARKS.md says what each row means.
 #
 # Builds release binaries, starts a private ferryd, measures `ping` round trips with ferry-bench in four load
-# shapes, measures the same shapes against bench/rawpingpong.c (a C Unix-socket echo: the physical limit), then the
-# whole-process start-up of `ferry ping` beside `curl` against a local python3 http.server. Prints the machine and a
-# Markdown table of Ferry / reference ratios; writes everything to bench-results/latest.txt.
+# shapes, measures the same shapes against bench/rawpingpong.c (a C Unix-socket echo: the physical limit), then
+# cache.set / cache.get with 100-byte values beside redis-benchmark against a private redis-server (installed with
+# apt-get when missing; in memory and with an append-only file; at 50 connections also driven by ferry-bench itself,
+# so both servers face the same client), then the whole-process start-up of `ferry ping` beside `curl` against a local python3
+# http.server. Prints the machine and Markdown tables of Ferry / reference ratios; writes everything to
+# bench-results/latest.txt.
 #
 # Environment (all optional):
 #   BUILD_DIR=.build     SwiftPM scratch directory; the default is the normal `swift build -c release`
@@ -16,6 +19,9 @@
 #   STARTUP_RUNS=200     runs of each start-up command
 #   SAME_CORE=1          also run raw-seq and raw-pipelined with both processes on one core (0 to skip)
 #   HYPERFINE=auto       time start-up with hyperfine (installed with apt-get when root); 0: a plain bash loop
+#   CACHE=1              run the cache rows (cache.set / cache.get against ferryd and Redis); 0 to skip them
+#   REDIS=auto           the Redis rows of the cache comparison: auto installs redis-server and redis-tools with
+#                        apt-get when missing (as root); 0 skips them
 #   CC=cc                C compiler for the reference
 #   OUT_DIR=bench-results  where latest.txt goes
 set -euo pipefail
@@ -28,6 +34,8 @@ REPEATS=${REPEATS:-3}
 STARTUP_RUNS=${STARTUP_RUNS:-200}
 SAME_CORE=${SAME_CORE:-1}
 HYPERFINE=${HYPERFINE:-auto}
+CACHE=${CACHE:-1}
+REDIS=${REDIS:-auto}
 CC=${CC:-cc}
 OUT_DIR=${OUT_DIR:-bench-results}
 
@@ -78,6 +86,15 @@ start_bg() {
     PIDS+=("$STARTED_PID")
 }
 
+# stop_bg PID: stops one process started with start_bg (SIGTERM, then waits for it) and forgets it.
+stop_bg() {
+    local pid=$1 keep=() p
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    for p in "${PIDS[@]}"; do [[ $p == "$pid" ]] || keep+=("$p"); done
+    PIDS=("${keep[@]}")
+}
+
 wait_for() {  # wait_for DESCRIPTION COMMAND...: retry for up to 10 s
     local what=$1 k
     shift
@@ -124,25 +141,35 @@ now_us() { if [[ -n ${EPOCHREALTIME:-} ]]; then echo "${EPOCHREALTIME//[.,]/}"; 
 # measured SERVER_PID FROM TO CMD...: runs one client command, renames mode=FROM to mode=TO in its output, and
 # appends server_cpu_pct: the server's CPU use over the whole run (warm-up included, same load). It tells whether a
 # row is bound by the server's CPU (near 100) or by the wake-ups between the two cores (well below).
+#
+# It also appends client_cpu_pct: the client's CPU time (user + system of the command and its children, from the
+# shell's `times`) over the same wall-clock time. Near 100 means the load generator, not the server, set the pace.
 measured() {
-    local pid=$1 from=$2 to=$3 out c0 c1 t0 t1 pct
+    local pid=$1 from=$2 to=$3 out c0 c1 t0 t1 pct cpct
     shift 3
     c0=$(cpu_ticks "$pid")
     t0=$(now_us)
-    out=$("$@")
+    out=$("$@"; rc=$?; times >"$TMP/times"; exit $rc)
     t1=$(now_us)
     c1=$(cpu_ticks "$pid")
     pct=$(awk -v c=$((c1 - c0)) -v t=$((t1 - t0)) -v hz="$TICKS_PER_S" 'BEGIN { printf "%.0f", 100 * c / hz / (t / 1e6) }')
-    sed -e "s/^RESULT mode=$from /RESULT mode=$to /" -e "/^RESULT /s/\$/ server_cpu_pct=$pct/" \
+    # `times` prints the shell's own times, then its children's: "0m1.234s 0m0.567s" (user, system).
+    cpct=$(awk -v t=$((t1 - t0)) 'NR == 2 {
+            s = 0
+            for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] }
+            printf "%.0f", 100 * s / (t / 1e6)
+        }' "$TMP/times")
+    sed -e "s/^RESULT mode=$from /RESULT mode=$to /" -e "/^RESULT /s/\$/ server_cpu_pct=$pct client_cpu_pct=$cpct/" \
         -e "s/^# $from /# $to /" <<<"$out" | tee -a "$RESULTS"
 }
 
-# run_ferry MODE LABEL: REPEATS runs of one ferry-bench mode against ferryd.
+# run_ferry MODE LABEL [ARGS...]: REPEATS runs of one ferry-bench mode against ferryd.
 run_ferry() {
-    local k
+    local k mode=$1 label=$2
+    shift 2
     for ((k = 1; k <= REPEATS; k++)); do
-        measured "$FERRYD_PID" "$1" "$2" \
-            "${CLIENT_CPU[@]}" "$BIN/ferry-bench" --socket "$SOCK" --seconds "$BENCH_SECONDS" --mode "$1"
+        measured "$FERRYD_PID" "$mode" "$label" \
+            "${CLIENT_CPU[@]}" "$BIN/ferry-bench" --socket "$SOCK" --seconds "$BENCH_SECONDS" --mode "$mode" "$@"
     done
 }
 
@@ -187,6 +214,119 @@ if [[ $SAME_CORE == 1 && ${#CLIENT_CPU[@]} -gt 0 ]]; then
     run_c pipelined c-pipelined-1core 50
     taskset -a -p -c 0 "$FERRYD_PID" >/dev/null
     taskset -a -p -c 0 "$RAW_PID" >/dev/null
+fi
+
+# ---- cache: ferryd vs Redis ----------------------------------------------------------------------------------
+# The same load on both: 100-byte values, random keys `key:NNNNNNNNNNNN` out of 10,000, 50 connections with one
+# request in flight each (redis-benchmark -c 50), one connection (-c 1), and 50 connections sending 16 requests per
+# write (-P 16). redis-server runs on the server core, redis-benchmark on the client core, like ferryd and
+# ferry-bench. BENCHMARKS.md, "Cache: ferryd vs Redis", says which Redis configuration is the fair one and why.
+CACHE_KEYS=10000
+CACHE_VALUE_BYTES=100
+# shape name, connections, requests per batch (redis-benchmark -P), requests of Redis's unmeasured warm-up run
+CACHE_SHAPES=("c50 50 1 50000" "c1 1 1 5000" "c50-p16 50 16 500000")
+REDIS_NOTE=""
+if [[ $CACHE == 1 ]]; then
+    log "cache: ferry-bench cache-set / cache-get, $REPEATS × ${BENCH_SECONDS}s per shape"
+    for shape in "${CACHE_SHAPES[@]}"; do
+        read -r name conns pipeline _ <<<"$shape"
+        for op in set get; do
+            run_ferry "cache-$op" "cache-$op-$name" --conns "$conns" --pipeline "$pipeline" \
+                --keys "$CACHE_KEYS" --value-bytes "$CACHE_VALUE_BYTES"
+        done
+    done
+
+    if [[ $REDIS != 0 ]] && ! { command -v redis-server && command -v redis-benchmark && command -v redis-cli; } >/dev/null 2>&1; then
+        if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+            log "installing redis-server and redis-tools (apt-get)"
+            export DEBIAN_FRONTEND=noninteractive
+            apt-get install -y -qq redis-server redis-tools >"$TMP/apt.log" 2>&1 \
+                || { apt-get update -qq >>"$TMP/apt.log" 2>&1 && apt-get install -y -qq redis-server redis-tools >>"$TMP/apt.log" 2>&1; } \
+                || true
+        fi
+    fi
+    if [[ $REDIS == 0 ]]; then
+        REDIS_NOTE="Redis rows skipped (REDIS=0)."
+    elif ! { command -v redis-server && command -v redis-benchmark && command -v redis-cli; } >/dev/null 2>&1; then
+        REDIS_NOTE="Redis rows skipped: redis-server / redis-benchmark / redis-cli are not installed and could not be installed (apt-get install redis-server redis-tools; needs root)."
+        log "$REDIS_NOTE"
+    fi
+fi
+
+# redis_once LABEL TEST CONNS PIPELINE N: one redis-benchmark run against the running redis-server, printed as a
+# RESULT line like ferry-bench's (redis-benchmark's --csv gives requests/s and p50/p99 in ms).
+redis_once() {
+    local label=$1 test=$2 conns=$3 pipeline=$4 n=$5
+    "${CLIENT_CPU[@]}" redis-benchmark -s "$REDIS_SOCK" -t "$test" -d "$CACHE_VALUE_BYTES" -r "$CACHE_KEYS" \
+        -c "$conns" -P "$pipeline" -n "$n" --csv </dev/null \
+        | tr -d '"' | awk -F, -v label="$label" -v conns="$conns" -v p="$pipeline" -v n="$n" \
+            -v keys="$CACHE_KEYS" -v vb="$CACHE_VALUE_BYTES" -v op="$test" '
+            $1 == toupper(op) {
+                printf "RESULT mode=%s ops_per_s=%.0f p50_us=%.1f p99_us=%.1f conns=%d in_flight=%d requests=%d op=%s keys=%d value_bytes=%d pipeline=%d\n",
+                    label, $2, $5 * 1000, $7 * 1000, conns, p, n, op, keys, vb, p
+                found = 1
+            }
+            END { if (!found) exit 1 }'
+}
+
+# run_redis PREFIX TEST: REPEATS runs of one redis-benchmark test per cache shape, each about BENCH_SECONDS long.
+# redis-benchmark takes a request count, not a duration: an unmeasured warm-up run of a fixed count gives the rate
+# the measured runs' count is computed from.
+run_redis() {
+    local prefix=$1 test=$2 shape name conns pipeline warm rate n k
+    for shape in "${CACHE_SHAPES[@]}"; do
+        read -r name conns pipeline warm <<<"$shape"
+        rate=$(redis_once warmup "$test" "$conns" "$pipeline" "$warm" | sed -n 's/.* ops_per_s=\([0-9]*\).*/\1/p')
+        [[ -n $rate ]] || { echo "redis-benchmark -t $test failed" >&2; exit 1; }
+        n=$(awk -v r="$rate" -v s="$BENCH_SECONDS" 'BEGIN { printf "%d", r * s + 1 }')
+        for ((k = 1; k <= REPEATS; k++)); do
+            measured "$REDIS_PID" "$prefix-$test-$name" "$prefix-$test-$name" \
+                redis_once "$prefix-$test-$name" "$test" "$conns" "$pipeline" "$n"
+        done
+    done
+}
+
+# run_redis_fb PREFIX OP: the 50-connection rows again with ferry-bench itself as Redis's client (--redis: SET / GET in
+# RESP, the same keys and values). On the one client core redis-benchmark runs out of CPU before Redis does at
+# -c 50; with the same load generator on both sides, the difference left is the servers'.
+run_redis_fb() {
+    local k
+    for ((k = 1; k <= REPEATS; k++)); do
+        measured "$REDIS_PID" "cache-$2" "$1-fb-$2-c50" \
+            "${CLIENT_CPU[@]}" "$BIN/ferry-bench" --redis "$REDIS_SOCK" --seconds "$BENCH_SECONDS" --mode "cache-$2" \
+            --conns 50 --pipeline 1 --keys "$CACHE_KEYS" --value-bytes "$CACHE_VALUE_BYTES"
+    done
+}
+
+# start_redis NAME ARGS...: a private redis-server on a Unix socket in $TMP (no TCP port), on the server core.
+start_redis() {
+    local name=$1
+    shift
+    mkdir -p "$TMP/$name"
+    REDIS_SOCK=$TMP/$name/redis.sock
+    start_bg "${SERVER_CPU[@]}" redis-server --port 0 --unixsocket "$REDIS_SOCK" --unixsocketperm 700 --save '' \
+        --dir "$TMP/$name" --logfile "$TMP/$name/redis.log" --daemonize no "$@"
+    REDIS_PID=$STARTED_PID
+    wait_for redis-server redis-cli -s "$REDIS_SOCK" ping
+    log "redis-server pid $REDIS_PID on $REDIS_SOCK ($*)"
+}
+
+if [[ $CACHE == 1 && -z $REDIS_NOTE ]]; then
+    REDIS_VERSION=$(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
+    log "Redis $REDIS_VERSION: redis-benchmark -t set / get, $REPEATS runs of ~${BENCH_SECONDS}s per shape"
+    # In memory only: the fastest Redis, which loses every write when the process dies.
+    start_redis redis-mem --appendonly no
+    run_redis redis set
+    run_redis redis get
+    run_redis_fb redis set
+    run_redis_fb redis get
+    stop_bg "$REDIS_PID"
+    # Every write appended to the AOF (write() before the reply is sent, fsync once a second): like ferryd, an
+    # acknowledged write survives the process being killed. GET does not touch the AOF, so only SET runs here.
+    start_redis redis-aof --appendonly yes --appendfsync everysec
+    run_redis redis-aof set
+    run_redis_fb redis-aof set
+    stop_bg "$REDIS_PID"
 fi
 
 # ---- start-up: ferry ping vs curl against a local http.server -------------------------------------------------
@@ -323,6 +463,59 @@ if [[ -n $fs && -n $cs ]]; then
         "$(ratio "$(field "$fs" median_ms)" "$(field "$cs" median_ms)")" ""
 fi
 
+# The cache table: ferryd beside Redis in memory and Redis with its append-only file.
+CACHE_TABLE=$TMP/cache-table.md
+crow() { printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$@" >>"$CACHE_TABLE"; }
+or_dash() { if [[ -n $1 ]]; then echo "$1"; else echo "–"; fi; }
+# cache_rows OP SHAPE DESCRIPTION: requests/s, latency and server CPU of one operation in one load shape.
+cache_rows() {
+    local f r a fo ro ao
+    f=$(median "cache-$1-$2")
+    r=$(median "redis-$1-$2")
+    a=$(median "redis-aof-$1-$2")
+    [[ -n $f || -n $r ]] || return 0
+    fo=$(field "$f" ops_per_s) ro=$(field "$r" ops_per_s) ao=$(field "$a" ops_per_s)
+    crow "**$3** requests/s" "$(or_dash "$(thousands "$fo")")" "$(or_dash "$(thousands "$ro")")" "$(ratio "$fo" "$ro")" \
+        "$(or_dash "$(thousands "$ao")")" "$(ratio "$fo" "$ao")" \
+        "range $(or_dash "$(spread "cache-$1-$2")") / $(or_dash "$(spread "redis-$1-$2")") / $(or_dash "$(spread "redis-aof-$1-$2")")"
+    lat() { [[ -n $1 ]] && echo "$(field "$1" p50_us) / $(field "$1" p99_us)" || echo "–"; }
+    latr() { [[ -n $2 ]] && echo "$(ratio "$(field "$1" p50_us)" "$(field "$2" p50_us)") / $(ratio "$(field "$1" p99_us)" "$(field "$2" p99_us)")" || echo "–"; }
+    crow "… p50 / p99 µs" "$(lat "$f")" "$(lat "$r")" "$(latr "$f" "$r")" "$(lat "$a")" "$(latr "$f" "$a")" ""
+    busy() { [[ -n $1 ]] && echo "$(field "$1" server_cpu_pct)%" || echo "–"; }
+    cbusy() { [[ -n $1 ]] && echo "$(field "$1" client_cpu_pct)%" || echo "–"; }
+    crow "… server CPU µs per request" "$(or_dash "$(cpu_per_request "$f")")" "$(or_dash "$(cpu_per_request "$r")")" \
+        "$(ratio "$(cpu_per_request "$f")" "$(cpu_per_request "$r")")" "$(or_dash "$(cpu_per_request "$a")")" \
+        "$(ratio "$(cpu_per_request "$f")" "$(cpu_per_request "$a")")" \
+        "server core busy $(busy "$f") / $(busy "$r") / $(busy "$a"); client core $(cbusy "$f") / $(cbusy "$r") / $(cbusy "$a")"
+    # The same shape with ferry-bench as Redis's client too (50-connection rows only).
+    r=$(median "redis-fb-$1-$2")
+    a=$(median "redis-aof-fb-$1-$2")
+    if [[ -n $r || -n $a ]]; then
+        ro=$(field "$r" ops_per_s) ao=$(field "$a" ops_per_s)
+        crow "… Redis driven by ferry-bench too (same client), requests/s" "$(or_dash "$(thousands "$fo")")" \
+            "$(or_dash "$(thousands "$ro")")" "$(ratio "$fo" "$ro")" "$(or_dash "$(thousands "$ao")")" "$(ratio "$fo" "$ao")" \
+            "p50 / p99 µs $(lat "$r") / $(lat "$a"); server CPU µs per request $(or_dash "$(cpu_per_request "$r")") / $(or_dash "$(cpu_per_request "$a")"); server core busy $(busy "$r") / $(busy "$a"); client core $(cbusy "$r") / $(cbusy "$a")"
+    fi
+}
+{
+    echo "| measure (median of $REPEATS runs) | Ferry | Redis, in memory | Ferry / Redis | Redis, AOF everysec | Ferry / Redis AOF | notes (Ferry / Redis / Redis AOF) |"
+    echo "|---|---|---|---|---|---|---|"
+} >"$CACHE_TABLE"
+cache_rows set c50 "cache.set: 50 conns × 1 in flight"
+cache_rows get c50 "cache.get: 50 conns × 1 in flight"
+cache_rows set c1 "cache.set: 1 conn × 1 in flight"
+cache_rows get c1 "cache.get: 1 conn × 1 in flight"
+cache_rows set c50-p16 "cache.set: 50 conns × 16 pipelined"
+cache_rows get c50-p16 "cache.get: 50 conns × 16 pipelined"
+HAS_CACHE_TABLE=$(($(wc -l <"$CACHE_TABLE") > 2))
+CACHE_LEGEND="Cache: ${CACHE_VALUE_BYTES}-byte values, random keys out of ${CACHE_KEYS}; Ferry = ferry-bench cache-set / \
+cache-get against ferryd, Redis = redis-benchmark ${REDIS_VERSION:-} -t set / get -d ${CACHE_VALUE_BYTES} -r ${CACHE_KEYS} \
+-c N [-P 16] against redis-server (in memory: --appendonly no; AOF: --appendonly yes --appendfsync everysec; GET does \
+not touch the AOF, so only SET runs there); \"same client\" rows: ferry-bench --redis sends the same SET / GET in RESP, \
+so both servers face one load generator (redis-benchmark saturates the client core at -c 50). Fair pairs: cache.set vs Redis AOF (both acknowledge a write once it is \
+in the kernel, so it survives the process being killed), cache.get vs Redis in memory. Client core busy near 100% \
+means the load generator set the pace. ${REDIS_NOTE}"
+
 LEGEND="Ferry / reference: for requests/s below 1 means Ferry is slower; for latency, server CPU per request and \
 start-up, above 1 means Ferry is slower or costlier. Server CPU is user+system time of ferryd (or the reference \
 server) over the run, from /proc; a core busy well below 100% means the row is bound by wake-ups between the cores, \
@@ -339,6 +532,12 @@ mkdir -p "$OUT_DIR"
     cat "$TABLE"
     echo
     echo "$LEGEND"
+    if [[ $HAS_CACHE_TABLE == 1 ]]; then
+        echo
+        cat "$CACHE_TABLE"
+        echo
+        echo "$CACHE_LEGEND"
+    fi
     echo
     echo "## Every run"
     echo
@@ -349,4 +548,10 @@ echo
 cat "$TABLE"
 echo
 echo "$LEGEND"
+if [[ $HAS_CACHE_TABLE == 1 ]]; then
+    echo
+    cat "$CACHE_TABLE"
+    echo
+    echo "$CACHE_LEGEND"
+fi
 log "written to $OUT_DIR/latest.txt"

@@ -29,6 +29,8 @@ struct BenchOptions {
     var pipeline = 1
     var keySpace = 10_000
     var valueBytes = 100
+    /// cache-*: a Redis server's Unix socket to load instead of ferryd (RESP, the same requests redis-benchmark sends).
+    var redis: String?
 
     static let parser = ArgParser([
         OptionSpec("socket", takesValue: true, help: "ferryd's socket (default: $FERRY_SOCKET, then the standard path)"),
@@ -41,6 +43,7 @@ struct BenchOptions {
         OptionSpec("pipeline", takesValue: true, help: "cache-*: requests sent together per connection, 1 … 64 (default: 1; redis-benchmark -P)"),
         OptionSpec("keys", takesValue: true, help: "cache-*: key space, keys key:000000000000 … (default: 10000; redis-benchmark -r)"),
         OptionSpec("value-bytes", takesValue: true, help: "cache-*: value size in bytes (default: 100; redis-benchmark -d)"),
+        OptionSpec("redis", takesValue: true, help: "cache-*: load the Redis server on this Unix socket instead of ferryd (SET/GET)"),
         OptionSpec("tasks", takesValue: true, help: "client: concurrent tasks sharing one FerryClient (default: 50)"),
         OptionSpec("help", short: "h", help: "print this help"),
     ])
@@ -60,6 +63,7 @@ struct BenchOptions {
           cache-set          cache.set of --value-bytes values under random keys of --keys, --conns connections,
                              each sending --pipeline requests at a time (1: one in flight; as redis-benchmark -c/-P)
           cache-get          cache.get, same shape; every key is stored first, so every get is a hit
+                             (with --redis PATH both send SET / GET to a Redis server instead: same client, other server)
 
         Options:
         \(parser.helpText)
@@ -96,6 +100,7 @@ struct BenchOptions {
         // 64: the cache modes track a batch's replies in one 64-bit mask.
         options.pipeline = Int(try number(args.value("pipeline"), "--pipeline", default: 1, minimum: 1, maximum: 64))
         options.keySpace = Int(try number(args.value("keys"), "--keys", default: 10_000, minimum: 1, maximum: 1e12 - 1))
+        options.redis = args.value("redis").flatMap { $0.isEmpty ? nil : $0 }
         options.valueBytes = Int(try number(args.value("value-bytes"), "--value-bytes", default: 100, minimum: 0,
                                             maximum: 1_000_000))
         return options

@@ -16,25 +16,8 @@ final class RawConnection {
 
     /// Connects and performs the `hello` handshake (PROTOCOL.md section 4: nothing but `hello` is served before it).
     init(path: String) throws(BenchError) {
-        if let problem = SocketPath.problem(with: path) { throw BenchError(problem) }
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw BenchError("socket(): \(String(cString: strerror(errno)))") }
+        fd = try connectUnixSocket(path, server: "ferryd", hint: "start it, or pass --socket")
         decoder = FrameDecoder(maxFrameBytes: limits.handshakeFrameBytes, maxJSONBytes: limits.handshakeFrameBytes)
-        var addr = sockaddr_un()
-        addr.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &addr.sun_path) { p in
-            for (k, b) in path.utf8.enumerated() { p[k] = b }
-        }
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        if rc != 0 {
-            let message = String(cString: strerror(errno))
-            close(fd)
-            throw BenchError("no ferryd answers on \(path): \(message) (start it, or pass --socket)")
-        }
         try handshake()
     }
 
@@ -66,36 +49,13 @@ final class RawConnection {
 
     /// Writes all of `bytes`, retrying on EINTR and short writes.
     func send(_ bytes: [UInt8]) throws(BenchError) {
-        let ok = bytes.withUnsafeBytes { b -> Bool in
-            var off = 0
-            while off < b.count {
-                let n = Glibc.send(fd, b.baseAddress! + off, b.count - off, Int32(MSG_NOSIGNAL))
-                if n > 0 {
-                    off += n
-                } else if n < 0 && errno == EINTR {
-                    continue
-                } else {
-                    return false
-                }
-            }
-            return true
-        }
-        if !ok { throw BenchError("ferryd closed the connection while we were writing") }
+        if !sendAll(fd, bytes) { throw BenchError("ferryd closed the connection while we were writing") }
     }
 
     /// One `recv` straight into the decoder's free space; blocks until some bytes arrive. EOF is an error: ferryd
     /// never closes a healthy connection on its own.
     func receive() throws(BenchError) {
-        let space = decoder.buffer.writableSpace(minimum: 16 * 1024)
-        while true {
-            let n = recv(fd, space.baseAddress, space.count, 0)
-            if n > 0 {
-                decoder.buffer.didWrite(n)
-                return
-            }
-            if n < 0 && errno == EINTR { continue }
-            throw BenchError(n == 0 ? "ferryd closed the connection" : "recv(): \(String(cString: strerror(errno)))")
-        }
+        try receiveSome(fd, into: decoder.buffer, server: "ferryd")
     }
 
     /// Takes the next whole frame out of the buffer, if one is there, without blocking.
@@ -119,5 +79,60 @@ final class RawConnection {
             if let r = try takeFrame(body) { return r }
             try receive()
         }
+    }
+}
+
+/// A connected, blocking Unix stream socket. `server` and `hint` make the error message when nobody answers.
+func connectUnixSocket(_ path: String, server: String, hint: String) throws(BenchError) -> Int32 {
+    if let problem = SocketPath.problem(with: path) { throw BenchError(problem) }
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard fd >= 0 else { throw BenchError("socket(): \(String(cString: strerror(errno)))") }
+    var addr = sockaddr_un()
+    addr.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &addr.sun_path) { p in
+        for (k, b) in path.utf8.enumerated() { p[k] = b }
+    }
+    let rc = withUnsafePointer(to: &addr) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        }
+    }
+    if rc != 0 {
+        let message = String(cString: strerror(errno))
+        close(fd)
+        throw BenchError("no \(server) answers on \(path): \(message) (\(hint))")
+    }
+    return fd
+}
+
+/// Writes all of `bytes` to `fd`, retrying on EINTR and short writes; false when the peer is gone.
+func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+    bytes.withUnsafeBytes { b -> Bool in
+        var off = 0
+        while off < b.count {
+            let n = Glibc.send(fd, b.baseAddress! + off, b.count - off, Int32(MSG_NOSIGNAL))
+            if n > 0 {
+                off += n
+            } else if n < 0 && errno == EINTR {
+                continue
+            } else {
+                return false
+            }
+        }
+        return true
+    }
+}
+
+/// One `recv` into `buffer`'s free space; blocks until some bytes arrive. EOF is an error.
+func receiveSome(_ fd: Int32, into buffer: ByteBuffer, server: String) throws(BenchError) {
+    let space = buffer.writableSpace(minimum: 16 * 1024)
+    while true {
+        let n = recv(fd, space.baseAddress, space.count, 0)
+        if n > 0 {
+            buffer.didWrite(n)
+            return
+        }
+        if n < 0 && errno == EINTR { continue }
+        throw BenchError(n == 0 ? "\(server) closed the connection" : "recv(): \(String(cString: strerror(errno)))")
     }
 }

@@ -25,7 +25,7 @@ func measure(_ mode: BenchMode, _ budget: Budget, _ o: BenchOptions) async throw
     case .rawConnsThreads: return try runRawConnectionThreads(socket: o.socket, budget: budget, count: o.connections)
     case .client: return try await runClient(socket: o.socket, budget: budget, tasks: o.tasks)
     case .cacheSet, .cacheGet:
-        return try runCacheLoad(socket: o.socket, budget: budget, op: mode == .cacheSet ? .set : .get,
+        return try runCacheMode(socket: o.socket, redis: o.redis, budget: budget, op: mode == .cacheSet ? .set : .get,
                                 connections: o.connections, pipeline: o.pipeline, keySpace: o.keySpace,
                                 valueBytes: o.valueBytes)
     }
@@ -49,7 +49,7 @@ for mode in options.modes {
     do {
         // cache-get reads only hits: store every key once, before its first (warm-up) run.
         if mode == .cacheGet && !populated {
-            try populateCache(socket: options.socket, keySpace: options.keySpace, valueBytes: options.valueBytes)
+            try populate(socket: options.socket, redis: options.redis, keySpace: options.keySpace, valueBytes: options.valueBytes)
             populated = true
         }
         // The warm-up runs the same code on its own connections and is thrown away: it brings the CPUs out of

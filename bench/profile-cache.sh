@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# bench/profile-cache.sh — where ferryd's time goes under the cache load of `make bench`.
+#
+# Starts a private ferryd (server CPU 0, like bench/run.sh), drives it with `ferry-bench cache-set` or `cache-get`
+# (client CPU 1) and records ferryd with `perf record -g` (installed with apt-get as linux-perf when missing and
+# root; without perf, `valgrind --tool=callgrind` on a short run). Prints the shares by thread, by shared object
+# and by symbol, and keeps perf.data in OUT_DIR for `perf report -i`.
+#
+#   bash bench/profile-cache.sh [set|get] [ferry-bench options...]    # default: set --conns 50
+#
+# Environment: BUILD_DIR (.build; binaries must be built: `swift build -c release`), SECONDS_RECORDED (5),
+# OUT_DIR (bench-results/profile), PROFILER (perf | callgrind; default: perf when it works).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+OP=${1:-set}
+shift || true
+[[ $OP == set || $OP == get ]] || { echo "usage: $0 [set|get] [ferry-bench options...]" >&2; exit 2; }
+EXTRA=("$@")
+[[ ${#EXTRA[@]} -gt 0 ]] || EXTRA=(--conns 50)
+BUILD_DIR=${BUILD_DIR:-.build}
+SECONDS_RECORDED=${SECONDS_RECORDED:-5}
+OUT_DIR=${OUT_DIR:-bench-results/profile}
+BIN=$BUILD_DIR/release
+for exe in ferryd ferry-bench; do
+    [[ -x $BIN/$exe ]] || { echo "missing $BIN/$exe: swift build -c release${BUILD_DIR:+ --scratch-path $BUILD_DIR}" >&2; exit 1; }
+done
+
+TMP=$(mktemp -d /tmp/ferry-prof.XXXXXX)
+PIDS=()
+cleanup() {
+    local pid
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+log() { printf '== %s\n' "$*" >&2; }
+
+if [[ -z ${PROFILER:-} ]]; then
+    if ! perf --version >/dev/null 2>&1 && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+        log "installing linux-perf (apt-get)"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq linux-perf >/dev/null 2>&1 || true
+    fi
+    if perf record -o /dev/null -- true >/dev/null 2>&1; then PROFILER=perf; else PROFILER=callgrind; fi
+fi
+
+mkdir -p "$OUT_DIR"
+SOCK=$TMP/ferryd.sock
+ferryd_cmd=("$BIN/ferryd" --socket "$SOCK" --cache-dir "$TMP/cache" --log-level warn)
+if [[ $PROFILER == callgrind ]]; then
+    # Callgrind runs the daemon ~50× slower: a short, fixed-count run is enough to see the shares.
+    taskset -c 0 valgrind --tool=callgrind --callgrind-out-file="$OUT_DIR/callgrind.out" "${ferryd_cmd[@]}" &
+else
+    taskset -c 0 "${ferryd_cmd[@]}" &
+fi
+FERRYD_PID=$!
+PIDS+=("$FERRYD_PID")
+for ((k = 0; k < 600; k++)); do [[ -S $SOCK ]] && break; sleep 0.05; done
+[[ -S $SOCK ]] || { echo "ferryd did not come up" >&2; exit 1; }
+
+bench=(taskset -c 1 "$BIN/ferry-bench" --socket "$SOCK" --mode "cache-$OP" "${EXTRA[@]}")
+if [[ $PROFILER == perf ]]; then
+    log "ferry-bench cache-$OP ${EXTRA[*]}; perf record -g on ferryd (pid $FERRYD_PID) for ${SECONDS_RECORDED}s"
+    "${bench[@]}" --seconds "$((SECONDS_RECORDED + 2))" --warmup 1 &
+    BENCH_PID=$!
+    PIDS+=("$BENCH_PID")
+    sleep 1.5
+    perf record -F 1999 -g -p "$FERRYD_PID" -o "$OUT_DIR/perf.data" -- sleep "$SECONDS_RECORDED" 2>&1 | tail -1 >&2
+    wait "$BENCH_PID"
+    report() { perf report -i "$OUT_DIR/perf.data" --no-children -g none --percent-limit 0.7 "$@" 2>/dev/null | grep '%' || true; }
+    echo "## by thread (the lowest id is the loop thread; the disk worker starts next)"; report --sort pid
+    echo "## by shared object"; report --sort dso
+    echo "## by symbol"; report --sort dso,sym | head -40
+    log "perf.data in $OUT_DIR: perf report -i $OUT_DIR/perf.data -g caller"
+else
+    log "ferry-bench cache-$OP ${EXTRA[*]} under callgrind (a fixed count of requests)"
+    "${bench[@]}" --count 20000 --warmup 0
+    kill "$FERRYD_PID"
+    wait "$FERRYD_PID" 2>/dev/null || true
+    callgrind_annotate --inclusive=no "$OUT_DIR/callgrind.out" 2>/dev/null | head -60
+fi
