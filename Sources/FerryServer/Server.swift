@@ -123,6 +123,7 @@ public final class Server {
             mailbox.close()
             throw .store("cannot open the cache in \(config.cacheDirectory): \(error)")
         }
+        store.batchesSubmissions = true
         for notice in store.notices { log.error(notice) }
         log.info("cache: \(config.cacheDirectory), \(store.counters.diskEntries) entries on disk")
     }
@@ -249,6 +250,7 @@ public final class Server {
             needFlush.removeAll(keepingCapacity: true)
             for connection in batch { connection.flush() }
         }
+        store?.flushSubmissions()
         if readyToStop { stopNow() }
     }
 

@@ -32,6 +32,12 @@ public final class CacheStore: @unchecked Sendable {
     private var worker: DiskWorker!
     private let lockFD: Int32
     private var completions: [(DiskResult) -> Void] = []
+    /// Jobs not yet handed to the worker: handed over once per loop iteration (`flushSubmissions`), so one wake-up
+    /// and one lock carry everything the iteration produced, and batches (transactions) grow with the load.
+    private var unsubmitted: [DiskJob] = []
+    /// When true, `flushSubmissions` must be called (the daemon does it at the end of each loop iteration); when
+    /// false, every job goes to the worker at once (tests drive the store without a loop).
+    public var batchesSubmissions = false
     private var completionsHead = 0
     private var accessed = Set<CacheKey>()
     /// Value bytes handed to the disk worker and not yet done: a client that sends sets faster than the disk takes
@@ -56,6 +62,7 @@ public final class CacheStore: @unchecked Sendable {
 
     /// Waits for queued disk work to commit, then stops the worker. Completions of that work are not run.
     public func close() {
+        flushSubmissions()
         worker.stop()
         if lockFD >= 0 { Glibc.close(lockFD) }
     }
@@ -182,7 +189,15 @@ public final class CacheStore: @unchecked Sendable {
 
     private func submit(_ job: DiskJob, _ done: @escaping (DiskResult) -> Void) {
         completions.append(done)
-        worker.submit(job)
+        unsubmitted.append(job)
+        if !batchesSubmissions { flushSubmissions() }
+    }
+
+    /// Hands the jobs queued since the last call to the disk worker.
+    public func flushSubmissions() {
+        guard !unsubmitted.isEmpty else { return }
+        worker.submit(unsubmitted)
+        unsubmitted.removeAll(keepingCapacity: true)
     }
 
     /// Runs on the loop thread: a batch's results, in submission order.

@@ -37,9 +37,10 @@ final class DiskWorker: @unchecked Sendable {
         precondition(rc == 0, "cannot start the disk worker thread: \(rc)")
     }
 
-    func submit(_ job: Job) {
+    func submit(_ jobs: [Job]) {
+        guard !jobs.isEmpty else { return }
         pthread_mutex_lock(mutex)
-        queue.append(job)
+        queue.append(contentsOf: jobs)
         pthread_cond_signal(condition)
         pthread_mutex_unlock(mutex)
     }
