@@ -62,6 +62,8 @@ public final class CacheStore: @unchecked Sendable {
 
     /// Waits for queued disk work to commit, then stops the worker. Completions of that work are not run.
     public func close() {
+        // A clean stop leaves the journal empty (its sets in the index); a killed daemon replays it at start.
+        submit(.applyJournal) { _ in }
         flushSubmissions()
         worker.stop()
         if lockFD >= 0 { Glibc.close(lockFD) }

@@ -11,6 +11,8 @@ enum DiskJob: Sendable {
     case clear(namespace: String, now: Int64)
     /// Deletes expired rows and records accesses served from memory (the disk tier's LRU order).
     case sweep(now: Int64, accessed: [CacheKey])
+    /// Moves journaled sets into the index (at a clean stop).
+    case applyJournal
 }
 
 enum DiskResult: Sendable {
@@ -46,14 +48,22 @@ final class StoreEngine {
     let config: StoreConfig
     let index: DiskIndex
     let blobs: BlobFiles
+    let journal: Journal
     private(set) var diskBytes: Int
     private(set) var diskEntries: Int
     private var maybeUnreferenced: [String] = []
+    /// Small sets acknowledged through the journal and not yet in the index: the latest value per key. Reads look
+    /// here first; every other kind of job applies them to the index before it runs, so the index is current
+    /// whenever anything but a small set or a get touches it.
+    private var pending: [CacheKey: CacheEntry] = [:]
+    /// Pending sets are applied once this many have gathered (and by every sweep, about once a second).
+    static let applyThreshold = 20_000
 
-    init(config: StoreConfig, index: DiskIndex, blobs: BlobFiles) throws(SQLiteError) {
+    init(config: StoreConfig, index: DiskIndex, blobs: BlobFiles, journal: Journal) throws(SQLiteError) {
         self.config = config
         self.index = index
         self.blobs = blobs
+        self.journal = journal
         let totals = try index.totals(overheadPerRow: StoreConfig.diskOverheadPerEntry)
         diskBytes = totals.bytes
         diskEntries = totals.rows
@@ -63,8 +73,118 @@ final class StoreEngine {
         size + key.key.utf8.count + key.namespace.utf8.count + StoreConfig.diskOverheadPerEntry
     }
 
+    /// A journaled set not yet written to the file, with what to undo if the write fails.
+    private struct JournalEntry {
+        let job: Int
+        let key: CacheKey
+        let entry: CacheEntry
+        let previous: CacheEntry?
+        let bytesDelta: Int
+        let entriesDelta: Int
+    }
+
     func run(_ jobs: [DiskJob]) -> BatchOutcome {
+        var outcome = BatchOutcome(results: [DiskResult](repeating: .swept, count: jobs.count), diskBytes: 0, diskEntries: 0,
+                                   evictions: 0, expirations: 0)
+        var chunk: [JournalEntry] = []
+        for (i, job) in jobs.enumerated() {
+            if case .put(let key, let entry, false, _) = job, let journaled = journalable(i, key, entry) {
+                chunk.append(journaled)
+                continue
+            }
+            if case .get(let key, let now) = job {
+                if let entry = pending[key] {
+                    outcome.results[i] = .entry(entry.isExpired(now: now) ? nil : entry)
+                } else {
+                    outcome.results[i] = perform(job, &outcome)  // a read: no transaction needed
+                    index.resetStatements()
+                }
+                continue
+            }
+            flush(&chunk, &outcome)
+            do {
+                try applyPending()
+            } catch {
+                outcome.results[i] = .failed(error)
+                continue
+            }
+            outcome.results[i] = runTransaction([job], &outcome)[0]
+        }
+        flush(&chunk, &outcome)
+        if pending.count >= StoreEngine.applyThreshold { try? applyPending() }
+        outcome.diskBytes = diskBytes
+        outcome.diskEntries = diskEntries
+        return outcome
+    }
+
+    /// Takes a small unconditional set into `pending` (to be written to the journal with its batch); nil when it
+    /// must take the transactional path (large value, or the disk budget needs eviction first).
+    private func journalable(_ job: Int, _ key: CacheKey, _ entry: CacheEntry) -> JournalEntry? {
+        guard entry.value.count <= config.inlineThreshold else { return nil }
+        let previous = pending[key]
+        let oldSize: Int?
+        if let previous { oldSize = previous.value.count } else { oldSize = (try? index.get(key))?.map { $0.size } ?? nil }
+        index.resetStatements()
+        let oldCost = oldSize.map { StoreEngine.cost(key, size: $0) } ?? 0
+        let cost = StoreEngine.cost(key, size: entry.value.count)
+        guard diskBytes - oldCost + cost <= config.diskBudget else { return nil }
+        let journaled = JournalEntry(job: job, key: key, entry: entry, previous: previous, bytesDelta: cost - oldCost,
+                                     entriesDelta: oldSize == nil ? 1 : 0)
+        pending[key] = entry
+        diskBytes += journaled.bytesDelta
+        diskEntries += journaled.entriesDelta
+        return journaled
+    }
+
+    /// Writes the chunk's records in one append; the sets are acknowledged (or, if the write fails, undone).
+    private func flush(_ chunk: inout [JournalEntry], _ outcome: inout BatchOutcome) {
+        guard !chunk.isEmpty else { return }
+        do {
+            try journal.append(chunk.map { ($0.key, $0.entry) })
+            for j in chunk { outcome.results[j.job] = .stored(true) }
+        } catch {
+            for j in chunk.reversed() {
+                pending[j.key] = j.previous
+                diskBytes -= j.bytesDelta
+                diskEntries -= j.entriesDelta
+                outcome.results[j.job] = .failed(error)
+            }
+        }
+        chunk.removeAll()
+    }
+
+    /// Moves every pending set into the index in one transaction, then empties the journal.
+    private func applyPending() throws(StoreError) {
+        guard !pending.isEmpty else { return }
+        do throws(SQLiteError) {
+            try index.begin()
+            for (key, entry) in pending {
+                if let old = try index.get(key), let hash = old.blob { maybeUnreferenced.append(hash) }
+                try index.put(key, DiskRow(size: entry.value.count, createdAt: entry.createdAt, expiresAt: entry.expiresAt,
+                                           inline: entry.value, blob: nil), accessedAt: entry.createdAt)
+            }
+            index.resetStatements()
+            try index.commit()
+        } catch {
+            index.rollback()
+            index.resetStatements()
+            maybeUnreferenced.removeAll()
+            throw error.storeError
+        }
+        journal.truncate()
+        pending.removeAll(keepingCapacity: true)
+        for hash in maybeUnreferenced where (try? index.isBlobReferenced(hash)) == false { blobs.remove(hash) }
+        maybeUnreferenced.removeAll()
+        index.resetStatements()
+    }
+
+    /// Runs jobs in one SQLite transaction (the index is current: nothing is pending).
+    private func runTransaction(_ jobs: [DiskJob], _ batch: inout BatchOutcome) -> [DiskResult] {
         var outcome = BatchOutcome(results: [], diskBytes: 0, diskEntries: 0, evictions: 0, expirations: 0)
+        defer {
+            batch.evictions += outcome.evictions
+            batch.expirations += outcome.expirations
+        }
         let before = (diskBytes, diskEntries)
         do throws(SQLiteError) {
             try index.begin()
@@ -101,9 +221,7 @@ final class StoreEngine {
         }
         maybeUnreferenced.removeAll()
         index.resetStatements()
-        outcome.diskBytes = diskBytes
-        outcome.diskEntries = diskEntries
-        return outcome
+        return outcome.results
     }
 
     private func perform(_ job: DiskJob, _ outcome: inout BatchOutcome) -> DiskResult {
@@ -148,6 +266,8 @@ final class StoreEngine {
             case .sweep(let now, let accessed):
                 for key in accessed { try index.setAccessed(key, at: now) }
                 outcome.expirations += try removeExpired(now: now, limit: 1000)
+                return .swept
+            case .applyJournal:
                 return .swept
             }
         } catch let error as SQLiteError {

@@ -46,9 +46,11 @@ enum StoreOpening {
             }
         }
         let blobs = try BlobFiles(root: config.directory + "/blobs")
+        let journal = try Journal(path: config.directory + "/journal")
         do {
+            notices += try replay(journal, into: index, blobs: blobs)
             notices += try reconcile(index, blobs)
-            return Opened(engine: try StoreEngine(config: config, index: index, blobs: blobs), notices: notices, lockFD: lockFD)
+            return Opened(engine: try StoreEngine(config: config, index: index, blobs: blobs, journal: journal), notices: notices, lockFD: lockFD)
         } catch {
             throw .io("cannot read the index at \(path): \(error)")
         }
@@ -73,6 +75,29 @@ enum StoreOpening {
         let verdict = try index.db.scalarText("PRAGMA quick_check")
         guard verdict == "ok" else { throw SQLiteError(code: SQLITE_CORRUPT, message: "quick_check: \(verdict ?? "no answer")") }
         return index
+    }
+
+    /// Sets acknowledged through the journal but not yet in the index (the daemon was killed): into the index now.
+    private static func replay(_ journal: Journal, into index: DiskIndex, blobs: BlobFiles) throws(SQLiteError) -> [String] {
+        let records = journal.readAll()
+        guard !records.isEmpty else {
+            journal.truncate()  // a torn record left by a failed write: never acknowledged
+            return []
+        }
+        try index.begin()
+        do throws(SQLiteError) {
+            for (key, entry) in records {
+                try index.put(key, DiskRow(size: entry.value.count, createdAt: entry.createdAt, expiresAt: entry.expiresAt,
+                                           inline: entry.value, blob: nil), accessedAt: entry.createdAt)
+            }
+            index.resetStatements()
+            try index.commit()
+        } catch {
+            index.rollback()
+            throw error
+        }
+        journal.truncate()
+        return ["replayed \(records.count) journaled sets into the index"]
     }
 
     /// Blob files no row points at are deleted; rows whose blob file is missing are deleted.
