@@ -56,8 +56,12 @@ final class StoreEngine {
     /// here first; every other kind of job applies them to the index before it runs, so the index is current
     /// whenever anything but a small set or a get touches it.
     private var pending: [CacheKey: CacheEntry] = [:]
-    /// Pending sets are applied once this many have gathered (and by every sweep, about once a second).
+    /// Value bytes held in `pending` (memory the daemon keeps until the apply).
+    private var pendingBytes = 0
+    /// Pending sets are applied once this many, or this many value bytes, have gathered (and by every sweep, about
+    /// once a second), which bounds both the journal file and the memory `pending` holds.
     static let applyThreshold = 20_000
+    static let applyThresholdBytes = 32 * 1024 * 1024
 
     init(config: StoreConfig, index: DiskIndex, blobs: BlobFiles, journal: Journal) throws(SQLiteError) {
         self.config = config
@@ -111,7 +115,7 @@ final class StoreEngine {
             outcome.results[i] = runTransaction([job], &outcome)[0]
         }
         flush(&chunk, &outcome)
-        if pending.count >= StoreEngine.applyThreshold { try? applyPending() }
+        if pending.count >= StoreEngine.applyThreshold || pendingBytes >= StoreEngine.applyThresholdBytes { try? applyPending() }
         outcome.diskBytes = diskBytes
         outcome.diskEntries = diskEntries
         return outcome
@@ -131,6 +135,7 @@ final class StoreEngine {
         let journaled = JournalEntry(job: job, key: key, entry: entry, previous: previous, bytesDelta: cost - oldCost,
                                      entriesDelta: oldSize == nil ? 1 : 0)
         pending[key] = entry
+        pendingBytes += entry.value.count - (previous?.value.count ?? 0)
         diskBytes += journaled.bytesDelta
         diskEntries += journaled.entriesDelta
         return journaled
@@ -144,6 +149,7 @@ final class StoreEngine {
             for j in chunk { outcome.results[j.job] = .stored(true) }
         } catch {
             for j in chunk.reversed() {
+                pendingBytes += (j.previous?.value.count ?? 0) - j.entry.value.count
                 pending[j.key] = j.previous
                 diskBytes -= j.bytesDelta
                 diskEntries -= j.entriesDelta
@@ -173,6 +179,7 @@ final class StoreEngine {
         }
         journal.truncate()
         pending.removeAll(keepingCapacity: true)
+        pendingBytes = 0
         for hash in maybeUnreferenced where (try? index.isBlobReferenced(hash)) == false { blobs.remove(hash) }
         maybeUnreferenced.removeAll()
         index.resetStatements()
