@@ -123,17 +123,18 @@ final class StoreEngine {
 
     /// Takes a small unconditional set into `pending` (to be written to the journal with its batch); nil when it
     /// must take the transactional path (large value, or the disk budget needs eviction first).
+    ///
+    /// Accounting without an index lookup (that lookup was the costliest part of a set): a journaled set is counted
+    /// as a new entry, which can only over-count — the budget check stays safe — and `applyPending` subtracts the
+    /// rows it replaces, so the totals are exact again after every apply.
     private func journalable(_ job: Int, _ key: CacheKey, _ entry: CacheEntry) -> JournalEntry? {
         guard entry.value.count <= config.inlineThreshold else { return nil }
         let previous = pending[key]
-        let oldSize: Int?
-        if let previous { oldSize = previous.value.count } else { oldSize = (try? index.get(key))?.map { $0.size } ?? nil }
-        index.resetStatements()
-        let oldCost = oldSize.map { StoreEngine.cost(key, size: $0) } ?? 0
+        let oldCost = previous.map { StoreEngine.cost(key, size: $0.value.count) } ?? 0
         let cost = StoreEngine.cost(key, size: entry.value.count)
         guard diskBytes - oldCost + cost <= config.diskBudget else { return nil }
         let journaled = JournalEntry(job: job, key: key, entry: entry, previous: previous, bytesDelta: cost - oldCost,
-                                     entriesDelta: oldSize == nil ? 1 : 0)
+                                     entriesDelta: previous == nil ? 1 : 0)
         pending[key] = entry
         pendingBytes += entry.value.count - (previous?.value.count ?? 0)
         diskBytes += journaled.bytesDelta
@@ -164,13 +165,22 @@ final class StoreEngine {
         guard !pending.isEmpty else { return }
         do throws(SQLiteError) {
             try index.begin()
+            var replacedBytes = 0
+            var replacedRows = 0
             for (key, entry) in pending {
-                if let old = try index.get(key), let hash = old.blob { maybeUnreferenced.append(hash) }
+                if let old = try index.get(key) {
+                    replacedBytes += StoreEngine.cost(key, size: old.size)
+                    replacedRows += 1
+                    if let hash = old.blob { maybeUnreferenced.append(hash) }
+                }
                 try index.put(key, DiskRow(size: entry.value.count, createdAt: entry.createdAt, expiresAt: entry.expiresAt,
                                            inline: entry.value, blob: nil), accessedAt: entry.createdAt)
             }
             index.resetStatements()
             try index.commit()
+            // The journaled sets were counted as new entries; the rows they replaced are gone now.
+            diskBytes -= replacedBytes
+            diskEntries -= replacedRows
         } catch {
             index.rollback()
             index.resetStatements()
