@@ -65,6 +65,19 @@ extension RequestContext {
         do { try body() } catch { fail(.invalidArgument, error.message) }
     }
 
+    /// Answers a store result: `success` builds the reply from the value, a failure gets its protocol code.
+    func answer<T>(_ result: Result<T, StoreError>, _ success: (T) -> Void) {
+        switch result {
+        case .success(let value): success(value)
+        case .failure(let error): fail(store: error)
+        }
+    }
+
+    /// The `not_found` answer for a key with no live entry.
+    func failNotFound(_ key: CacheKey) {
+        fail(.notFound, "no entry \"\(key.key.truncatedForMessages)\" in namespace \"\(key.namespace)\"")
+    }
+
     /// Answers a storage failure with its protocol code.
     func fail(store error: StoreError) {
         switch error {

@@ -11,16 +11,12 @@ final class CacheGetOperation: OperationHandler {
             let key = try CacheArguments.key(request.args)
             guard let server = request.server else { return }
             server.store.get(key, now: WallClock.nowMs()) { result in
-                switch result {
-                case .success(let found?):
-                    var reply: JSONObject = ["size": .int(Int64(found.0.value.count)), "created_at": .int(found.0.createdAt)]
-                    if let e = found.0.expiresAt { reply["expires_at"] = .int(e) }
-                    reply["source"] = .string(found.1.rawValue)
-                    request.succeed(reply, body: found.0.value)
-                case .success(nil):
-                    request.fail(.notFound, "no entry \"\(key.key.truncatedForMessages)\" in namespace \"\(key.namespace)\"")
-                case .failure(let e):
-                    request.fail(store: e)
+                request.answer(result) { found in
+                    guard let (entry, source) = found else { return request.failNotFound(key) }
+                    var reply: JSONObject = ["size": .int(Int64(entry.value.count)), "created_at": .int(entry.createdAt)]
+                    if let e = entry.expiresAt { reply["expires_at"] = .int(e) }
+                    reply["source"] = .string(source.rawValue)
+                    request.succeed(reply, body: entry.value)
                 }
             }
         }
@@ -39,8 +35,7 @@ final class CacheListOperation: OperationHandler {
             let limit = try CacheArguments.limit(request.args)
             guard let server = request.server else { return }
             server.store.list(namespace: namespace, prefix: prefix, cursor: cursor, limit: limit, now: WallClock.nowMs()) { result in
-                switch result {
-                case .success(let page):
+                request.answer(result) { page in
                     var reply: JSONObject = ["keys": .array(page.keys.map { k in
                         var o: JSONObject = ["key": .string(k.key), "size": .int(Int64(k.size))]
                         if let e = k.expiresAt { o["expires_at"] = .int(e) }
@@ -48,8 +43,6 @@ final class CacheListOperation: OperationHandler {
                     })]
                     if page.more, let last = page.keys.last { reply["cursor"] = .string(last.key) }
                     request.succeed(reply)
-                case .failure(let e):
-                    request.fail(store: e)
                 }
             }
         }

@@ -13,10 +13,7 @@ final class CacheSetOperation: OperationHandler {
             let ifAbsent = try CacheArguments.bool(request.args, "if_absent")
             guard let server = request.server else { return }
             server.store.set(key, value: request.body, ttlMs: ttl, ifAbsent: ifAbsent, now: WallClock.nowMs()) { result in
-                switch result {
-                case .success(let stored): request.succeed(["stored": .bool(stored)])
-                case .failure(let e): request.fail(store: e)
-                }
+                request.answer(result) { request.succeed(["stored": .bool($0)]) }
             }
         }
     }
@@ -31,10 +28,7 @@ final class CacheDeleteOperation: OperationHandler {
             let key = try CacheArguments.key(request.args)
             guard let server = request.server else { return }
             server.store.delete(key, now: WallClock.nowMs()) { result in
-                switch result {
-                case .success(let deleted): request.succeed(["deleted": .bool(deleted)])
-                case .failure(let e): request.fail(store: e)
-                }
+                request.answer(result) { request.succeed(["deleted": .bool($0)]) }
             }
         }
     }
@@ -50,13 +44,9 @@ final class CacheTouchOperation: OperationHandler {
             let ttl = try CacheArguments.ttl(request.args, required: true) ?? nil
             guard let server = request.server else { return }
             server.store.touch(key, ttlMs: ttl, now: WallClock.nowMs()) { result in
-                switch result {
-                case .success(.some(let expiresAt)):
+                request.answer(result) { touched in
+                    guard let expiresAt = touched else { return request.failNotFound(key) }
                     request.succeed(expiresAt.map { ["expires_at": .int($0)] } ?? JSONObject())
-                case .success(.none):
-                    request.fail(.notFound, "no entry \"\(key.key.truncatedForMessages)\" in namespace \"\(key.namespace)\"")
-                case .failure(let e):
-                    request.fail(store: e)
                 }
             }
         }
@@ -72,10 +62,7 @@ final class CacheClearOperation: OperationHandler {
             let namespace = try CacheArguments.namespace(request.args)
             guard let server = request.server else { return }
             server.store.clear(namespace: namespace, now: WallClock.nowMs()) { result in
-                switch result {
-                case .success(let n): request.succeed(["removed": .int(Int64(n))])
-                case .failure(let e): request.fail(store: e)
-                }
+                request.answer(result) { request.succeed(["removed": .int(Int64($0))]) }
             }
         }
     }
