@@ -3,9 +3,10 @@ import Glibc
 #endif
 import FerryProtocol
 
-/// Blocking Unix-socket calls with errors as `FerryError`.
-enum SocketIO {
-    static func connect(path: String) throws(FerryError) -> Int32 {
+/// Blocking Unix-socket calls with errors as `FerryError`; also used by the benchmark's raw clients.
+public enum SocketIO {
+    /// A connected stream socket to `path` (close-on-exec); `unavailable` when nothing answers.
+    public static func connect(path: String) throws(FerryError) -> Int32 {
         if let problem = SocketPath.problem(with: path) { throw FerryError(.invalidArgument, problem) }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw FerryError(.unavailable, "socket(): \(String(cString: strerror(errno)))") }
@@ -28,7 +29,7 @@ enum SocketIO {
     }
 
     /// Writes all of `bytes`, retrying on EINTR; false when the peer is gone.
-    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+    public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
         var off = 0
         while off < bytes.count {
             let n = send(fd, bytes.baseAddress! + off, bytes.count - off, Int32(MSG_NOSIGNAL))

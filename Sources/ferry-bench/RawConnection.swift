@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import FerryClient
 import FerryProtocol
 
 /// One Unix-socket connection to ferryd driven with plain blocking `send`/`recv` and the protocol codec, with none
@@ -84,43 +85,16 @@ final class RawConnection {
 
 /// A connected, blocking Unix stream socket. `server` and `hint` make the error message when nobody answers.
 func connectUnixSocket(_ path: String, server: String, hint: String) throws(BenchError) -> Int32 {
-    if let problem = SocketPath.problem(with: path) { throw BenchError(problem) }
-    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-    guard fd >= 0 else { throw BenchError("socket(): \(String(cString: strerror(errno)))") }
-    var addr = sockaddr_un()
-    addr.sun_family = sa_family_t(AF_UNIX)
-    withUnsafeMutableBytes(of: &addr.sun_path) { p in
-        for (k, b) in path.utf8.enumerated() { p[k] = b }
+    do {
+        return try SocketIO.connect(path: path)
+    } catch {
+        throw BenchError("no \(server) answers on \(path): \(error.message) (\(hint))")
     }
-    let rc = withUnsafePointer(to: &addr) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-        }
-    }
-    if rc != 0 {
-        let message = String(cString: strerror(errno))
-        close(fd)
-        throw BenchError("no \(server) answers on \(path): \(message) (\(hint))")
-    }
-    return fd
 }
 
-/// Writes all of `bytes` to `fd`, retrying on EINTR and short writes; false when the peer is gone.
+/// Writes all of `bytes` to `fd`; false when the peer is gone.
 func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-    bytes.withUnsafeBytes { b -> Bool in
-        var off = 0
-        while off < b.count {
-            let n = Glibc.send(fd, b.baseAddress! + off, b.count - off, Int32(MSG_NOSIGNAL))
-            if n > 0 {
-                off += n
-            } else if n < 0 && errno == EINTR {
-                continue
-            } else {
-                return false
-            }
-        }
-        return true
-    }
+    bytes.withUnsafeBytes { SocketIO.writeAll(fd, $0) }
 }
 
 /// One `recv` into `buffer`'s free space; blocks until some bytes arrive. EOF is an error.
