@@ -88,7 +88,7 @@ func connectUnixSocket(_ path: String, server: String, hint: String) throws(Benc
     do {
         return try SocketIO.connect(path: path)
     } catch {
-        throw BenchError("no \(server) answers on \(path): \(error.message) (\(hint))")
+        throw BenchError("\(server): \(error.message) (\(hint))")
     }
 }
 
