@@ -103,7 +103,8 @@ public final class Server {
         sweepTimer?.start(afterMs: Server.sweepIntervalMs)
         log.info("ferryd \(ferryVersion) listening on \(config.socketPath) (pid \(getpid()))")
         uv_run(loop, UV_RUN_DEFAULT)
-        // Everything acknowledged is already committed; this waits for the rest of the queue, then the worker ends.
+        // Everything acknowledged is already on disk; this applies the journal to the index and waits for the rest of
+        // the queue, then the worker ends.
         store.close()
         guardian.release()
         log.info("ferryd stopped")

@@ -12,8 +12,9 @@ public enum CacheSource: String, Sendable {
 /// disk tier (SQLite index + blob files, worked by one thread with group commit).
 ///
 /// Memory hits are answered synchronously on the loop thread, with no thread hop. Everything else goes to the disk
-/// worker in submission order; a write is acknowledged (its completion runs) only after its transaction committed,
-/// so nothing acknowledged is lost when the process is killed. Completions always run on the loop thread, through
+/// worker in submission order; a write is acknowledged (its completion runs) only once it is on disk — a small set
+/// in the journal, anything else in a committed transaction — so nothing acknowledged is lost when the process is
+/// killed. Completions always run on the loop thread, through
 /// the `post` function given at creation.
 ///
 /// ```swift

@@ -2,7 +2,7 @@ import FerryCache
 import FerryProtocol
 import FerryStore
 
-/// `cache.set`: the value is the request body; acknowledged once its transaction committed.
+/// `cache.set`: the value is the request body; acknowledged once it is on disk (journal or index).
 final class CacheSetOperation: OperationHandler {
     let descriptor = OperationCatalog.descriptor(named: "cache.set")!
 
