@@ -74,11 +74,11 @@ final class ClientConnection: Sendable {
         if json.depth > limits.2 {
             return finish(envelope.id, with: .failure(FerryError(.invalidArgument, "arguments nested deeper than the server's limit of \(limits.2)")))
         }
-        let jsonLength = JSONWriter.encode(json).count
-        if jsonLength > limits.1 {
-            return finish(envelope.id, with: .failure(FerryError(.resourceExhausted, "request envelope of \(jsonLength) bytes exceeds the server's limit of \(limits.1)")))
+        let jsonBytes = JSONWriter.encode(json)
+        if jsonBytes.count > limits.1 {
+            return finish(envelope.id, with: .failure(FerryError(.resourceExhausted, "request envelope of \(jsonBytes.count) bytes exceeds the server's limit of \(limits.1)")))
         }
-        guard let frames = ClientConnection.frames(envelope, body: body, maxFrameBytes: limits.0) else {
+        guard let frames = ClientConnection.frames(envelope, json: jsonBytes, body: body, maxFrameBytes: limits.0) else {
             return finish(envelope.id, with: .failure(FerryError(.resourceExhausted, "the request envelope leaves no room for its body in a frame of \(limits.0) bytes")))
         }
         let ok = writeLock.withLock { _ -> Bool in
@@ -92,24 +92,33 @@ final class ClientConnection: Sendable {
     }
 
     /// The frames of one request: one when it fits, else the envelope with `"more": true` and the body's first part,
-    /// then continuation frames `{"id", "more"}` with the next parts (PROTOCOL.md section 5).
-    static func frames(_ envelope: RequestEnvelope, body: [UInt8], maxFrameBytes: Int) -> [[UInt8]]? {
-        let single = FrameEncoder.encode(json: envelope.json, body: body)
-        guard single.count > maxFrameBytes else { return [single] }
+    /// then continuation frames `{"id", "more"}` with the next parts (PROTOCOL.md section 5). `json` is the
+    /// envelope already encoded (the caller measured it), so the common single-frame case encodes it only once.
+    static func frames(_ envelope: RequestEnvelope, json: [UInt8], body: [UInt8], maxFrameBytes: Int) -> [[UInt8]]? {
+        if ProtocolLimits.headerBytes + json.count + body.count <= maxFrameBytes { return [frame(json, body[...])] }
         var first = envelope
         first.more = true
+        let firstJSON = JSONWriter.encode(first.json)
         // Room left for body bytes once the header and an envelope (with some slack for digits) are in.
-        let room = maxFrameBytes - ProtocolLimits.headerBytes - JSONWriter.encode(first.json).count - 64
+        let room = maxFrameBytes - ProtocolLimits.headerBytes - firstJSON.count - 64
         guard room >= 1024 else { return nil }
-        var frames = [FrameEncoder.encode(json: first.json, body: Array(body[..<room]))]
+        var frames = [frame(firstJSON, body[..<room])]
         var offset = room
         while offset < body.count {
             let end = min(body.count, offset + room)
             let part = ContinuationEnvelope(id: envelope.id, more: end < body.count)
-            frames.append(FrameEncoder.encode(json: part.json, body: Array(body[offset..<end])))
+            frames.append(frame(JSONWriter.encode(part.json), body[offset..<end]))
             offset = end
         }
         return frames
+    }
+
+    /// One frame from encoded JSON and a slice of the body, without copying the slice first.
+    private static func frame(_ json: [UInt8], _ body: ArraySlice<UInt8>) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(ProtocolLimits.headerBytes + json.count + body.count)
+        body.withUnsafeBytes { b in FrameEncoder.append(to: &out, body: b) { $0.append(contentsOf: json) } }
+        return out
     }
 
     /// The calling task was cancelled: fail the waiter now and tell the server to stop the work.
