@@ -75,11 +75,14 @@ func formatMs(_ d: Duration) -> String {
 }
 
 /// Reads all of standard input.
-func readStdin() -> [UInt8] {
+func readStdin() -> [UInt8] { readAll(fd: 0) }
+
+/// Reads a descriptor to its end, retrying on EINTR.
+func readAll(fd: Int32) -> [UInt8] {
     var out: [UInt8] = []
     var buf = [UInt8](repeating: 0, count: 64 * 1024)
     while true {
-        let n = read(0, &buf, buf.count)
+        let n = read(fd, &buf, buf.count)
         if n < 0 && errno == EINTR { continue }
         if n <= 0 { break }
         out.append(contentsOf: buf[..<n])
@@ -91,15 +94,7 @@ func readFile(_ path: String) throws(CommandFailure) -> [UInt8] {
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { throw CommandFailure(code: .usage, message: "cannot read \(path): \(String(cString: strerror(errno)))") }
     defer { close(fd) }
-    var out: [UInt8] = []
-    var buf = [UInt8](repeating: 0, count: 64 * 1024)
-    while true {
-        let n = read(fd, &buf, buf.count)
-        if n < 0 && errno == EINTR { continue }
-        if n <= 0 { break }
-        out.append(contentsOf: buf[..<n])
-    }
-    return out
+    return readAll(fd: fd)
 }
 
 func writeFile(_ path: String, _ bytes: [UInt8]) throws(CommandFailure) {
