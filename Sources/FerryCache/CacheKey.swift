@@ -53,7 +53,16 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
 
     // Byte-wise identity: Swift's String == would merge canonically equivalent keys.
     public static func == (a: CacheKey, b: CacheKey) -> Bool {
-        a.namespace == b.namespace && a.key.utf8.elementsEqual(b.key.utf8)
+        bytesEqual(a.key, b.key) && bytesEqual(a.namespace, b.namespace)
+    }
+
+    /// Byte-wise String equality over the contiguous UTF-8 storage (a generic `utf8.elementsEqual` walks the views
+    /// one index at a time, and this runs on every dictionary probe of the memory tier).
+    @inline(__always)
+    static func bytesEqual(_ a: String, _ b: String) -> Bool {
+        guard a.utf8.count == b.utf8.count else { return false }
+        var a = a, b = b
+        return a.withUTF8 { x in b.withUTF8 { y in x.elementsEqual(y) } }
     }
 
     /// String hashing is consistent with the stricter byte-wise equality: byte-equal keys are String-equal.

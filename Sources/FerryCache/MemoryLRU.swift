@@ -1,8 +1,12 @@
 /// A least-recently-used map with an exact byte budget: every entry costs `cost` bytes as its owner declares it
 /// (value bytes + key bytes + a fixed overhead for Ferry's cache), and the total never exceeds the budget.
 ///
-/// O(1) `get`, `set`, `remove`: a dictionary of slots in an array-backed doubly linked list (no per-node objects,
-/// so no reference counting on the hot path). Not thread-safe: the loop thread owns it.
+/// O(1) `get`, `set`, `remove`: a dictionary from key to slot number, and the slots' fields in parallel arrays
+/// forming a doubly linked list (no per-node objects; relinking a slot touches two integers, never copies a key or
+/// a value, so the hot path does no reference counting). Not thread-safe: the loop thread owns it.
+///
+/// `get(_:markAccess: true)` also remembers that the entry was read, for owners that record accesses elsewhere
+/// (Ferry's disk tier keeps its own LRU order): `takeAccessed()` returns each marked key once.
 ///
 /// ```swift
 /// let lru = MemoryLRU<String, [UInt8]>(budget: 1000)
@@ -10,17 +14,16 @@
 /// lru.get("a")          // moves "a" to the front
 /// ```
 public final class MemoryLRU<Key: Hashable, Value> {
-    private struct Slot {
-        var key: Key
-        var value: Value
-        var cost: Int
-        var prev: Int
-        var next: Int
-    }
-
     public let budget: Int
     public private(set) var usedBytes = 0
-    private var slots: [Slot?] = []
+    private var keys: [Key?] = []
+    private var values: [Value?] = []
+    private var costs: [Int] = []
+    private var prev: [Int] = []
+    private var next: [Int] = []
+    private var marked: [Bool] = []
+    /// Slots marked since the last `takeAccessed` (a slot may appear again after being freed and reused).
+    private var markedSlots: [Int] = []
     private var free: [Int] = []
     private var index: [Key: Int] = [:]
     private var head = -1  // most recently used
@@ -33,20 +36,36 @@ public final class MemoryLRU<Key: Hashable, Value> {
 
     public var count: Int { index.count }
 
-    /// The value, marked most recently used.
-    public func get(_ key: Key) -> Value? {
+    /// The value, marked most recently used (and, with `markAccess`, remembered for `takeAccessed`).
+    public func get(_ key: Key, markAccess: Bool = false) -> Value? {
         guard let i = index[key] else { return nil }
         moveToFront(i)
-        return slots[i]!.value
+        if markAccess && !marked[i] {
+            marked[i] = true
+            markedSlots.append(i)
+        }
+        return values[i]
     }
 
     /// The value without touching recency.
     public func peek(_ key: Key) -> Value? {
         guard let i = index[key] else { return nil }
-        return slots[i]!.value
+        return values[i]
     }
 
     public func contains(_ key: Key) -> Bool { index[key] != nil }
+
+    /// Keys read with `markAccess` since the last call, each once, if still present.
+    public func takeAccessed() -> [Key] {
+        var out: [Key] = []
+        out.reserveCapacity(markedSlots.count)
+        for i in markedSlots where marked[i] {
+            marked[i] = false
+            if let key = keys[i] { out.append(key) }
+        }
+        markedSlots.removeAll(keepingCapacity: markedSlots.count < 1 << 16)
+        return out
+    }
 
     /// Inserts or replaces; evicts least recently used entries until the budget holds and returns them. An entry
     /// costlier than the whole budget is not stored (and any old value of the key is removed): returned as evicted.
@@ -54,26 +73,34 @@ public final class MemoryLRU<Key: Hashable, Value> {
     public func set(_ key: Key, _ value: Value, cost: Int) -> [(key: Key, value: Value)] {
         precondition(cost >= 0)
         var evicted: [(key: Key, value: Value)] = []
-        if let old = remove(key) { _ = old }
+        remove(key)
         if cost > budget {
             evicted.append((key, value))
             return evicted
         }
         while usedBytes + cost > budget, tail >= 0 {
-            let victim = slots[tail]!
-            _ = remove(victim.key)
-            evicted.append((victim.key, victim.value))
+            let victim = keys[tail]!
+            if let v = remove(victim) { evicted.append((victim, v)) }
         }
-        let slot = Slot(key: key, value: value, cost: cost, prev: -1, next: head)
         let i: Int
         if let f = free.popLast() {
-            slots[f] = slot
             i = f
+            keys[i] = key
+            values[i] = value
+            costs[i] = cost
+            marked[i] = false
         } else {
-            slots.append(slot)
-            i = slots.count - 1
+            i = keys.count
+            keys.append(key)
+            values.append(value)
+            costs.append(cost)
+            prev.append(-1)
+            next.append(-1)
+            marked.append(false)
         }
-        if head >= 0 { slots[head]!.prev = i }
+        prev[i] = -1
+        next[i] = head
+        if head >= 0 { prev[head] = i }
         head = i
         if tail < 0 { tail = i }
         index[key] = i
@@ -84,18 +111,20 @@ public final class MemoryLRU<Key: Hashable, Value> {
     /// Replaces the value of an existing entry in place, keeping its recency and cost.
     public func update(_ key: Key, _ body: (inout Value) -> Void) {
         guard let i = index[key] else { return }
-        body(&slots[i]!.value)
+        body(&values[i]!)
     }
 
     @discardableResult
     public func remove(_ key: Key) -> Value? {
         guard let i = index.removeValue(forKey: key) else { return nil }
-        let slot = slots[i]!
         unlink(i)
-        slots[i] = nil
+        let value = values[i]
+        keys[i] = nil
+        values[i] = nil
+        marked[i] = false
+        usedBytes -= costs[i]
         free.append(i)
-        usedBytes -= slot.cost
-        return slot.value
+        return value
     }
 
     /// Keys from least to most recently used (for tests and sweeps).
@@ -103,8 +132,8 @@ public final class MemoryLRU<Key: Hashable, Value> {
         var out: [Key] = []
         var i = tail
         while i >= 0 {
-            out.append(slots[i]!.key)
-            i = slots[i]!.prev
+            out.append(keys[i]!)
+            i = prev[i]
         }
         return out
     }
@@ -115,30 +144,29 @@ public final class MemoryLRU<Key: Hashable, Value> {
         var i = tail
         var visited = 0
         while i >= 0 && visited < limit {
-            let slot = slots[i]!
-            let prev = slot.prev
-            if shouldRemove(slot.key, slot.value) {
-                _ = remove(slot.key)
-                removed.append((slot.key, slot.value))
+            let before = prev[i]
+            let key = keys[i]!
+            if shouldRemove(key, values[i]!), let value = remove(key) {
+                removed.append((key, value))
             }
-            i = prev
+            i = before
             visited += 1
         }
         return removed
     }
 
     private func unlink(_ i: Int) {
-        let s = slots[i]!
-        if s.prev >= 0 { slots[s.prev]!.next = s.next } else { head = s.next }
-        if s.next >= 0 { slots[s.next]!.prev = s.prev } else { tail = s.prev }
+        let p = prev[i], n = next[i]
+        if p >= 0 { next[p] = n } else { head = n }
+        if n >= 0 { prev[n] = p } else { tail = p }
     }
 
     private func moveToFront(_ i: Int) {
         guard head != i else { return }
         unlink(i)
-        slots[i]!.prev = -1
-        slots[i]!.next = head
-        if head >= 0 { slots[head]!.prev = i }
+        prev[i] = -1
+        next[i] = head
+        if head >= 0 { prev[head] = i }
         head = i
         if tail < 0 { tail = i }
     }

@@ -241,16 +241,20 @@ public final class Server {
 
     func scheduleFlush(_ connection: Connection) { needFlush.append(connection) }
 
-    /// Once per loop iteration: flush every connection that has replies waiting, then stop if the drain is over.
+    /// Once per loop iteration: write the iteration's journaled sets (one append) and acknowledge them, flush every
+    /// connection that has replies waiting, hand the disk work to the worker, then stop if the drain is over.
     private func endOfIteration() {
-        // A flush can resume a paused connection, whose buffered frames then produce more replies: repeat until
-        // nothing is waiting, or the loop would sleep on unsent replies. Ends because a connection that produces
-        // too much pauses again.
-        while !needFlush.isEmpty {
-            let batch = needFlush
-            needFlush.removeAll(keepingCapacity: true)
-            for connection in batch { connection.flush() }
-        }
+        // A flush can resume a paused connection, whose buffered frames then produce more replies (and sets):
+        // repeat until nothing is waiting, or the loop would sleep on unsent replies. Ends because a connection
+        // that produces too much pauses again.
+        repeat {
+            store?.writeJournal()
+            while !needFlush.isEmpty {
+                let batch = needFlush
+                needFlush.removeAll(keepingCapacity: true)
+                for connection in batch { connection.flush() }
+            }
+        } while store?.hasJournalWork == true
         store?.flushSubmissions()
         if readyToStop { stopNow() }
     }

@@ -11,11 +11,12 @@ public enum CacheSource: String, Sendable {
 /// The project's storage layer, as the loop thread uses it: a memory tier (exact byte budget, LRU) in front of the
 /// disk tier (SQLite index + blob files, worked by one thread with group commit).
 ///
-/// Memory hits are answered synchronously on the loop thread, with no thread hop. Everything else goes to the disk
-/// worker in submission order; a write is acknowledged (its completion runs) only once it is on disk — a small set
-/// in the journal, anything else in a committed transaction — so nothing acknowledged is lost when the process is
-/// killed. Completions always run on the loop thread, through
-/// the `post` function given at creation.
+/// Memory hits are answered synchronously on the loop thread, with no thread hop, and so are small sets: their
+/// records go to the journal in one `write` per loop iteration (`writeJournal`), after which they are acknowledged.
+/// Everything else goes to the disk worker in submission order (journaled sets take their place in that order, so
+/// a delete after a set stays after it); those writes are acknowledged once their transaction committed. Nothing
+/// acknowledged is lost when the process is killed. Completions always run on the loop thread, through the `post`
+/// function given at creation.
 ///
 /// ```swift
 /// let store = try CacheStore(config: StoreConfig(directory: dir), post: mailbox.post)
@@ -40,7 +41,17 @@ public final class CacheStore: @unchecked Sendable {
     /// false, every job goes to the worker at once (tests drive the store without a loop).
     public var batchesSubmissions = false
     private var completionsHead = 0
+    /// Keys read from the disk tier since the last sweep (memory hits are marked in `memory`).
     private var accessed = Set<CacheKey>()
+    private let journal: JournalWriter
+    /// One per record buffered in `journal`: runs once the record is written (or failed).
+    private var journalAcks: [(Result<Bool, StoreError>) -> Void] = []
+    /// Sets whose records were written (or failed to be), waiting to be acknowledged by `writeJournal`.
+    private var writtenSets: [(JournalRecord?, (Result<Bool, StoreError>) -> Void, StoreError?)] = []
+    /// Disk-tier bytes of journaled sets the worker has not counted yet (its totals arrive with each batch).
+    private var uncountedJournalBytes = 0
+    /// The active journal file is sealed and a new one started at this size, and at every sweep.
+    static let journalRotateBytes = 32 * 1024 * 1024
     /// Value bytes handed to the disk worker and not yet done: a client that sends sets faster than the disk takes
     /// them (and cancels or times out) must not grow the daemon without bound.
     private var queuedValueBytes = 0
@@ -53,6 +64,12 @@ public final class CacheStore: @unchecked Sendable {
         notices = opened.notices
         lockFD = opened.lockFD
         let engine = opened.engine
+        do {
+            journal = try JournalWriter(directory: config.directory, generation: opened.journalGeneration, nextSeq: opened.nextSeq)
+        } catch {
+            Glibc.close(opened.lockFD)
+            throw error
+        }
         counters.diskBytes = engine.diskBytes
         counters.diskEntries = engine.diskEntries
         let box = EngineBox(engine)
@@ -63,9 +80,11 @@ public final class CacheStore: @unchecked Sendable {
 
     /// Waits for queued disk work to commit, then stops the worker. Completions of that work are not run.
     public func close() {
-        // A clean stop leaves the journal empty (its sets in the index); a killed daemon replays it at start.
-        submit(.applyJournal) { _ in }
-        flushSubmissions()
+        // A clean stop leaves no journal (its sets in the index); a killed daemon replays it at start.
+        rotateJournal()
+        writtenSets.removeAll()
+        worker.submit(unsubmitted)
+        unsubmitted.removeAll()
         worker.stop()
         if lockFD >= 0 { Glibc.close(lockFD) }
     }
@@ -73,10 +92,9 @@ public final class CacheStore: @unchecked Sendable {
     // MARK: Operations
 
     public func get(_ key: CacheKey, now: Int64, _ done: @escaping (Result<(CacheEntry, CacheSource)?, StoreError>) -> Void) {
-        if let entry = memory.get(key) {
+        if let entry = memory.get(key, markAccess: true) {
             if !entry.isExpired(now: now) {
                 counters.memoryHits += 1
-                accessed.insert(key)
                 return done(.success((entry, .memory)))
             }
             dropFromMemory(key)
@@ -105,11 +123,24 @@ public final class CacheStore: @unchecked Sendable {
             return done(.failure(.valueTooLarge(size: value.count, limit: config.maxValueBytes)))
         }
         if ifAbsent, let existing = memory.peek(key), !existing.isExpired(now: now) { return done(.success(false)) }
+        let entry = CacheEntry(value: value, createdAt: now, expiresAt: ttlMs.map { now + $0 })
+        let cost = StoreEngine.cost(key, size: value.count)
+        // Small and unconditional, and it fits the disk budget without evicting: the journal path. (Eviction and
+        // `if_absent` need the index, so those sets go to the worker.)
+        if !ifAbsent && value.count <= config.inlineThreshold
+            && counters.diskBytes + uncountedJournalBytes + cost <= config.diskBudget {
+            // Not readable until acknowledged: a get in the meantime goes to the worker, behind this record.
+            dropFromMemory(key)
+            journal.add(key, entry)
+            journalAcks.append(done)
+            uncountedJournalBytes += cost
+            if !batchesSubmissions { flushSubmissions() }
+            return
+        }
         guard queuedValueBytes + value.count <= CacheStore.maxQueuedValueBytes else {
             return done(.failure(.diskFull("\(queuedValueBytes) bytes of values are waiting for the disk; try again")))
         }
         queuedValueBytes += value.count
-        let entry = CacheEntry(value: value, createdAt: now, expiresAt: ttlMs.map { now + $0 })
         submit(.put(key, entry, ifAbsent: ifAbsent, now: now)) { [unowned self] result in
             queuedValueBytes -= value.count
             switch result {
@@ -183,14 +214,65 @@ public final class CacheStore: @unchecked Sendable {
         let expired = memory.removeAll(visiting: 2000) { _, entry in entry.isExpired(now: now) }
         counters.expirations += UInt64(expired.count)
         syncMemoryCounters()
-        let touched = Array(accessed)
+        // Memory hits were marked in the memory tier (cheaper than a set insert per hit); disk hits are here.
+        let touched = Array(accessed) + memory.takeAccessed()
         accessed.removeAll(keepingCapacity: true)
         submit(.sweep(now: now, accessed: touched)) { _ in }
+        if journal.fileBytes > 0 { rotateJournal() }
+    }
+
+    // MARK: Journal
+
+    /// Whether journaled sets wait for `writeJournal` (to be written, or to be acknowledged).
+    public var hasJournalWork: Bool { journal.hasBuffered || !writtenSets.isEmpty }
+
+    /// Writes the small sets buffered since the last write in one append and acknowledges every set written since
+    /// the last call (or fails them). The daemon calls it at the end of each loop iteration, before replies are
+    /// flushed.
+    public func writeJournal() {
+        writeBufferedSets()
+        let settled = writtenSets
+        writtenSets.removeAll(keepingCapacity: true)
+        for (record, done, failure) in settled {
+            if let record {
+                counters.sets += 1
+                remember(record.key, record.entry)
+                done(.success(true))
+            } else {
+                done(.failure(failure ?? .io("journal write failed")))
+            }
+        }
+        if journal.fileBytes >= CacheStore.journalRotateBytes { rotateJournal() }
+    }
+
+    /// The write itself. Also runs before any job is queued for the worker, so journaled sets keep their place in
+    /// the order of disk work (a delete after a set is applied after it).
+    private func writeBufferedSets() {
+        guard journal.hasBuffered else { return }
+        let acks = journalAcks
+        journalAcks.removeAll(keepingCapacity: true)
+        let cost = journal.buffered.reduce(0) { $0 + $1.cost }
+        do {
+            let records = try journal.write()
+            completions.append { [unowned self] _ in uncountedJournalBytes -= cost }  // the worker counts them now
+            unsubmitted.append(.journaled(records))
+            for (record, done) in zip(records, acks) { writtenSets.append((record, done, nil)) }
+        } catch {
+            uncountedJournalBytes -= cost
+            for done in acks { writtenSets.append((nil, done, error)) }
+        }
+    }
+
+    /// Seals the active journal file (the next write starts a new one) and has the worker apply and delete it.
+    private func rotateJournal() {
+        writeBufferedSets()
+        submit(.retireJournal(path: journal.seal())) { _ in }
     }
 
     // MARK: Internals
 
     private func submit(_ job: DiskJob, _ done: @escaping (DiskResult) -> Void) {
+        writeBufferedSets()
         completions.append(done)
         unsubmitted.append(job)
         if !batchesSubmissions { flushSubmissions() }
@@ -198,6 +280,7 @@ public final class CacheStore: @unchecked Sendable {
 
     /// Hands the jobs queued since the last call to the disk worker.
     public func flushSubmissions() {
+        writeJournal()
         guard !unsubmitted.isEmpty else { return }
         worker.submit(unsubmitted)
         unsubmitted.removeAll(keepingCapacity: true)

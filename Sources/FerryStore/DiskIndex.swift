@@ -36,6 +36,7 @@ final class DiskIndex {
         CREATE INDEX IF NOT EXISTS entries_accessed ON entries(accessed_at);
         CREATE INDEX IF NOT EXISTS entries_expires ON entries(expires_at) WHERE expires_at IS NOT NULL;
         CREATE INDEX IF NOT EXISTS entries_blob ON entries(blob) WHERE blob IS NOT NULL;
+        CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
         """
 
     init(path: String, readOnly: Bool = false) throws(SQLiteError) {
@@ -121,6 +122,20 @@ final class DiskIndex {
         try s.bind(3, Array(key.key.utf8))
         _ = try s.step()
         return db.changes > 0
+    }
+
+    /// The highest journal sequence number whose set is in the index (0: none): start-up replays only records
+    /// above it.
+    func appliedSeq() throws(SQLiteError) -> UInt64 {
+        let s = try statement("SELECT value FROM meta WHERE name='applied_seq'")
+        guard try s.step() else { return 0 }
+        return UInt64(bitPattern: s.int(0))
+    }
+
+    func setAppliedSeq(_ seq: UInt64) throws(SQLiteError) {
+        let s = try statement("INSERT OR REPLACE INTO meta (name, value) VALUES ('applied_seq', ?)")
+        try s.bind(1, Int64(bitPattern: seq))
+        _ = try s.step()
     }
 
     func setAccessed(_ key: CacheKey, at time: Int64) throws(SQLiteError) {

@@ -3,90 +3,90 @@ import Glibc
 #endif
 import FerryCache
 
-/// The write-ahead journal of small sets: a set is acknowledged once its record is in this file (one `write` per
-/// batch: in the kernel, so it survives the process being killed, like a committed SQLite transaction with
-/// `synchronous=NORMAL`), and applied to the SQLite index later, in large batches. At start-up the records are
-/// replayed into the index and the file is emptied.
+/// One journaled set: its sequence number orders it against everything else the store did.
+struct JournalRecord: Sendable {
+    let seq: UInt64
+    let key: CacheKey
+    let entry: CacheEntry
+
+    /// What the record adds to the disk tier's accounting once it is in the index.
+    var cost: Int { StoreEngine.cost(key, size: entry.value.count) }
+}
+
+/// The write-ahead journal of small sets, as files `journal.<generation>` in the cache directory.
 ///
-/// Record: `[u32 payload length][u64 FNV-1a of the payload][payload]`, payload = namespace, key, times, value. A
-/// record cut short or not matching its checksum ends the replay: it was never acknowledged.
-final class Journal {
-    let path: String
-    private let fd: Int32
-    private(set) var size: Int
+/// The loop thread appends each iteration's sets in one `write` and acknowledges them then: in the kernel, so they
+/// survive the process being killed (as Redis's AOF does before its fsync). The disk worker applies them to the
+/// SQLite index in large batches and records the highest sequence number applied (`applied_seq`) in the same
+/// transaction; at start-up only records above it are replayed, so a record the index already holds — or that a
+/// later delete or transactional set superseded — is never applied twice. The loop starts a new generation about
+/// once a second; the worker deletes a sealed file once everything in it is applied.
+///
+/// Record: `[u32 payload length][u64 FNV-1a of the payload][payload]`, payload = seq, namespace, key, times, value.
+/// A record cut short or not matching its checksum ends the file's replay: it was never acknowledged.
+enum Journal {
+    static let prefix = "journal."
 
-    init(path: String) throws(StoreError) {
-        self.path = path
-        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw BlobFiles.failure("open \(path)") }
-        size = Int(lseek(fd, 0, SEEK_END))
-    }
+    static func path(_ directory: String, generation: UInt64) -> String { "\(directory)/\(prefix)\(generation)" }
 
-    deinit { close(fd) }
-
-    /// Appends the records in one write; on failure the file is cut back, so no torn record stays in front of
-    /// later ones.
-    func append(_ records: [(CacheKey, CacheEntry)]) throws(StoreError) {
-        var buffer: [UInt8] = []
-        for (key, entry) in records { Journal.encode(key, entry, into: &buffer) }
-        var off = 0
-        while off < buffer.count {
-            let n = buffer.withUnsafeBytes { pwrite(fd, $0.baseAddress! + off, buffer.count - off, off_t(size + off)) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 {
-                let error = BlobFiles.failure("write \(path)")
-                _ = ftruncate(fd, off_t(size))
-                throw error
-            }
-            off += n
+    /// The journal files of a directory, oldest generation first.
+    static func files(in directory: String) -> [(generation: UInt64, path: String)] {
+        guard let dir = opendir(directory) else { return [] }
+        defer { closedir(dir) }
+        var out: [(generation: UInt64, path: String)] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            guard name.hasPrefix(prefix), let generation = UInt64(name.dropFirst(prefix.count)) else { continue }
+            out.append((generation, path(directory, generation: generation)))
         }
-        size += buffer.count
+        return out.sorted { $0.generation < $1.generation }
     }
 
-    /// Every complete record, in order.
-    func readAll() -> [(CacheKey, CacheEntry)] {
-        guard size > 0 else { return [] }
-        var data = [UInt8](repeating: 0, count: size)
-        var got = 0
-        while got < size {
-            let n = data.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + got, size - got, off_t(got)) }
+    /// Every complete record of a file, in order (an unreadable file has none).
+    static func read(_ path: String) -> [JournalRecord] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return [] }
+        defer { close(fd) }
+        var data: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
             if n <= 0 { break }
-            got += n
+            data += chunk[..<n]
         }
-        var records: [(CacheKey, CacheEntry)] = []
-        var reader = Reader(bytes: Array(data[..<got]))
+        var records: [JournalRecord] = []
+        var reader = Reader(bytes: data)
         while let record = reader.nextRecord() { records.append(record) }
         return records
     }
 
-    /// Empties the file once its records are in the index.
-    func truncate() {
-        if ftruncate(fd, 0) == 0 { size = 0 }
-    }
-
-    static func encode(_ key: CacheKey, _ entry: CacheEntry, into out: inout [UInt8]) {
-        var payload: [UInt8] = []
-        let ns = Array(key.namespace.utf8), k = Array(key.key.utf8)
-        put(UInt64(ns.count), bytes: 2, &payload)
-        payload += ns
-        put(UInt64(k.count), bytes: 4, &payload)
-        payload += k
-        put(UInt64(bitPattern: entry.createdAt), bytes: 8, &payload)
-        payload.append(entry.expiresAt == nil ? 0 : 1)
-        put(UInt64(bitPattern: entry.expiresAt ?? 0), bytes: 8, &payload)
-        put(UInt64(entry.value.count), bytes: 4, &payload)
-        payload += entry.value
-        put(UInt64(payload.count), bytes: 4, &out)
-        put(fnv1a(payload), bytes: 8, &out)
-        out += payload
+    /// Appends one record to `out`, written in place (no intermediate arrays: this runs on the loop thread for
+    /// every small set).
+    static func encode(seq: UInt64, _ key: CacheKey, _ entry: CacheEntry, into out: inout [UInt8]) {
+        let start = out.count
+        out.append(contentsOf: repeatElement(0, count: 12))  // length and checksum, filled in below
+        put(seq, bytes: 8, &out)
+        put(UInt64(key.namespace.utf8.count), bytes: 2, &out)
+        out.append(contentsOf: key.namespace.utf8)
+        put(UInt64(key.key.utf8.count), bytes: 4, &out)
+        out.append(contentsOf: key.key.utf8)
+        put(UInt64(bitPattern: entry.createdAt), bytes: 8, &out)
+        out.append(entry.expiresAt == nil ? 0 : 1)
+        put(UInt64(bitPattern: entry.expiresAt ?? 0), bytes: 8, &out)
+        put(UInt64(entry.value.count), bytes: 4, &out)
+        out.append(contentsOf: entry.value)
+        let length = UInt64(out.count - start - 12)
+        let sum = out.withUnsafeBytes { fnv1a(UnsafeRawBufferPointer(rebasing: $0[(start + 12)...])) }
+        for i in 0..<4 { out[start + i] = UInt8(truncatingIfNeeded: length >> UInt64(8 * (3 - i))) }
+        for i in 0..<8 { out[start + 4 + i] = UInt8(truncatingIfNeeded: sum >> UInt64(8 * (7 - i))) }
     }
 
     static func put(_ v: UInt64, bytes: Int, _ out: inout [UInt8]) {
         for i in (0..<bytes).reversed() { out.append(UInt8(truncatingIfNeeded: v >> UInt64(8 * i))) }
     }
 
-    static func fnv1a(_ bytes: [UInt8]) -> UInt64 {
+    static func fnv1a(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
         for b in bytes {
             h ^= UInt64(b)
@@ -114,16 +114,16 @@ final class Journal {
             return Array(bytes[at..<(at + n)])
         }
 
-        mutating func nextRecord() -> (CacheKey, CacheEntry)? {
+        mutating func nextRecord() -> JournalRecord? {
             guard let length = take(4), let sum = take(8), let payload = slice(Int(length)),
-                  Journal.fnv1a(payload) == sum else { return nil }
+                  payload.withUnsafeBytes({ Journal.fnv1a($0) }) == sum else { return nil }
             var p = Reader(bytes: payload)
-            guard let nsLen = p.take(2), let ns = p.slice(Int(nsLen)), let kLen = p.take(4), let k = p.slice(Int(kLen)),
-                  let created = p.take(8), let hasExpiry = p.take(1), let expires = p.take(8),
+            guard let seq = p.take(8), let nsLen = p.take(2), let ns = p.slice(Int(nsLen)), let kLen = p.take(4),
+                  let k = p.slice(Int(kLen)), let created = p.take(8), let hasExpiry = p.take(1), let expires = p.take(8),
                   let vLen = p.take(4), let value = p.slice(Int(vLen)), p.at == payload.count else { return nil }
             let key = CacheKey(trusted: String(decoding: ns, as: UTF8.self), String(decoding: k, as: UTF8.self))
-            return (key, CacheEntry(value: value, createdAt: Int64(bitPattern: created),
-                                    expiresAt: hasExpiry == 1 ? Int64(bitPattern: expires) : nil))
+            return JournalRecord(seq: seq, key: key, entry: CacheEntry(value: value, createdAt: Int64(bitPattern: created),
+                                                                        expiresAt: hasExpiry == 1 ? Int64(bitPattern: expires) : nil))
         }
     }
 }

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import CSQLite
 import FerryCache
 
@@ -11,8 +14,10 @@ enum DiskJob: Sendable {
     case clear(namespace: String, now: Int64)
     /// Deletes expired rows and records accesses served from memory (the disk tier's LRU order).
     case sweep(now: Int64, accessed: [CacheKey])
-    /// Moves journaled sets into the index (at a clean stop).
-    case applyJournal
+    /// Small sets the loop thread wrote to the journal (and acknowledged), in their place among the other jobs.
+    case journaled([JournalRecord])
+    /// A journal file the loop has sealed: apply everything pending, then delete it.
+    case retireJournal(path: String)
 }
 
 enum DiskResult: Sendable {
@@ -48,7 +53,6 @@ final class StoreEngine {
     let config: StoreConfig
     let index: DiskIndex
     let blobs: BlobFiles
-    let journal: Journal
     private(set) var diskBytes: Int
     private(set) var diskEntries: Int
     private var maybeUnreferenced: [String] = []
@@ -56,6 +60,10 @@ final class StoreEngine {
     /// here first; every other kind of job applies them to the index before it runs, so the index is current
     /// whenever anything but a small set or a get touches it.
     private var pending: [CacheKey: CacheEntry] = [:]
+    /// The highest sequence number handed over; `applied_seq` in the index once `pending` is applied.
+    private var pendingSeq: UInt64 = 0
+    /// Journal files sealed by the loop, deleted once everything pending is in the index.
+    private var sealedJournals: [String] = []
     /// Value bytes held in `pending` (memory the daemon keeps until the apply).
     private var pendingBytes = 0
     /// Pending sets are applied once this many, or this many value bytes, have gathered (and by every sweep, about
@@ -63,11 +71,10 @@ final class StoreEngine {
     static let applyThreshold = 20_000
     static let applyThresholdBytes = 32 * 1024 * 1024
 
-    init(config: StoreConfig, index: DiskIndex, blobs: BlobFiles, journal: Journal) throws(SQLiteError) {
+    init(config: StoreConfig, index: DiskIndex, blobs: BlobFiles) throws(SQLiteError) {
         self.config = config
         self.index = index
         self.blobs = blobs
-        self.journal = journal
         let totals = try index.totals(overheadPerRow: StoreConfig.diskOverheadPerEntry)
         diskBytes = totals.bytes
         diskEntries = totals.rows
@@ -77,92 +84,59 @@ final class StoreEngine {
         size + key.key.utf8.count + key.namespace.utf8.count + StoreConfig.diskOverheadPerEntry
     }
 
-    /// A journaled set not yet written to the file, with what to undo if the write fails.
-    private struct JournalEntry {
-        let job: Int
-        let key: CacheKey
-        let entry: CacheEntry
-        let previous: CacheEntry?
-        let bytesDelta: Int
-        let entriesDelta: Int
-    }
-
     func run(_ jobs: [DiskJob]) -> BatchOutcome {
         var outcome = BatchOutcome(results: [DiskResult](repeating: .swept, count: jobs.count), diskBytes: 0, diskEntries: 0,
                                    evictions: 0, expirations: 0)
-        var chunk: [JournalEntry] = []
         for (i, job) in jobs.enumerated() {
-            if case .put(let key, let entry, false, _) = job, let journaled = journalable(i, key, entry) {
-                chunk.append(journaled)
-                continue
-            }
-            if case .get(let key, let now) = job {
+            switch job {
+            case .journaled(let records):
+                accept(records)
+            case .get(let key, let now):
                 if let entry = pending[key] {
                     outcome.results[i] = .entry(entry.isExpired(now: now) ? nil : entry)
                 } else {
                     outcome.results[i] = perform(job, &outcome)  // a read: no transaction needed
                     index.resetStatements()
                 }
-                continue
+            case .retireJournal(let path):
+                sealedJournals.append(path)
+                do { try applyPending() } catch { outcome.results[i] = .failed(error) }
+            default:
+                do {
+                    try applyPending()
+                } catch {
+                    outcome.results[i] = .failed(error)
+                    continue
+                }
+                outcome.results[i] = runTransaction([job], &outcome)[0]
             }
-            flush(&chunk, &outcome)
-            do {
-                try applyPending()
-            } catch {
-                outcome.results[i] = .failed(error)
-                continue
-            }
-            outcome.results[i] = runTransaction([job], &outcome)[0]
         }
-        flush(&chunk, &outcome)
         if pending.count >= StoreEngine.applyThreshold || pendingBytes >= StoreEngine.applyThresholdBytes { try? applyPending() }
         outcome.diskBytes = diskBytes
         outcome.diskEntries = diskEntries
         return outcome
     }
 
-    /// Takes a small unconditional set into `pending` (to be written to the journal with its batch); nil when it
-    /// must take the transactional path (large value, or the disk budget needs eviction first).
+    /// Takes journaled sets into `pending`.
     ///
     /// Accounting without an index lookup (that lookup was the costliest part of a set): a journaled set is counted
     /// as a new entry, which can only over-count — the budget check stays safe — and `applyPending` subtracts the
     /// rows it replaces, so the totals are exact again after every apply.
-    private func journalable(_ job: Int, _ key: CacheKey, _ entry: CacheEntry) -> JournalEntry? {
-        guard entry.value.count <= config.inlineThreshold else { return nil }
-        let previous = pending[key]
-        let oldCost = previous.map { StoreEngine.cost(key, size: $0.value.count) } ?? 0
-        let cost = StoreEngine.cost(key, size: entry.value.count)
-        guard diskBytes - oldCost + cost <= config.diskBudget else { return nil }
-        let journaled = JournalEntry(job: job, key: key, entry: entry, previous: previous, bytesDelta: cost - oldCost,
-                                     entriesDelta: previous == nil ? 1 : 0)
-        pending[key] = entry
-        pendingBytes += entry.value.count - (previous?.value.count ?? 0)
-        diskBytes += journaled.bytesDelta
-        diskEntries += journaled.entriesDelta
-        return journaled
-    }
-
-    /// Writes the chunk's records in one append; the sets are acknowledged (or, if the write fails, undone).
-    private func flush(_ chunk: inout [JournalEntry], _ outcome: inout BatchOutcome) {
-        guard !chunk.isEmpty else { return }
-        do {
-            try journal.append(chunk.map { ($0.key, $0.entry) })
-            for j in chunk { outcome.results[j.job] = .stored(true) }
-        } catch {
-            for j in chunk.reversed() {
-                pendingBytes += (j.previous?.value.count ?? 0) - j.entry.value.count
-                pending[j.key] = j.previous
-                diskBytes -= j.bytesDelta
-                diskEntries -= j.entriesDelta
-                outcome.results[j.job] = .failed(error)
-            }
+    private func accept(_ records: [JournalRecord]) {
+        for record in records {
+            let previous = pending.updateValue(record.entry, forKey: record.key)
+            let oldCost = previous.map { StoreEngine.cost(record.key, size: $0.value.count) } ?? 0
+            pendingBytes += record.entry.value.count - (previous?.value.count ?? 0)
+            diskBytes += record.cost - oldCost
+            if previous == nil { diskEntries += 1 }
+            pendingSeq = max(pendingSeq, record.seq)
         }
-        chunk.removeAll()
     }
 
-    /// Moves every pending set into the index in one transaction, then empties the journal.
+    /// Moves every pending set into the index in one transaction, with the highest sequence number applied, then
+    /// deletes the sealed journal files (everything in them is now in the index).
     private func applyPending() throws(StoreError) {
-        guard !pending.isEmpty else { return }
+        guard !pending.isEmpty else { return deleteSealedJournals() }
         do throws(SQLiteError) {
             try index.begin()
             var replacedBytes = 0
@@ -176,6 +150,7 @@ final class StoreEngine {
                 try index.put(key, DiskRow(size: entry.value.count, createdAt: entry.createdAt, expiresAt: entry.expiresAt,
                                            inline: entry.value, blob: nil), accessedAt: entry.createdAt)
             }
+            try index.setAppliedSeq(pendingSeq)
             index.resetStatements()
             try index.commit()
             // The journaled sets were counted as new entries; the rows they replaced are gone now.
@@ -187,12 +162,17 @@ final class StoreEngine {
             maybeUnreferenced.removeAll()
             throw error.storeError
         }
-        journal.truncate()
         pending.removeAll(keepingCapacity: true)
         pendingBytes = 0
         for hash in maybeUnreferenced where (try? index.isBlobReferenced(hash)) == false { blobs.remove(hash) }
         maybeUnreferenced.removeAll()
         index.resetStatements()
+        deleteSealedJournals()
+    }
+
+    private func deleteSealedJournals() {
+        for path in sealedJournals { unlink(path) }
+        sealedJournals.removeAll()
     }
 
     /// Runs jobs in one SQLite transaction (the index is current: nothing is pending).
@@ -284,8 +264,8 @@ final class StoreEngine {
                 for key in accessed { try index.setAccessed(key, at: now) }
                 outcome.expirations += try removeExpired(now: now, limit: 1000)
                 return .swept
-            case .applyJournal:
-                return .swept
+            case .journaled, .retireJournal:
+                return .swept  // handled in `run`
             }
         } catch let error as SQLiteError {
             return .failed(error.storeError)

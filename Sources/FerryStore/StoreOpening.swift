@@ -13,6 +13,9 @@ enum StoreOpening {
         var notices: [String]
         /// Holds the directory's lock; closing it releases the directory.
         let lockFD: Int32
+        /// Where the journal goes on: the first unused generation and sequence number.
+        var journalGeneration: UInt64 = 1
+        var nextSeq: UInt64 = 1
     }
 
     static func open(_ config: StoreConfig) throws(StoreError) -> Opened {
@@ -46,11 +49,12 @@ enum StoreOpening {
             }
         }
         let blobs = try BlobFiles(root: config.directory + "/blobs")
-        let journal = try Journal(path: config.directory + "/journal")
         do {
-            notices += try replay(journal, into: index, blobs: blobs)
+            let replayed = try replayJournals(in: config.directory, into: index)
+            notices += replayed.notices
             notices += try reconcile(index, blobs)
-            return Opened(engine: try StoreEngine(config: config, index: index, blobs: blobs, journal: journal), notices: notices, lockFD: lockFD)
+            return Opened(engine: try StoreEngine(config: config, index: index, blobs: blobs), notices: notices, lockFD: lockFD,
+                          journalGeneration: replayed.nextGeneration, nextSeq: replayed.nextSeq)
         } catch {
             throw .io("cannot read the index at \(path): \(error)")
         }
@@ -77,27 +81,38 @@ enum StoreOpening {
         return index
     }
 
-    /// Sets acknowledged through the journal but not yet in the index (the daemon was killed): into the index now.
-    private static func replay(_ journal: Journal, into index: DiskIndex, blobs: BlobFiles) throws(SQLiteError) -> [String] {
-        let records = journal.readAll()
-        guard !records.isEmpty else {
-            journal.truncate()  // a torn record left by a failed write: never acknowledged
-            return []
-        }
-        try index.begin()
-        do throws(SQLiteError) {
-            for (key, entry) in records {
-                try index.put(key, DiskRow(size: entry.value.count, createdAt: entry.createdAt, expiresAt: entry.expiresAt,
-                                           inline: entry.value, blob: nil), accessedAt: entry.createdAt)
+    /// Sets acknowledged through the journal but not yet in the index (the daemon was killed): into the index now,
+    /// in journal order, skipping records at or below the index's `applied_seq` (already applied, or superseded by
+    /// later writes). Then the files are deleted.
+    private static func replayJournals(in directory: String, into index: DiskIndex) throws(SQLiteError)
+        -> (notices: [String], nextGeneration: UInt64, nextSeq: UInt64) {
+        let files = Journal.files(in: directory)
+        let applied = try index.appliedSeq()
+        var lastSeq = applied
+        var replayed = 0
+        if !files.isEmpty {
+            try index.begin()
+            do throws(SQLiteError) {
+                for file in files {
+                    for record in Journal.read(file.path) where record.seq > applied {
+                        let entry = record.entry
+                        try index.put(record.key, DiskRow(size: entry.value.count, createdAt: entry.createdAt, expiresAt: entry.expiresAt,
+                                                          inline: entry.value, blob: nil), accessedAt: entry.createdAt)
+                        lastSeq = max(lastSeq, record.seq)
+                        replayed += 1
+                    }
+                }
+                try index.setAppliedSeq(lastSeq)
+                index.resetStatements()
+                try index.commit()
+            } catch {
+                index.rollback()
+                throw error
             }
-            index.resetStatements()
-            try index.commit()
-        } catch {
-            index.rollback()
-            throw error
+            for file in files { unlink(file.path) }
         }
-        journal.truncate()
-        return ["replayed \(records.count) journaled sets into the index"]
+        let notices = replayed > 0 ? ["replayed \(replayed) journaled sets into the index"] : []
+        return (notices, (files.last?.generation ?? 0) + 1, lastSeq + 1)
     }
 
     /// Blob files no row points at are deleted; rows whose blob file is missing are deleted.

@@ -1,0 +1,99 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FerryCache
+
+/// The loop thread's end of the journal: records of small sets gather in a buffer during a loop iteration and go to
+/// the active file in one `write` at its end (`write()`), after which their sets may be acknowledged.
+///
+/// ```swift
+/// let writer = try JournalWriter(directory: dir, generation: 1, nextSeq: 1)
+/// writer.add(key, entry)
+/// let written = try writer.write()   // the records now in the file
+/// let sealed = try writer.rotate()   // later: a new file; `sealed` goes to the worker to apply and delete
+/// ```
+final class JournalWriter {
+    let directory: String
+    private(set) var generation: UInt64
+    private(set) var nextSeq: UInt64
+    private var fd: Int32 = -1
+    /// Bytes in the active file.
+    private(set) var fileBytes = 0
+    private var buffer: [UInt8] = []
+    /// The records in `buffer`, in order.
+    private(set) var buffered: [JournalRecord] = []
+
+    init(directory: String, generation: UInt64, nextSeq: UInt64) throws(StoreError) {
+        self.directory = directory
+        self.generation = generation
+        self.nextSeq = nextSeq
+        try openActive()
+    }
+
+    deinit { if fd >= 0 { close(fd) } }
+
+    var path: String { Journal.path(directory, generation: generation) }
+    var hasBuffered: Bool { !buffered.isEmpty }
+
+    /// Queues a record for the next `write`; returns it (with its sequence number).
+    @discardableResult
+    func add(_ key: CacheKey, _ entry: CacheEntry) -> JournalRecord {
+        let record = JournalRecord(seq: nextSeq, key: key, entry: entry)
+        nextSeq += 1
+        Journal.encode(seq: record.seq, key, entry, into: &buffer)
+        buffered.append(record)
+        return record
+    }
+
+    /// Appends the buffered records in one write and returns them. On failure the file is cut back to where it
+    /// was (no torn record stays in front of later ones), the records are dropped and the error is thrown.
+    func write() throws(StoreError) -> [JournalRecord] {
+        let records = buffered
+        defer {
+            buffer.removeAll(keepingCapacity: buffer.capacity <= 1 << 20)
+            buffered.removeAll(keepingCapacity: true)
+        }
+        guard !records.isEmpty else { return [] }
+        if fd < 0 { try openActive() }  // a rotation that could not open the next file: try again
+        var off = 0
+        while off < buffer.count {
+            let n = buffer.withUnsafeBytes { pwrite(fd, $0.baseAddress! + off, $0.count - off, off_t(fileBytes + off)) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 {
+                let error = BlobFiles.failure("write \(path)")
+                _ = ftruncate(fd, off_t(fileBytes))
+                throw error
+            }
+            off += n
+        }
+        fileBytes += buffer.count
+        return records
+    }
+
+    /// Closes the active file and starts the next generation; returns the sealed file's path. Buffered records
+    /// go to the new file.
+    func rotate() throws(StoreError) -> String {
+        let sealed = seal()
+        try openActive()
+        return sealed
+    }
+
+    /// Closes the active file (for good at a clean stop) and moves to the next generation, so a later write can
+    /// never reopen — and truncate — the sealed file; returns the sealed file's path.
+    @discardableResult
+    func seal() -> String {
+        let sealed = path
+        if fd >= 0 { close(fd) }
+        fd = -1
+        fileBytes = 0
+        generation += 1
+        return sealed
+    }
+
+    private func openActive() throws(StoreError) {
+        // O_TRUNC: a file of this generation can only be a leftover that start-up already replayed.
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw BlobFiles.failure("open \(path)") }
+        fileBytes = 0
+    }
+}
