@@ -50,6 +50,10 @@ public final class CacheStore: @unchecked Sendable {
     private var writtenSets: [(JournalRecord?, (Result<Bool, StoreError>) -> Void, StoreError?)] = []
     /// Disk-tier bytes of journaled sets the worker has not counted yet (its totals arrive with each batch).
     private var uncountedJournalBytes = 0
+    /// Written journal records the worker has not been given yet (see `handOffJournaled`), and their disk cost.
+    private var unhandedRecords: [JournalRecord] = []
+    private var unhandedCost = 0
+    static let handOffRecords = 512
     /// The active journal file is sealed and a new one started at this size, and at every sweep.
     static let journalRotateBytes = 32 * 1024 * 1024
     /// Value bytes handed to the disk worker and not yet done: a client that sends sets faster than the disk takes
@@ -242,6 +246,7 @@ public final class CacheStore: @unchecked Sendable {
                 done(.failure(failure ?? .io("journal write failed")))
             }
         }
+        if unhandedRecords.count >= CacheStore.handOffRecords { handOffJournaled() }
         if journal.fileBytes >= CacheStore.journalRotateBytes { rotateJournal() }
     }
 
@@ -254,13 +259,25 @@ public final class CacheStore: @unchecked Sendable {
         let cost = journal.buffered.reduce(0) { $0 + $1.cost }
         do {
             let records = try journal.write()
-            completions.append { [unowned self] _ in uncountedJournalBytes -= cost }  // the worker counts them now
-            unsubmitted.append(.journaled(records))
+            unhandedRecords += records
+            unhandedCost += cost
             for (record, done) in zip(records, acks) { writtenSets.append((record, done, nil)) }
         } catch {
             uncountedJournalBytes -= cost
             for done in acks { writtenSets.append((nil, done, error)) }
         }
+    }
+
+    /// Gives the worker the journaled sets it does not have yet, as one job in the current place of the job order.
+    /// Done before any other job is queued (so it sees them), at every sweep, and once enough gathered: not every
+    /// iteration, because waking the worker costs two context switches, more than a whole set.
+    private func handOffJournaled() {
+        guard !unhandedRecords.isEmpty else { return }
+        let cost = unhandedCost
+        completions.append { [unowned self] _ in uncountedJournalBytes -= cost }  // the worker counts them now
+        unsubmitted.append(.journaled(unhandedRecords))
+        unhandedRecords.removeAll(keepingCapacity: true)
+        unhandedCost = 0
     }
 
     /// Seals the active journal file (the next write starts a new one) and has the worker apply and delete it.
@@ -273,6 +290,7 @@ public final class CacheStore: @unchecked Sendable {
 
     private func submit(_ job: DiskJob, _ done: @escaping (DiskResult) -> Void) {
         writeBufferedSets()
+        handOffJournaled()
         completions.append(done)
         unsubmitted.append(job)
         if !batchesSubmissions { flushSubmissions() }
