@@ -34,6 +34,8 @@ let package = Package(
         // The storage engine: SQLite index (WAL) + content-addressed blob files + a disk worker thread.
         .target(name: "FerryStore", dependencies: ["FerryCache", "CSQLite"]),
         .target(name: "FerryArgs", linkerSettings: [.linkedLibrary("m")]),
+        // HTTP caching policy (RFC 9111, shared cache): parsing, freshness, validation, keys. Pure Swift, no C imports.
+        .target(name: "FerryHTTPCache"),
         .target(name: "FerryServer", dependencies: ["FerryProtocol", "FerryCache", "FerryStore", "CLibUV"]),
         .target(name: "FerryClient", dependencies: ["FerryProtocol"]),
         .target(name: "FerryCodable", dependencies: ["FerryClient"]),
@@ -48,6 +50,7 @@ let package = Package(
         .testTarget(name: "FerryProtocolTests", dependencies: ["FerryProtocol"]),
         .testTarget(name: "FerryArgsTests", dependencies: ["FerryArgs"]),
         .testTarget(name: "FerryCacheTests", dependencies: ["FerryCache"]),
+        .testTarget(name: "FerryHTTPCacheTests", dependencies: ["FerryHTTPCache"]),
         .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore", "FerryCache"]),
         .testTarget(name: "FerryServerTests", dependencies: ["FerryServer", "FerryProtocol"]),
         .testTarget(
