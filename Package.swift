@@ -16,6 +16,12 @@ let package = Package(
             pkgConfig: "libuv",
             providers: [.apt(["libuv1-dev"])]
         ),
+        // libcurl for `fetch`, with a shim of typed setters (`curl_easy_setopt` is variadic, which Swift cannot call).
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
         // Pure Swift, but `rounded()` and friends need libm, which nothing else links here.
         .systemLibrary(
             name: "CSQLite",
@@ -36,7 +42,10 @@ let package = Package(
         .target(name: "FerryArgs", linkerSettings: [.linkedLibrary("m")]),
         // HTTP caching policy (RFC 9111, shared cache): parsing, freshness, validation, keys. Pure Swift, no C imports.
         .target(name: "FerryHTTPCache"),
-        .target(name: "FerryServer", dependencies: ["FerryProtocol", "FerryCache", "FerryStore", "CLibUV"]),
+        .target(
+            name: "FerryServer",
+            dependencies: ["FerryProtocol", "FerryCache", "FerryStore", "FerryHTTPCache", "CLibUV", "CCurl"]
+        ),
         .target(name: "FerryClient", dependencies: ["FerryProtocol"]),
         .target(name: "FerryCodable", dependencies: ["FerryClient"]),
         .executableTarget(name: "ferryd", dependencies: ["FerryServer", "FerryArgs"]),

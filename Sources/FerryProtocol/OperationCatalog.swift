@@ -20,7 +20,7 @@ public struct OperationDescriptor: Sendable {
     public var args: [FieldDescriptor]
     public var result: [FieldDescriptor]
     public var events: [String]
-    /// How the request body is used: "none", "echo" or "value".
+    /// How the request body is used: "none", "echo", "value" or "http" (the HTTP request body).
     public var body: String
 
     public var json: JSONValue {
@@ -80,7 +80,7 @@ public enum OperationCatalog {
             args: [FieldDescriptor("id", "integer", required: true, "the id of the request to cancel")],
             result: [FieldDescriptor("cancelled", "boolean", "whether a request was in flight and is now cancelled")],
             events: [], body: "none"),
-    ] + cacheOperations
+    ] + cacheOperations + [fetchOperation]
 
     static let keyArgs = [
         FieldDescriptor("key", "string", required: true, "1 to 1024 bytes of UTF-8"),
@@ -126,6 +126,25 @@ public enum OperationCatalog {
             result: [FieldDescriptor("removed", "integer", "live entries removed")],
             events: [], body: "none"),
     ]
+
+    static let fetchOperation = OperationDescriptor(
+        name: "fetch", summary: "An HTTP request made by the daemon, through its shared HTTP cache; the request body is the HTTP body.",
+        args: [FieldDescriptor("url", "string", required: true, "absolute http or https URL, at most 8192 bytes"),
+               FieldDescriptor("method", "string", "default GET"),
+               FieldDescriptor("headers", "array<[string, string]>", "request header fields, in order"),
+               FieldDescriptor("timeout_ms", "integer", "for the whole exchange, redirects included"),
+               FieldDescriptor("redirect", "string", "follow (default), manual or error"),
+               FieldDescriptor("max_redirects", "integer", "0 to 50, default 10"),
+               FieldDescriptor("max_bytes", "integer", "largest response body accepted, default 64 MiB"),
+               FieldDescriptor("cache", "string", "default, no-store, reload, no-cache, force-cache or only-if-cached"),
+               FieldDescriptor("progress", "boolean", "send progress events")],
+        result: [FieldDescriptor("status", "integer", "the HTTP status"),
+                 FieldDescriptor("headers", "array<[string, string]>", "response header fields, duplicates and order kept"),
+                 FieldDescriptor("url", "string", "the URL of the response, after redirects"),
+                 FieldDescriptor("redirects", "integer", "redirects followed"),
+                 FieldDescriptor("cache", "object", "status (hit, miss, revalidated, stale, bypass, coalesced) and age_s"),
+                 FieldDescriptor("timing", "object", "total_ms, and for a network exchange dns_ms, connect_ms, tls_ms, first_byte_ms")],
+        events: ["chunk", "progress"], body: "http")
 
     public static func descriptor(named name: String) -> OperationDescriptor? { v1.first { $0.name == name } }
 }

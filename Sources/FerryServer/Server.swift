@@ -23,6 +23,8 @@ public final class Server {
     private(set) var isDraining = false
     /// The storage engine; opened in `run`, before the socket is bound.
     private(set) var store: CacheStore!
+    /// libcurl on this loop and the shared HTTP cache; created in `run` after the store.
+    private(set) var fetch: FetchService?
     private var mailbox: LoopMailbox?
     private var sweepTimer: LoopTimer?
     /// How often expired entries are swept and memory hits recorded in the disk tier's LRU order.
@@ -60,7 +62,7 @@ public final class Server {
         uv_loop_init(loop)
         for op in [HelloOperation(), PingOperation(), DescribeOperation(), StatsOperation(), CancelOperation(),
                    CacheSetOperation(), CacheGetOperation(), CacheDeleteOperation(), CacheTouchOperation(),
-                   CacheListOperation(), CacheClearOperation()] as [OperationHandler] {
+                   CacheListOperation(), CacheClearOperation(), FetchOperation()] as [OperationHandler] {
             router.register(op)
         }
     }
@@ -84,6 +86,7 @@ public final class Server {
         socketGuard = guardian
         do {
             try openStore()
+            try startFetch()
             try listen()
         } catch {
             guardian.release()
@@ -127,6 +130,18 @@ public final class Server {
         store.batchesSubmissions = true
         for notice in store.notices { log.error(notice) }
         log.info("cache: \(config.cacheDirectory), \(store.counters.diskEntries) entries on disk")
+    }
+
+    private func startFetch() throws(ServerError) {
+        var fetchConfig = FetchService.Config()
+        fetchConfig.caFile = config.caFile
+        fetchConfig.maxPerHost = config.fetchPerHost
+        fetchConfig.maxTotal = config.fetchTotal
+        do {
+            fetch = try FetchService(loop: loop, responses: ResponseStore(store: store), config: fetchConfig)
+        } catch {
+            throw .store("cannot start the HTTP client: \(error)")
+        }
     }
 
     /// `mkdir -p` with mode 0700 for the parts it creates.
@@ -356,6 +371,7 @@ public final class Server {
 
     /// The last handles go; `uv_run` returns once their close callbacks ran.
     private func releaseLoop() {
+        fetch?.close()
         finalFlushTimer?.close()
         sweepTimer?.close()
         mailbox?.close()

@@ -26,6 +26,11 @@ public struct ServerConfig: Sendable {
     /// Memory and disk budgets of the cache (`--memory-limit`, `--disk-limit`).
     public var memoryLimit = 256 * 1024 * 1024
     public var diskLimit = 2 * 1024 * 1024 * 1024
+    /// `fetch`: an extra CA certificate file trusted next to the system store (`--ca-file`), and the transfer
+    /// limits (`--fetch-per-host`, `--fetch-total`; more wait in order).
+    public var caFile: String?
+    public var fetchPerHost = 6
+    public var fetchTotal = 64
 
     public init(socketPath: String, socketIsDefault: Bool = false, cacheDirectory: String) {
         self.socketPath = socketPath

@@ -18,6 +18,9 @@ enum DaemonOptions {
         OptionSpec("memory-limit", takesValue: true, help: "cache memory budget, e.g. 256MiB (default: 256MiB)"),
         OptionSpec("disk-limit", takesValue: true, help: "cache disk budget, e.g. 2GiB (default: 2GiB)"),
         OptionSpec("max-value-bytes", takesValue: true, help: "largest cache value, e.g. 16MiB (default: 16MiB)"),
+        OptionSpec("ca-file", takesValue: true, help: "fetch: also trust the CA certificates in this PEM file"),
+        OptionSpec("fetch-per-host", takesValue: true, help: "fetch: transfers at once per host, more wait (default: 6)"),
+        OptionSpec("fetch-total", takesValue: true, help: "fetch: transfers at once in all, more wait (default: 64)"),
         OptionSpec("allow-other-users", help: "accept clients running as another uid"),
         OptionSpec("version", help: "print the version and exit"),
         OptionSpec("help", short: "h", help: "print this help and exit"),
@@ -59,6 +62,12 @@ enum DaemonOptions {
         if let v = args.value("memory-limit") { config.memoryLimit = try size(v, "--memory-limit", allowZero: true) }
         if let v = args.value("disk-limit") { config.diskLimit = try size(v, "--disk-limit") }
         if let v = args.value("max-value-bytes") { config.limits.maxValueBytes = try size(v, "--max-value-bytes") }
+        if let file = args.value("ca-file") {
+            guard access(file, R_OK) == 0 else { throw UsageError("--ca-file \(file): cannot read it") }
+            config.caFile = file
+        }
+        if let n = args.value("fetch-per-host") { config.fetchPerHost = try positive(n, "--fetch-per-host") }
+        if let n = args.value("fetch-total") { config.fetchTotal = try positive(n, "--fetch-total") }
         config.allowOtherUsers = args.has("allow-other-users")
         return config
     }

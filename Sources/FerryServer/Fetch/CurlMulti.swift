@@ -1,0 +1,154 @@
+import CCurl
+import CLibUV
+
+/// libcurl's multi interface driven by the daemon's libuv loop, in the shape of curl's `multi-uv.c`: libcurl says
+/// which sockets to watch (`CURLMOPT_SOCKETFUNCTION` → one `uv_poll` per socket) and when to call it back
+/// (`CURLMOPT_TIMERFUNCTION` → one `uv_timer`); after every `curl_multi_socket_action` the finished transfers are
+/// collected. Loop thread only; every transfer of every client shares its connection pool (keep-alive, HTTP/2
+/// multiplexing) and its per-host and total connection limits, beyond which libcurl queues transfers in order.
+///
+/// ```swift
+/// let multi = try CurlMulti(loop: loop, maxPerHost: 6, maxTotal: 64)
+/// multi.add(transfer)          // transfer.finish(code) runs when it is done
+/// multi.remove(transfer)       // cancel: libcurl drops it, no callback
+/// ```
+final class CurlMulti {
+    let handle: UnsafeMutableRawPointer
+    private let loop: UnsafeMutablePointer<uv_loop_t>
+    private var timer: LoopTimer!
+    private var polls: [curl_socket_t: UnsafeMutablePointer<uv_poll_t>] = [:]
+    private var transfers: [UInt: Transfer] = [:]
+    private var isClosed = false
+
+    init(loop: UnsafeMutablePointer<uv_loop_t>, maxPerHost: Int, maxTotal: Int) throws(FetchFailure) {
+        try CurlMulti.globalInit()
+        guard let m = curl_multi_init() else { throw .internalError("curl_multi_init failed") }
+        handle = m
+        self.loop = loop
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        ferry_multi_long(m, CURLMOPT_MAX_HOST_CONNECTIONS, maxPerHost)
+        ferry_multi_long(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, maxTotal)
+        ferry_multi_long(m, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        ferry_multi_ptr(m, CURLMOPT_SOCKETDATA, me)
+        ferry_multi_ptr(m, CURLMOPT_TIMERDATA, me)
+        ferry_multi_socket_cb(m, { _, socket, what, user, _ in
+            Unmanaged<CurlMulti>.fromOpaque(user!).takeUnretainedValue().watch(socket, what)
+            return 0
+        })
+        ferry_multi_timer_cb(m, { _, timeoutMs, user in
+            Unmanaged<CurlMulti>.fromOpaque(user!).takeUnretainedValue().arm(timeoutMs)
+            return 0
+        })
+        timer = LoopTimer(loop: loop) { [unowned self] _ in self.action(CURL_SOCKET_TIMEOUT, 0) }
+    }
+
+    /// `curl_global_init` once per process, before any other thread could call libcurl.
+    private static let globalResult: CURLcode = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+    private static func globalInit() throws(FetchFailure) {
+        guard globalResult == CURLE_OK else { throw .internalError("curl_global_init failed (\(globalResult.rawValue))") }
+    }
+
+    var activeTransfers: Int { transfers.count }
+
+    /// Starts a transfer; its `finish` runs on this loop when it completes or fails.
+    func add(_ transfer: Transfer) {
+        transfers[transfer.key] = transfer
+        let rc = curl_multi_add_handle(handle, transfer.easy)
+        if rc != CURLM_OK {
+            transfers[transfer.key] = nil
+            transfer.finish(CURLE_FAILED_INIT, message: String(cString: curl_multi_strerror(rc)))
+        }
+    }
+
+    /// Stops a transfer without finishing it (its owner cancelled).
+    func remove(_ transfer: Transfer) {
+        guard transfers.removeValue(forKey: transfer.key) != nil else { return }
+        curl_multi_remove_handle(handle, transfer.easy)
+    }
+
+    /// Cancels every transfer and frees the handles (daemon stop).
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        for transfer in transfers.values {
+            curl_multi_remove_handle(handle, transfer.easy)
+            transfer.finish(CURLE_ABORTED_BY_CALLBACK, message: "the daemon is stopping")
+        }
+        transfers.removeAll()
+        for (_, poll) in polls { closePoll(poll) }
+        polls.removeAll()
+        timer.close()
+        curl_multi_cleanup(handle)
+    }
+
+    // MARK: libcurl → libuv
+
+    /// CURLMOPT_SOCKETFUNCTION: start, change or stop watching one socket.
+    private func watch(_ socket: curl_socket_t, _ what: Int32) {
+        if what == CURL_POLL_REMOVE {
+            if let poll = polls.removeValue(forKey: socket) { closePoll(poll) }
+            return
+        }
+        let poll: UnsafeMutablePointer<uv_poll_t>
+        if let existing = polls[socket] {
+            poll = existing
+        } else {
+            poll = .allocate(capacity: 1)
+            guard uv_poll_init_socket(loop, poll, socket) == 0 else {
+                poll.deallocate()
+                return  // libcurl's own timeout then fails the transfer
+            }
+            poll.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+            polls[socket] = poll
+        }
+        var events: Int32 = 0
+        if what == CURL_POLL_IN || what == CURL_POLL_INOUT { events |= Int32(UV_READABLE.rawValue) }
+        if what == CURL_POLL_OUT || what == CURL_POLL_INOUT { events |= Int32(UV_WRITABLE.rawValue) }
+        uv_poll_start(poll, events) { p, status, events in
+            let me = Unmanaged<CurlMulti>.fromOpaque(p!.pointee.data).takeUnretainedValue()
+            var flags: Int32 = 0
+            if status < 0 {
+                flags = CURL_CSELECT_ERR
+            } else {
+                if events & Int32(UV_READABLE.rawValue) != 0 { flags |= CURL_CSELECT_IN }
+                if events & Int32(UV_WRITABLE.rawValue) != 0 { flags |= CURL_CSELECT_OUT }
+            }
+            var fd: uv_os_fd_t = -1
+            uv_fileno(UnsafeMutableRawPointer(p!).assumingMemoryBound(to: uv_handle_t.self), &fd)
+            me.action(fd, flags)
+        }
+    }
+
+    /// CURLMOPT_TIMERFUNCTION: -1 stops the timer; 0 means "call me soon" — from the loop, never from inside this
+    /// callback (libcurl forbids re-entry).
+    private func arm(_ timeoutMs: Int) {
+        if timeoutMs < 0 { timer.stop() } else { timer.start(afterMs: UInt64(timeoutMs)) }
+    }
+
+    private func closePoll(_ poll: UnsafeMutablePointer<uv_poll_t>) {
+        uv_poll_stop(poll)
+        uv_close(UnsafeMutableRawPointer(poll).assumingMemoryBound(to: uv_handle_t.self)) { h in
+            UnsafeMutableRawPointer(h!).assumingMemoryBound(to: uv_poll_t.self).deallocate()
+        }
+    }
+
+    private func action(_ socket: curl_socket_t, _ flags: Int32) {
+        guard !isClosed else { return }
+        var running: Int32 = 0
+        curl_multi_socket_action(handle, socket, flags, &running)
+        collectFinished()
+    }
+
+    /// Hands every finished transfer its result; the transfer's owner may start new ones from `finish`.
+    private func collectFinished() {
+        var left: Int32 = 0
+        while let msg = curl_multi_info_read(handle, &left) {
+            guard ferry_msg_is_done(msg) != 0, let easy = ferry_msg_easy(msg) else { continue }
+            let code = ferry_msg_result(msg)
+            let key = UInt(bitPattern: ferry_info_private(easy))
+            curl_multi_remove_handle(handle, easy)
+            guard let transfer = transfers.removeValue(forKey: key) else { continue }
+            transfer.finish(code, message: nil)
+        }
+    }
+}

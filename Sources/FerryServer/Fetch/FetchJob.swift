@@ -1,0 +1,226 @@
+import FerryHTTPCache
+import FerryProtocol
+
+/// One client's `fetch`, hop by hop: for each URL of the redirect chain, consult the shared cache (RFC 9111
+/// through `FerryHTTPCache`), then serve from it, validate, or join/start an origin transfer; absorb what the origin
+/// said into the cache; follow redirects itself (so that every hop is cached under its own URL). Loop thread only.
+final class FetchJob {
+    private let request: RequestContext
+    private unowned let service: FetchService
+    private var spec: FetchSpec
+    private var url: String
+    private var redirects = 0
+    private var group: TransferGroup?
+    private var waiter: TransferGroup.Waiter?
+    private var finished = false
+    private let startedMs = WallClock.nowMs()
+
+    init(request: RequestContext, service: FetchService, spec: FetchSpec) {
+        self.request = request
+        self.service = service
+        self.spec = spec
+        url = spec.url
+    }
+
+    func start() {
+        service.stats.requests += 1
+        request.onCancel = { [self] in cancel() }
+        hop()
+    }
+
+    private var cacheRequest: CacheRequest {
+        CacheRequest(method: spec.method, url: url, headers: HTTPFields(spec.headers), mode: spec.cacheMode)
+    }
+
+    /// One URL of the chain: the cache first, where the request allows it.
+    private func hop() {
+        let creq = cacheRequest
+        guard creq.mode.consultsCache, creq.lookupKey != nil else { return network(creq, stored: nil, validating: nil) }
+        service.responses.lookup(creq) { [self] found in
+            guard !finished else { return }
+            decide(creq, found)
+        }
+    }
+
+    private func decide(_ creq: CacheRequest, _ found: ResponseStore.Found?) {
+        let now = WallClock.nowMs() / 1000
+        guard let found else {
+            if creq.requiresCachedResponse { return gatewayTimeout() }
+            return network(creq, stored: nil, validating: nil)
+        }
+        switch evaluate(request: creq, stored: found.response, now: now) {
+        case .fresh(let age):
+            service.stats.hits += 1
+            serveStored(found, age: age, cacheStatus: "hit")
+        case .staleWhileRevalidate(let age):
+            service.stats.stale += 1
+            service.revalidateInBackground(creq, found: found, spec: spec)
+            serveStored(found, age: age, cacheStatus: "stale")
+        case .validate(let conditional):
+            if creq.requiresCachedResponse { return gatewayTimeout() }
+            network(creq, stored: found, validating: conditional)
+        case .mustFetch:
+            if creq.requiresCachedResponse { return gatewayTimeout() }
+            network(creq, stored: found, validating: nil)
+        }
+    }
+
+    /// To the origin: joins an identical transfer in flight when the request may share one.
+    private func network(_ creq: CacheRequest, stored: ResponseStore.Found?, validating conditional: HTTPFields?, alone: Bool = false) {
+        var headers = HTTPFields(spec.headers)
+        if let conditional {
+            // Our validators replace the client's; the client's own condition is answered afterwards.
+            for name in ["if-none-match", "if-modified-since", "if-match", "if-unmodified-since"] { headers.removeAll(name) }
+            headers = headers.appending(contentsOf: conditional)
+        }
+        let outgoing = Transfer.Request(url: url, method: spec.method, headers: headers.pairs, body: spec.body,
+                                        timeoutMs: spec.timeoutMs, maxBytes: spec.maxBytes)
+        let waiter = TransferGroup.Waiter(wantsProgress: spec.progress, accepts: { response in
+            // Someone else's response is ours only if the cache could have stored it for our request.
+            storageVerdict(request: creq, status: response.status, responseHeaders: HTTPFields(response.headers)).isStorable
+                && variantKey(forVaryOf: HTTPFields(response.headers), request: creq.headers) != nil
+        }) { [self] outcome in
+            group = nil
+            guard !finished else { return }
+            switch outcome {
+            case .own(let result): received(result, creq: creq, stored: stored, validating: conditional != nil, shared: false)
+            case .shared(let response): received(.success(response), creq: creq, stored: stored, validating: conditional != nil, shared: true)
+            case .retryAlone: network(creq, stored: stored, validating: conditional, alone: true)
+            }
+        }
+        waiter.progress = { [weak self] received, total in
+            var data: JSONObject = ["received": .int(Int64(received))]
+            if let total { data["total"] = .int(Int64(total)) }
+            self?.request.event("progress", data: data)
+        }
+        self.waiter = waiter
+        group = service.join(waiter, request: outgoing, coalescingKey: alone ? nil : coalescingKey(creq, conditional))
+    }
+
+    /// Identical requests share a transfer: same method, URL and headers (validators included), no body, and a
+    /// mode that reads the cache. Anything else gets a transfer of its own.
+    private func coalescingKey(_ creq: CacheRequest, _ conditional: HTTPFields?) -> String? {
+        guard creq.method == "GET" || creq.method == "HEAD", spec.body.isEmpty,
+              creq.mode.consultsCache, let key = creq.lookupKey else { return nil }
+        var parts = [creq.method, key.url]
+        for (name, value) in spec.headers.sorted(by: { ($0.0.lowercased(), $0.1) < ($1.0.lowercased(), $1.1) }) {
+            parts.append(name.lowercased() + ":" + value)
+        }
+        for (name, value) in conditional?.pairs ?? [] { parts.append("cond:" + name.lowercased() + ":" + value) }
+        return parts.joined(separator: "\n")
+    }
+
+    private func received(_ result: Result<Transfer.Response, FetchFailure>, creq: CacheRequest, stored: ResponseStore.Found?,
+                          validating: Bool, shared: Bool) {
+        let now = WallClock.nowMs() / 1000
+        switch result {
+        case .failure(let failure):
+            if let stored, staleIfErrorAllowed(stored: stored.response, request: creq, now: now, disconnected: true) {
+                service.stats.stale += 1
+                return serveStored(stored, age: currentAge(stored: stored.response, now: now), cacheStatus: "stale")
+            }
+            finish(.failure(failure))
+        case .success(let response):
+            if response.status >= 500, let stored, staleIfErrorAllowed(stored: stored.response, request: creq, now: now) {
+                service.stats.stale += 1
+                return serveStored(stored, age: currentAge(stored: stored.response, now: now), cacheStatus: "stale")
+            }
+            // Only the transfer's own waiter feeds the cache: a shared response is stored once.
+            let refreshed = shared ? nil : service.absorb(response, for: creq, stored: stored, validating: validating)
+            if let refreshed {
+                service.stats.revalidated += 1
+                return serveStored(refreshed, age: currentAge(stored: refreshed.response, now: now), cacheStatus: "revalidated")
+            }
+            if followRedirect(response) { return }
+            let status = shared ? "coalesced" : (creq.mode.consultsCache ? "miss" : "bypass")
+            if status == "miss" { service.stats.misses += 1 }
+            if status == "bypass" { service.stats.bypass += 1 }
+            serveNetwork(response, cacheStatus: status)
+        }
+    }
+
+    /// Follows a redirect the way browsers and curl do (RFC 9110 §15.4); true when a new hop started (or the
+    /// request failed on it).
+    private func followRedirect(_ response: Transfer.Response) -> Bool {
+        guard [301, 302, 303, 307, 308].contains(response.status), spec.redirect != .manual,
+              let location = HTTPFields(response.headers).first("location") else { return false }
+        if spec.redirect == .error {
+            finish(.failure(.redirect("the origin redirected (\(response.status) to \(location.truncatedForMessages)) and \"redirect\" is \"error\"")))
+            return true
+        }
+        guard redirects < spec.maxRedirects else {
+            finish(.failure(.redirect("more than \(spec.maxRedirects) redirects (max_redirects)")))
+            return true
+        }
+        guard let next = CacheKeyURL.resolve(location, against: url), FetchSpec.urlProblem(next) == nil else {
+            finish(.failure(.redirect("the origin redirected to \(location.truncatedForMessages), which is not an http(s) URL Ferry fetches")))
+            return true
+        }
+        redirects += 1
+        RedirectRules.apply(status: response.status, from: url, to: next, spec: &spec)
+        url = next
+        hop()
+        return true
+    }
+
+    // MARK: Answers
+
+    private func serveStored(_ found: ResponseStore.Found, age: Int64, cacheStatus: String) {
+        service.stats.bytesFromCache += UInt64(found.body.count)
+        let creq = cacheRequest
+        if clientConditionMatches(request: creq, stored: found.response) {
+            return reply(status: 304, headers: notModifiedHeaders(stored: found.response, age: age), body: [],
+                         cache: cacheStatus, age: age, timing: nil)
+        }
+        reply(status: found.response.status, headers: headersForServing(stored: found.response, age: age),
+              body: found.body, cache: cacheStatus, age: age, timing: nil)
+    }
+
+    private func serveNetwork(_ response: Transfer.Response, cacheStatus: String) {
+        reply(status: response.status, headers: FetchService.decoded(HTTPFields(response.headers)), body: response.body,
+              cache: cacheStatus, age: 0, timing: response.timing)
+    }
+
+    /// RFC 9111 §5.2.1.7: nothing usable stored and the request may not go to the network.
+    private func gatewayTimeout() {
+        service.stats.misses += 1
+        reply(status: 504, headers: HTTPFields([("Content-Length", "0")]), body: [], cache: "miss", age: 0, timing: nil)
+    }
+
+    private func reply(status: Int, headers: HTTPFields, body: [UInt8], cache: String, age: Int64, timing: Transfer.Timing?) {
+        var result: JSONObject = [
+            "status": .int(Int64(status)),
+            "headers": .array(headers.pairs.map { .array([.string($0.0), .string($0.1)]) }),
+            "url": .string(url),
+            "redirects": .int(Int64(redirects)),
+            "cache": .object(["status": .string(cache), "age_s": .int(age)]),
+        ]
+        // total_ms: this request in the daemon, redirects included; the rest: the last origin exchange, if any.
+        var t: JSONObject = ["total_ms": .int(WallClock.nowMs() - startedMs)]
+        if let timing {
+            t["dns_ms"] = .double(timing.dnsMs)
+            t["connect_ms"] = .double(timing.connectMs)
+            t["tls_ms"] = .double(timing.tlsMs)
+            t["first_byte_ms"] = .double(timing.firstByteMs)
+            t["transfer_ms"] = .double(timing.totalMs)
+        }
+        result["timing"] = .object(t)
+        finish(.success((result, spec.method == "HEAD" ? [] : body)))
+    }
+
+    private func finish(_ outcome: Result<(JSONObject, [UInt8]), FetchFailure>) {
+        guard !finished else { return }
+        finished = true
+        switch outcome {
+        case .success(let (result, body)): request.succeed(result, body: body)
+        case .failure(let failure): request.fail(failure.wireError)
+        }
+    }
+
+    /// Cancel, deadline or a closed connection: leave the transfer (the last waiter to leave stops it).
+    private func cancel() {
+        finished = true
+        if let group, let waiter { group.remove(waiter) }
+        group = nil
+    }
+}

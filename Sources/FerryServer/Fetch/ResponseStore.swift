@@ -1,0 +1,162 @@
+import FerryCache
+import FerryHTTPCache
+import FerryStore
+
+/// The shared HTTP cache's storage: stored responses (headers, times and body in one value) in the project's
+/// storage engine, under a namespace no client can name (`cache.*` namespaces may not contain `:`), so they share
+/// the memory and disk budgets, survive restarts, and large bodies become content-addressed blob files.
+///
+/// Layout per primary key (`GET <normalised url>`): a response without `Vary` is stored right there; a response
+/// with `Vary` leaves a marker there holding the `Vary` value, and the variant itself under
+/// `<primary key> NUL <variant key>`, so several variants of one URL live side by side.
+///
+/// ```swift
+/// responses.lookup(request) { found in ... }           // found: (StoredResponse, body)?
+/// responses.store(stored, body: bytes, key: key)
+/// ```
+final class ResponseStore {
+    static let namespace = "fetch:v1"
+    private let store: CacheStore
+
+    init(store: CacheStore) { self.store = store }
+
+    struct Found {
+        var response: StoredResponse
+        var body: [UInt8]
+        /// Where it is stored (for updates after a 304).
+        var storageKey: String
+    }
+
+    /// The stored response for the request's variant, if any.
+    func lookup(_ request: CacheRequest, _ done: @escaping (Found?) -> Void) {
+        guard let key = request.lookupKey else { return done(nil) }
+        let primary = key.description
+        get(primary) { [self] record in
+            switch record {
+            case .response(let response, let body)?:
+                done(Found(response: response, body: body, storageKey: primary))
+            case .varyMarker(let vary)?:
+                guard let variant = variantKey(forVary: vary, request: request.headers) else { return done(nil) }
+                let variantKey = primary + "\u{0}" + variant
+                get(variantKey) { record in
+                    guard case .response(let response, let body)? = record else { return done(nil) }
+                    done(Found(response: response, body: body, storageKey: variantKey))
+                }
+            case nil:
+                done(nil)
+            }
+        }
+    }
+
+    /// Stores a response under its primary key (and variant). Best effort: a body over the store's value limit,
+    /// or a full disk, leaves the response uncached.
+    func store(_ response: StoredResponse, body: [UInt8], key: HTTPCacheKey) {
+        let primary = key.description
+        let vary = response.headers.combined("vary")
+        if let vary, !vary.trimmingWhitespace().isEmpty {
+            put(primary, StoredRecord.encodeVaryMarker(vary))
+            put(primary + "\u{0}" + (response.varyKey ?? ""), StoredRecord.encode(response, body: body))
+        } else {
+            put(primary, StoredRecord.encode(response, body: body))
+        }
+    }
+
+    /// Replaces a stored response's headers and times (after a 304), keeping its body.
+    func update(_ response: StoredResponse, body: [UInt8], storageKey: String) {
+        put(storageKey, StoredRecord.encode(response, body: body))
+    }
+
+    /// Removes what is stored for these URLs (an unsafe method succeeded): the primary record, which makes every
+    /// variant unreachable.
+    func invalidate(urls: [String]) {
+        for url in urls {
+            guard let key = HTTPCacheKey(lookupFor: "GET", url: url) else { continue }
+            store.delete(CacheKey(trusted: ResponseStore.namespace, key.description), now: WallClock.nowMs()) { _ in }
+        }
+    }
+
+    private func get(_ key: String, _ done: @escaping (StoredRecord?) -> Void) {
+        store.get(CacheKey(trusted: ResponseStore.namespace, key), now: WallClock.nowMs()) { result in
+            guard case .success(let found?) = result else { return done(nil) }
+            done(StoredRecord.decode(found.0.value))
+        }
+    }
+
+    private func put(_ key: String, _ value: [UInt8]) {
+        store.set(CacheKey(trusted: ResponseStore.namespace, key), value: value, ttlMs: nil, ifAbsent: false,
+                  now: WallClock.nowMs()) { _ in }
+    }
+}
+
+/// The byte format of a stored record: `[u8 kind]` then, for a response, `[u16 status][i64 request time]
+/// [i64 response time][str vary key][u32 header count]([str name][str value])*[body]`, for a vary marker
+/// `[str vary]`; `str` = `[u32 length][UTF-8]`.
+enum StoredRecord {
+    case response(StoredResponse, [UInt8])
+    case varyMarker(String)
+
+    static func encode(_ r: StoredResponse, body: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = [1]
+        put(UInt64(r.status), 2, &out)
+        put(UInt64(bitPattern: r.requestTime), 8, &out)
+        put(UInt64(bitPattern: r.responseTime), 8, &out)
+        putString(r.varyKey ?? "", &out)
+        put(UInt64(r.headers.pairs.count), 4, &out)
+        for (name, value) in r.headers.pairs {
+            putString(name, &out)
+            putString(value, &out)
+        }
+        out += body
+        return out
+    }
+
+    static func encodeVaryMarker(_ vary: String) -> [UInt8] {
+        var out: [UInt8] = [2]
+        putString(vary, &out)
+        return out
+    }
+
+    static func decode(_ bytes: [UInt8]) -> StoredRecord? {
+        var at = 1
+        func take(_ n: Int) -> UInt64? {
+            guard at + n <= bytes.count else { return nil }
+            var v: UInt64 = 0
+            for i in 0..<n { v = v << 8 | UInt64(bytes[at + i]) }
+            at += n
+            return v
+        }
+        func string() -> String? {
+            guard let n = take(4), at + Int(n) <= bytes.count else { return nil }
+            defer { at += Int(n) }
+            return String(decoding: bytes[at..<(at + Int(n))], as: UTF8.self)
+        }
+        switch bytes.first {
+        case 1:
+            guard let status = take(2), let requestTime = take(8), let responseTime = take(8), let varyKey = string(),
+                  let count = take(4), count < 100_000 else { return nil }
+            var pairs: [(String, String)] = []
+            for _ in 0..<count {
+                guard let name = string(), let value = string() else { return nil }
+                pairs.append((name, value))
+            }
+            let body = Array(bytes[at...])
+            let response = StoredResponse(status: Int(status), headers: HTTPFields(pairs), requestTime: Int64(bitPattern: requestTime),
+                                          responseTime: Int64(bitPattern: responseTime), varyKey: varyKey.isEmpty ? nil : varyKey,
+                                          bodySize: body.count)
+            return .response(response, body)
+        case 2:
+            return string().map { .varyMarker($0) }
+        default:
+            return nil
+        }
+    }
+
+    private static func put(_ v: UInt64, _ n: Int, _ out: inout [UInt8]) {
+        for i in (0..<n).reversed() { out.append(UInt8(truncatingIfNeeded: v >> UInt64(8 * i))) }
+    }
+
+    private static func putString(_ s: String, _ out: inout [UInt8]) {
+        put(UInt64(s.utf8.count), 4, &out)
+        out.append(contentsOf: s.utf8)
+    }
+}

@@ -1,0 +1,203 @@
+import CCurl
+
+/// One HTTP exchange with an origin: a single request and its response, never following redirects (the fetch
+/// pipeline follows them itself, so that every hop goes through the cache). Owns its libcurl easy handle.
+///
+/// ```swift
+/// let t = try Transfer(request, limits: limits) { result in ... }
+/// multi.add(t)
+/// ```
+final class Transfer {
+    /// The outgoing request, as the pipeline built it.
+    struct Request {
+        var url: String
+        var method: String
+        var headers: [(String, String)]
+        var body: [UInt8]
+        var timeoutMs: Int?
+        var maxBytes: Int
+    }
+
+    /// What came back: the final (non-1xx) response.
+    struct Response {
+        var status: Int
+        var headers: [(String, String)]
+        var body: [UInt8]
+        /// When the request was sent and the response headers arrived (Unix seconds, for RFC 9111 age).
+        var requestTime: Int64
+        var responseTime: Int64
+        var timing: Timing
+    }
+
+    struct Timing {
+        var dnsMs = 0.0, connectMs = 0.0, tlsMs = 0.0, firstByteMs = 0.0, totalMs = 0.0
+    }
+
+    /// Transfer ids for libcurl's private pointer; only the loop thread creates transfers.
+    nonisolated(unsafe) private static var nextKey: UInt = 1
+    let key: UInt
+    let easy: UnsafeMutableRawPointer
+    let request: Request
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    private var body: [UInt8] = []
+    private var status = 0
+    private var headers: [(String, String)] = []
+    private var exceeded = false
+    private var requestTime: Int64
+    private var responseTime: Int64 = 0
+    private var onDone: ((Result<Response, FetchFailure>) -> Void)?
+    /// Called with (received, total if known) as the body arrives.
+    var onProgress: ((Int, Int?) -> Void)?
+
+    init(_ request: Request, caFile: String?, _ done: @escaping (Result<Response, FetchFailure>) -> Void) throws(FetchFailure) {
+        guard let easy = curl_easy_init() else { throw .internalError("curl_easy_init failed") }
+        self.easy = easy
+        self.request = request
+        key = Transfer.nextKey
+        Transfer.nextKey += 1
+        requestTime = WallClock.nowMs() / 1000
+        onDone = done
+        try configure(caFile: caFile)
+    }
+
+    deinit {
+        curl_easy_cleanup(easy)
+        if let headerList { curl_slist_free_all(headerList) }
+    }
+
+    private func configure(caFile: String?) throws(FetchFailure) {
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        func check(_ rc: CURLcode, _ what: String) throws(FetchFailure) {
+            if rc != CURLE_OK { throw .invalidArgument("\(what): \(String(cString: curl_easy_strerror(rc)))") }
+        }
+        try check(ferry_easy_str(easy, CURLOPT_URL, request.url), "url")
+        // Only http and https, for the request and (were libcurl to follow one) every redirect.
+        try check(ferry_easy_str(easy, CURLOPT_PROTOCOLS_STR, "http,https"), "protocols")
+        ferry_easy_str(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+        ferry_easy_long(easy, CURLOPT_FOLLOWLOCATION, 0)
+        ferry_easy_long(easy, CURLOPT_NOSIGNAL, 1)
+        ferry_easy_ptr(easy, CURLOPT_PRIVATE, UnsafeMutableRawPointer(bitPattern: key))
+        // "" = every encoding this libcurl decodes; the body is handed over decoded.
+        ferry_easy_str(easy, CURLOPT_ACCEPT_ENCODING, "")
+        ferry_easy_long(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
+        if let caFile {
+            // An extra trust anchor next to the system store (OpenSSL reads both the file and the directory).
+            ferry_easy_str(easy, CURLOPT_CAINFO, caFile)
+            ferry_easy_str(easy, CURLOPT_CAPATH, "/etc/ssl/certs")
+        }
+        if let ms = request.timeoutMs { ferry_easy_long(easy, CURLOPT_TIMEOUT_MS, max(1, ms)) }
+        ferry_easy_long(easy, CURLOPT_CONNECTTIMEOUT_MS, 30_000)
+        // Refuse early when the origin announces a body over the limit; the write callback enforces it otherwise.
+        ferry_easy_off(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(request.maxBytes))
+        ferry_easy_ptr(easy, CURLOPT_WRITEDATA, me)
+        ferry_easy_write_cb(easy) { data, size, count, user in
+            let me = Unmanaged<Transfer>.fromOpaque(user!).takeUnretainedValue()
+            return me.received(UnsafeRawBufferPointer(start: data, count: size * count))
+        }
+        ferry_easy_ptr(easy, CURLOPT_HEADERDATA, me)
+        ferry_easy_header_cb(easy) { data, size, count, user in
+            let me = Unmanaged<Transfer>.fromOpaque(user!).takeUnretainedValue()
+            me.headerLine(UnsafeRawBufferPointer(start: data, count: size * count))
+            return size * count
+        }
+        switch request.method {
+        case "GET": ferry_easy_long(easy, CURLOPT_HTTPGET, 1)
+        case "HEAD": ferry_easy_long(easy, CURLOPT_NOBODY, 1)
+        default: ferry_easy_str(easy, CURLOPT_CUSTOMREQUEST, request.method)
+        }
+        if !request.body.isEmpty || ["POST", "PUT", "PATCH"].contains(request.method) {
+            ferry_easy_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count))
+            if request.body.isEmpty {
+                ferry_easy_str(easy, CURLOPT_COPYPOSTFIELDS, "")
+            } else {
+                // libcurl copies the bytes (COPYPOSTFIELDS), so the buffer need not outlive this call.
+                request.body.withUnsafeBytes { raw in
+                    _ = ferry_easy_ptr(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: raw.baseAddress!))
+                }
+            }
+            if request.method != "POST" { ferry_easy_str(easy, CURLOPT_CUSTOMREQUEST, request.method) }
+        }
+        var list: UnsafeMutablePointer<curl_slist>?
+        // libcurl's own `Expect: 100-continue` costs a round trip on large bodies; the client's headers decide.
+        var lines = ["Expect:"]
+        for (name, value) in request.headers { lines.append(value.isEmpty ? "\(name);" : "\(name): \(value)") }
+        for line in lines { list = curl_slist_append(list, line) }
+        headerList = list
+        ferry_easy_slist(easy, CURLOPT_HTTPHEADER, list)
+    }
+
+    /// Turns progress reporting on (before the transfer is added).
+    func reportProgress(_ callback: @escaping (Int, Int?) -> Void) {
+        onProgress = callback
+        ferry_easy_long(easy, CURLOPT_NOPROGRESS, 0)
+        ferry_easy_ptr(easy, CURLOPT_XFERINFODATA, Unmanaged.passUnretained(self).toOpaque())
+        ferry_easy_xferinfo_cb(easy) { user, total, now, _, _ in
+            let me = Unmanaged<Transfer>.fromOpaque(user!).takeUnretainedValue()
+            me.onProgress?(Int(now), total > 0 ? Int(total) : nil)
+            return 0
+        }
+    }
+
+    private func received(_ bytes: UnsafeRawBufferPointer) -> Int {
+        if body.count + bytes.count > request.maxBytes {
+            exceeded = true
+            return 0  // libcurl stops the transfer with CURLE_WRITE_ERROR
+        }
+        body.append(contentsOf: bytes)
+        return bytes.count
+    }
+
+    /// One header line. A status line starts a new response (1xx interim responses come before the final one).
+    private func headerLine(_ raw: UnsafeRawBufferPointer) {
+        // Bytes, not Characters: "\r\n" is one Character in Swift, so String suffix checks would not see "\n".
+        var end = raw.count
+        while end > 0 && (raw[end - 1] == 0x0A || raw[end - 1] == 0x0D) { end -= 1 }
+        let line = String(decoding: UnsafeRawBufferPointer(rebasing: raw[..<end]), as: UTF8.self)
+        if line.hasPrefix("HTTP/") {
+            let parts = line.split(separator: " ", maxSplits: 2)
+            status = parts.count >= 2 ? Int(parts[1]) ?? 0 : 0
+            headers.removeAll()
+            responseTime = WallClock.nowMs() / 1000
+            return
+        }
+        if line.isEmpty { return }
+        if line.first == " " || line.first == "\t" {
+            // obs-fold (RFC 9112 §5.2): a continuation of the previous field's value.
+            if !headers.isEmpty { headers[headers.count - 1].1 += " " + line.trimmingWhitespace() }
+            return
+        }
+        guard let colon = line.firstIndex(of: ":") else { return }
+        headers.append((String(line[..<colon]), String(line[line.index(after: colon)...]).trimmingWhitespace()))
+    }
+
+    /// Called by `CurlMulti` once, when libcurl is done with the transfer (or it was aborted).
+    func finish(_ code: CURLcode, message: String?) {
+        guard let done = onDone else { return }
+        onDone = nil
+        onProgress = nil
+        if code == CURLE_OK {
+            return done(.success(Response(status: status, headers: headers, body: body, requestTime: requestTime,
+                                          responseTime: responseTime == 0 ? WallClock.nowMs() / 1000 : responseTime,
+                                          timing: timing())))
+        }
+        let text = message ?? String(cString: curl_easy_strerror(code))
+        done(.failure(FetchFailure.from(code, text, exceeded: exceeded, maxBytes: request.maxBytes)))
+    }
+
+    private func timing() -> Timing {
+        func ms(_ info: CURLINFO) -> Double { Double(ferry_info_off(easy, info)) / 1000 }
+        return Timing(dnsMs: ms(CURLINFO_NAMELOOKUP_TIME_T), connectMs: ms(CURLINFO_CONNECT_TIME_T),
+                      tlsMs: ms(CURLINFO_APPCONNECT_TIME_T), firstByteMs: ms(CURLINFO_STARTTRANSFER_TIME_T),
+                      totalMs: ms(CURLINFO_TOTAL_TIME_T))
+    }
+}
+
+extension String {
+    /// Without leading and trailing spaces and tabs (HTTP's optional whitespace).
+    func trimmingWhitespace() -> String {
+        var s = Substring(self)
+        while let f = s.first, f == " " || f == "\t" { s.removeFirst() }
+        while let l = s.last, l == " " || l == "\t" { s.removeLast() }
+        return String(s)
+    }
+}

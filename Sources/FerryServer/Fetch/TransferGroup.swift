@@ -1,0 +1,84 @@
+/// One origin transfer and the requests waiting for it: the first to ask, and every identical request that arrived
+/// while it ran (coalescing). Loop thread only.
+///
+/// The rules: the first waiter always gets the response. The others get it only if they may use a response
+/// fetched for someone else — it is storable for their request (`Waiter.accepts`) — otherwise each makes its own
+/// request (`retryAlone`), so an uncacheable answer (a random quote, a private page) is never shared. A failure
+/// (refused, reset, timeout) is shared: retrying at once would only hammer a failing origin. A waiter that goes
+/// away (cancel, deadline, disconnect) leaves the others alone; the transfer stops when its last waiter goes.
+///
+/// ```swift
+/// let group = service.join(waiter, request: outgoing, coalescingKey: "GET http://a.test/x …")
+/// group?.remove(waiter)   // on cancel
+/// ```
+final class TransferGroup {
+    enum Outcome {
+        /// The transfer made for this waiter (or a failure every waiter shares).
+        case own(Result<Transfer.Response, FetchFailure>)
+        /// A response fetched for another request, usable by this one.
+        case shared(Transfer.Response)
+        /// Not usable by this waiter: make a request of your own.
+        case retryAlone
+    }
+
+    final class Waiter {
+        let wantsProgress: Bool
+        let accepts: (Transfer.Response) -> Bool
+        let receive: (Outcome) -> Void
+        var progress: ((Int, Int?) -> Void)?
+
+        init(wantsProgress: Bool, accepts: @escaping (Transfer.Response) -> Bool, receive: @escaping (Outcome) -> Void) {
+            self.wantsProgress = wantsProgress
+            self.accepts = accepts
+            self.receive = receive
+        }
+    }
+
+    let key: String?
+    unowned let service: FetchService
+    var transfer: Transfer? {
+        didSet { transfer?.reportProgress { [unowned self] received, total in progressed(received, total) } }
+    }
+    private(set) var waiters: [Waiter] = []
+    private var lastProgressMs: Int64 = 0
+
+    init(key: String?, service: FetchService) {
+        self.key = key
+        self.service = service
+    }
+
+    func add(_ waiter: Waiter) { waiters.append(waiter) }
+
+    /// A waiter leaves; the last one to leave stops the transfer.
+    func remove(_ waiter: Waiter) {
+        waiters.removeAll { $0 === waiter }
+        guard waiters.isEmpty, let transfer else { return }
+        self.transfer = nil
+        service.multi.remove(transfer)
+        service.forget(self)
+    }
+
+    /// The transfer ended: hand the outcome to every waiter, in arrival order.
+    func finished(_ result: Result<Transfer.Response, FetchFailure>) {
+        service.forget(self)
+        transfer = nil
+        let all = waiters
+        waiters.removeAll()
+        if case .success(let r) = result { service.stats.bytesFromOrigin += UInt64(r.body.count) }
+        for (i, waiter) in all.enumerated() {
+            guard i > 0, case .success(let response) = result else {
+                waiter.receive(.own(result))
+                continue
+            }
+            waiter.receive(waiter.accepts(response) ? .shared(response) : .retryAlone)
+        }
+    }
+
+    /// Progress to the waiters that asked for it, at most every 100 ms.
+    private func progressed(_ received: Int, _ total: Int?) {
+        let now = WallClock.nowMs()
+        guard now - lastProgressMs >= 100 || (total != nil && received == total) else { return }
+        lastProgressMs = now
+        for waiter in waiters where waiter.wantsProgress { waiter.progress?(received, total) }
+    }
+}
