@@ -22,8 +22,10 @@ public struct UsageError: Error, Sendable, Equatable, CustomStringConvertible {
 
 /// What the command line said.
 public struct ParsedArgs: Sendable, Equatable {
-    /// Option values by long name; a repeated option keeps its last value.
+    /// Option values by long name; a repeated option keeps its last value here and every value in `lists`.
     public var values: [String: String] = [:]
+    /// Every value of each option, in order (for repeatable options such as `-H`).
+    public var lists: [String: [String]] = [:]
     /// Flags that were given, by long name.
     public var flags: Set<String> = []
     /// Everything that is not an option, in order.
@@ -32,7 +34,13 @@ public struct ParsedArgs: Sendable, Equatable {
     public init() {}
 
     public func value(_ name: String) -> String? { values[name] }
+    public func allValues(_ name: String) -> [String] { lists[name] ?? [] }
     public func has(_ name: String) -> Bool { flags.contains(name) }
+
+    mutating func set(_ name: String, _ value: String) {
+        values[name] = value
+        lists[name, default: []].append(value)
+    }
 }
 
 /// A small parser for Ferry's two commands: long options with values, short aliases, flags, positionals anywhere,
@@ -65,13 +73,17 @@ public struct ArgParser: Sendable {
                 optionsEnded = true
                 continue
             }
+            if !arg.hasPrefix("--"), arg.count > 2 {
+                k = try shortCluster(arg, arguments, k, &result)
+                continue
+            }
             let (spec, inlineValue) = try lookup(arg)
             if spec.takesValue {
                 if let inlineValue {
-                    result.values[spec.name] = inlineValue
+                    result.set(spec.name, inlineValue)
                 } else {
                     guard k < arguments.count else { throw UsageError("option \(arg) needs a value") }
-                    result.values[spec.name] = arguments[k]
+                    result.set(spec.name, arguments[k])
                     k += 1
                 }
             } else {
@@ -80,6 +92,26 @@ public struct ArgParser: Sendable {
             }
         }
         return result
+    }
+
+    /// `-fsS` (several flags) or `-XPOST` / `-ofile` (an option and its value), as curl users write them.
+    private func shortCluster(_ arg: String, _ arguments: [String], _ next: Int, _ result: inout ParsedArgs) throws(UsageError) -> Int {
+        var letters = Substring(arg.dropFirst())
+        while let letter = letters.first {
+            letters = letters.dropFirst()
+            guard let spec = options.first(where: { $0.short == letter }) else { throw UsageError("unknown option -\(letter) in \(arg)") }
+            if spec.takesValue {
+                if !letters.isEmpty {
+                    result.set(spec.name, String(letters))
+                    return next
+                }
+                guard next < arguments.count else { throw UsageError("option -\(letter) needs a value") }
+                result.set(spec.name, arguments[next])
+                return next + 1
+            }
+            result.flags.insert(spec.name)
+        }
+        return next
     }
 
     private func lookup(_ arg: String) throws(UsageError) -> (OptionSpec, String?) {

@@ -249,6 +249,11 @@ public final class Server {
             "disk": ["bytes": .int(Int64(c.diskBytes)), "entries": .int(Int64(c.diskEntries)),
                      "budget": .int(Int64(store.config.diskBudget))],
         ]
+        if let fetch {
+            var f = fetch.stats.json
+            f["transfers_active"] = .int(Int64(fetch.multi.activeTransfers))
+            json["fetch"] = .object(f)
+        }
         return json
     }
 

@@ -9,6 +9,8 @@ enum ExitCode: Int32 {
     case operationFailed = 1
     case usage = 2
     case noDaemon = 3
+    /// `ferry fetch -f` and an HTTP status of 400 or more: curl's code for the same case.
+    case httpError = 22
 }
 
 /// A failure that ends the command with an exit code and a message on stderr.
@@ -20,6 +22,12 @@ struct CommandFailure: Error {
 func writeStderr(_ s: String) {
     var line = s + "\n"
     line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+}
+
+/// Without a newline (progress bars).
+func writeStderrRaw(_ s: String) {
+    var text = s
+    text.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
 }
 
 func writeStdout(_ bytes: [UInt8]) {

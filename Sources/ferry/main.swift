@@ -6,14 +6,26 @@ import FerryArgs
 /// ferry: the command-line client. Exit codes: 0 success, 1 the operation failed, 2 usage error, 3 no daemon.
 let parser = ArgParser([
     OptionSpec("socket", takesValue: true, help: "the daemon's socket (default: $FERRY_SOCKET, then the standard path)"),
-    OptionSpec("json", help: "print JSON instead of text (describe, stats)"),
+    OptionSpec("json", help: "print JSON instead of text (describe, stats, fetch)"),
     OptionSpec("count", short: "c", takesValue: true, help: "ping: how many round trips"),
-    OptionSpec("timeout", takesValue: true, help: "call: deadline, e.g. 500ms, 10s"),
+    OptionSpec("timeout", takesValue: true, help: "call: deadline; fetch: per exchange; e.g. 500ms, 10s"),
     OptionSpec("body", takesValue: true, help: "call: send this file as the request body"),
     OptionSpec("output", short: "o", takesValue: true, help: "call, cache get: write the reply body to this file"),
     OptionSpec("namespace", short: "n", takesValue: true, help: "cache: the namespace (default \"default\")"),
     OptionSpec("ttl", takesValue: true, help: "cache set: expire after this long, e.g. 30s, 5m"),
     OptionSpec("if-absent", help: "cache set: store only if the key has no live entry"),
+    OptionSpec("request", short: "X", takesValue: true, help: "fetch: the HTTP method"),
+    OptionSpec("header", short: "H", takesValue: true, help: "fetch: add a header 'Name: value' (repeatable)"),
+    OptionSpec("data", short: "d", takesValue: true, help: "fetch: request body (@FILE, @- for stdin); implies POST"),
+    OptionSpec("data-binary", takesValue: true, help: "fetch: request body, byte for byte (@FILE, @-)"),
+    OptionSpec("include", short: "i", help: "fetch: print status line and headers before the body"),
+    OptionSpec("head", short: "I", help: "fetch: HEAD request; print status line and headers"),
+    OptionSpec("fail", short: "f", help: "fetch: exit 22 on HTTP status >= 400"),
+    OptionSpec("silent", short: "s", help: "fetch: no progress bar"),
+    OptionSpec("show-error", short: "S", help: "fetch: accepted for curl habits (errors are always shown)"),
+    OptionSpec("location", short: "L", help: "fetch: accepted for curl habits (redirects are followed by default)"),
+    OptionSpec("max-redirs", takesValue: true, help: "fetch: at most this many redirects"),
+    OptionSpec("cache", takesValue: true, help: "fetch: the cache mode (default, no-store, reload, no-cache, force-cache, only-if-cached)"),
     OptionSpec("version", help: "print the version"),
     OptionSpec("help", short: "h", help: "print help"),
 ])
@@ -26,11 +38,13 @@ let usage = """
       describe                 every operation with its arguments and results
       stats                    the daemon's counters
       call OP [JSON | -]       call an operation with JSON arguments (- reads stdin); prints the result as JSON
+      fetch URL [curl-like options]  HTTP through ferryd's shared cache (ferry fetch --help)
       cache get|set|del|ls|clear  the shared key-value cache (ferry cache --help)
       daemon start|stop|status control the daemon
 
     When no daemon answers, ferry starts ferryd in the background (FERRY_NO_AUTOSTART=1 turns this off).
-    Exit codes: 0 success, 1 the operation failed, 2 usage error, 3 no daemon could be reached.
+    Exit codes: 0 success, 1 the operation failed, 2 usage error, 3 no daemon could be reached, 22 fetch -f and
+    an HTTP status of 400 or more.
 
     Options:
     \(parser.helpText)
@@ -42,6 +56,7 @@ let subcommandHelp: [String: String] = [
     "stats": "Usage: ferry stats [--json] [--socket PATH]\n\nPrints uptime, connections, requests and errors per operation and code, bytes in and out.",
     "call": "Usage: ferry call OP [JSON | -] [--timeout 5s] [--body FILE] [-o FILE] [--socket PATH]\n\nCalls OP with a JSON object of arguments (- reads it from stdin) and prints the result as one JSON line.\nErrors go to stderr as `code: message` with exit code 1.",
     "cache": CacheCommands.usage,
+    "fetch": FetchCommand.usage,
     "daemon": "Usage: ferry daemon start|stop|status [--socket PATH]\n\nstart: start ferryd in the background (no-op if running)\nstop: SIGTERM the daemon and wait for it to exit\nstatus: print the daemon's state; exit 3 if it is not running",
 ]
 
@@ -71,6 +86,7 @@ func runCLI() async -> Int32 {
         case "stats": try await commands.stats()
         case "call": try await commands.call()
         case "cache": try await CacheCommands(args: args, commands: commands).run()
+        case "fetch": try await FetchCommand(args: args, commands: commands).run()
         case "daemon": try await DaemonCommands(launcher: launcher).run(args.positionals.count > 1 ? args.positionals[1] : nil)
         case nil:
             writeStderr(usage)

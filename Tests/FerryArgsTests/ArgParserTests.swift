@@ -5,7 +5,7 @@ import Testing
     let parser = ArgParser([
         OptionSpec("socket", takesValue: true, help: "socket"),
         OptionSpec("output", short: "o", takesValue: true, help: "output"),
-        OptionSpec("json", help: "json"),
+        OptionSpec("json", short: "j", help: "json"),
         OptionSpec("help", short: "h", help: "help"),
     ])
 
@@ -23,6 +23,22 @@ import Testing
         #expect(!a.has("json"))
     }
 
+    @Test func repeatedOptionsKeepEveryValueInOrder() throws {
+        let a = try parser.parse(["-o", "a", "--output=b", "-oc"])
+        #expect(a.allValues("output") == ["a", "b", "c"])
+        #expect(a.value("output") == "c")
+        #expect(a.allValues("socket").isEmpty)
+    }
+
+    @Test func shortClustersAsCurlUsersWriteThem() throws {
+        let a = try parser.parse(["-hj", "-ofile", "x"])
+        #expect(a.has("help") && a.has("json"))
+        #expect(a.value("output") == "file" && a.positionals == ["x"])
+        let b = try parser.parse(["-ho", "out"])
+        #expect(b.has("help") && b.value("output") == "out", "a value option at the end of a cluster takes the next word")
+        #expect(throws: UsageError.self) { try parser.parse(["-ho"]) }
+    }
+
     @Test func emptyValueWithEquals() throws {
         #expect(try parser.parse(["--socket="]).value("socket") == "")
     }
@@ -33,7 +49,7 @@ import Testing
         (["--socket"], "option --socket needs a value"),
         (["-o"], "option -o needs a value"),
         (["--json=yes"], "option --json takes no value"),
-        (["-oh"], "unknown option -oh"),
+        (["-hz"], "unknown option -z in -hz"),
     ])
     func usageErrors(_ args: [String], _ message: String) {
         #expect(throws: UsageError(message)) { try parser.parse(args) }

@@ -1,0 +1,156 @@
+import FerryProtocol
+
+/// One header field; lists of them keep order and duplicates.
+public struct HTTPHeader: Sendable, Equatable {
+    public var name: String
+    public var value: String
+    public init(_ name: String, _ value: String) {
+        self.name = name
+        self.value = value
+    }
+}
+
+/// An HTTP request for ferryd to make (PROTOCOL.md, `fetch`).
+///
+/// ```swift
+/// var req = FetchRequest("https://api.example.com/quotes", method: "POST")
+/// req.headers = [HTTPHeader("Authorization", "Bearer \(token)"), HTTPHeader("X-Api-Version", "2")]
+/// req.body = Array(#"{"query":"wisdom"}"#.utf8)
+/// let res = try await client.fetch(req)
+/// ```
+public struct FetchRequest: Sendable, Equatable {
+    public enum Redirect: String, Sendable { case follow, manual, error }
+    /// The WHATWG fetch cache modes.
+    public enum CacheMode: String, Sendable {
+        case `default`, noStore = "no-store", reload, noCache = "no-cache", forceCache = "force-cache", onlyIfCached = "only-if-cached"
+    }
+
+    public var url: String
+    public var method: String
+    public var headers: [HTTPHeader]
+    public var body: [UInt8]
+    /// For each exchange with the origin (`timeout_ms`).
+    public var timeout: Duration?
+    public var redirect: Redirect?
+    public var maxRedirects: Int?
+    public var maxBytes: Int?
+    public var cache: CacheMode?
+
+    public init(_ url: String, method: String = "GET", headers: [HTTPHeader] = [], body: [UInt8] = [],
+                timeout: Duration? = nil, cache: CacheMode? = nil) {
+        self.url = url
+        self.method = method
+        self.headers = headers
+        self.body = body
+        self.timeout = timeout
+        self.cache = cache
+    }
+
+    /// The `fetch` arguments.
+    public var arguments: JSONObject {
+        var args: JSONObject = ["url": .string(url)]
+        if method != "GET" { args["method"] = .string(method) }
+        if !headers.isEmpty { args["headers"] = .array(headers.map { .array([.string($0.name), .string($0.value)]) }) }
+        if let timeout { args["timeout_ms"] = .int(FerryClient.milliseconds(timeout)) }
+        if let redirect { args["redirect"] = .string(redirect.rawValue) }
+        if let maxRedirects { args["max_redirects"] = .int(Int64(maxRedirects)) }
+        if let maxBytes { args["max_bytes"] = .int(Int64(maxBytes)) }
+        if let cache { args["cache"] = .string(cache.rawValue) }
+        return args
+    }
+}
+
+/// What came back: any HTTP status (4xx and 5xx included) is a response, not an error.
+public struct FetchResponse: Sendable, Equatable {
+    public var status: Int
+    public var headers: [HTTPHeader]
+    /// The URL of this response, after `redirects` redirects.
+    public var url: String
+    public var redirects: Int
+    /// hit, miss, revalidated, stale, coalesced or bypass.
+    public var cacheStatus: String
+    public var age: Int
+    /// total_ms, and for a network exchange dns_ms, connect_ms, tls_ms, first_byte_ms, transfer_ms.
+    public var timing: [String: Double]
+    public var body: [UInt8]
+
+    /// The first value of a header (names compare case-insensitively).
+    public func header(_ name: String) -> String? {
+        let lower = name.lowercased()
+        return headers.first { $0.name.lowercased() == lower }?.value
+    }
+
+    public var isSuccess: Bool { (200..<300).contains(status) }
+
+    /// The body as UTF-8 text.
+    public var text: String { String(decoding: body, as: UTF8.self) }
+
+    init(result: JSONObject, body: [UInt8]) {
+        status = Int(result["status"]?.intValue ?? 0)
+        headers = (result["headers"]?.arrayValue ?? []).compactMap { pair in
+            guard let a = pair.arrayValue, a.count == 2, let n = a[0].stringValue, let v = a[1].stringValue else { return nil }
+            return HTTPHeader(n, v)
+        }
+        url = result["url"]?.stringValue ?? ""
+        redirects = Int(result["redirects"]?.intValue ?? 0)
+        cacheStatus = result["cache"]?["status"]?.stringValue ?? ""
+        age = Int(result["cache"]?["age_s"]?.intValue ?? 0)
+        var t: [String: Double] = [:]
+        for (k, v) in result["timing"]?.objectValue ?? JSONObject() { if let d = v.doubleValue { t[k] = d } }
+        timing = t
+        self.body = body
+    }
+}
+
+/// What `fetchStream` yields: progress while the daemon downloads, the body in pieces, then the response head.
+public enum FetchEvent: Sendable, Equatable {
+    case progress(received: Int, total: Int?)
+    case chunk([UInt8])
+    /// The end: status, headers and the rest; its `body` is empty (the bytes came as chunks).
+    case response(FetchResponse)
+}
+
+extension FerryClient {
+    /// Makes the request through ferryd and its shared HTTP cache.
+    public func fetch(_ request: FetchRequest, deadline: Duration? = nil) async throws -> FetchResponse {
+        let reply = try await call("fetch", request.arguments, body: request.body, timeout: deadline)
+        return FetchResponse(result: reply.result, body: reply.body)
+    }
+
+    /// The same request, as a stream: `progress` events, the body as `chunk`s, then the `response`. Cancelling the
+    /// consuming task cancels the request (and the download, if no other client waits for it).
+    public func fetchStream(_ request: FetchRequest, deadline: Duration? = nil) -> AsyncThrowingStream<FetchEvent, any Error> {
+        var args = request.arguments
+        args["progress"] = true
+        let upstream = stream("fetch", args, body: request.body, timeout: deadline)
+        return AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    for try await item in upstream {
+                        switch item {
+                        case .event(let name, let data, let body):
+                            if name == "chunk" {
+                                continuation.yield(.chunk(body))
+                            } else if name == "progress" {
+                                continuation.yield(.progress(received: Int(data["received"]?.intValue ?? 0),
+                                                             total: data["total"]?.intValue.map { Int($0) }))
+                            }
+                        case .final(let reply):
+                            if !reply.body.isEmpty { continuation.yield(.chunk(reply.body)) }
+                            continuation.yield(.response(FetchResponse(result: reply.result, body: [])))
+                        }
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// Fetches an endpoint of an API described as values (see `Endpoint`).
+    public func fetch(_ endpoint: some Endpoint, deadline: Duration? = nil) async throws -> FetchResponse {
+        try await fetch(endpoint.request, deadline: deadline)
+    }
+}

@@ -1,0 +1,150 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FerryArgs
+import FerryClient
+import FerryProtocol
+
+/// `ferry fetch URL`: HTTP through ferryd's shared cache, with curl's habits. The body goes to stdout (or `-o`);
+/// `-i` puts the status line and headers first, `-I` sends HEAD and prints only those; `-f` exits 22 on a status
+/// of 400 or more, as curl does; `--json` prints the whole reply as one JSON object.
+struct FetchCommand {
+    let args: ParsedArgs
+    let commands: Commands
+
+    static let usage = """
+        Usage: ferry fetch URL [-X METHOD] [-H 'Name: value']... [-d DATA | --data-binary @FILE] [-o FILE]
+                               [-i] [-I] [-f] [-s] [--max-redirs N] [--cache MODE] [--timeout 10s] [--json]
+
+        Makes an HTTP request through ferryd and its shared HTTP cache. The body goes to stdout (or -o FILE).
+          -X, --request METHOD   method (default GET, or POST with -d)
+          -H, --header 'N: v'    add a header (repeatable)
+          -d, --data DATA        request body (@FILE reads a file, @- stdin); implies POST
+              --data-binary DATA the same, byte for byte
+          -i, --include          print the status line and headers before the body
+          -I, --head             HEAD request; print the status line and headers
+          -f, --fail             exit 22 on HTTP status 400 or more (and print no body)
+          -s, --silent           no progress bar
+              --max-redirs N     at most N redirects (default 10; -L is accepted and is the default)
+              --cache MODE       default, no-store, reload, no-cache, force-cache, only-if-cached
+              --timeout 10s      for each exchange with the origin
+              --json             print status, headers, cache status, timing and the body as one JSON object
+        Exit codes: 0 done (any HTTP status, unless -f), 1 the request failed, 2 usage, 3 no daemon, 22 with -f.
+        """
+
+    func run() async throws(CommandFailure) {
+        let words = Array(args.positionals.dropFirst())
+        guard words.count == 1 else { throw CommandFailure(code: .usage, message: FetchCommand.usage) }
+        let request = try buildRequest(url: words[0])
+        let client = try await commands.launcher.connect()
+        defer { client.close() }
+        let response = try await fetch(client, request)
+        try output(response, head: request.method == "HEAD")
+    }
+
+    func buildRequest(url: String) throws(CommandFailure) -> FetchRequest {
+        func usage(_ m: String) -> CommandFailure { CommandFailure(code: .usage, message: m) }
+        var request = FetchRequest(url)
+        for line in args.allValues("header") {
+            guard let colon = line.firstIndex(of: ":") else { throw usage("-H needs 'Name: value', not \"\(line)\"") }
+            let name = String(line[..<colon]).trimmingCharacters(), value = String(line[line.index(after: colon)...]).trimmingCharacters()
+            guard !name.isEmpty else { throw usage("-H needs a header name: \"\(line)\"") }
+            request.headers.append(HTTPHeader(name, value))
+        }
+        if let data = args.value("data-binary") ?? args.value("data") {
+            request.body = try bodyBytes(data)
+            request.method = "POST"
+            if !request.headers.contains(where: { $0.name.lowercased() == "content-type" }) {
+                request.headers.append(HTTPHeader("Content-Type", "application/x-www-form-urlencoded"))
+            }
+        }
+        if args.has("head") { request.method = "HEAD" }
+        if let m = args.value("request") { request.method = m }
+        if let n = args.value("max-redirs") {
+            guard let v = Int(n), v >= -1 else { throw usage("--max-redirs needs a number, not \"\(n)\"") }
+            request.maxRedirects = v < 0 ? 50 : v
+        }
+        if let c = args.value("cache") {
+            guard let mode = FetchRequest.CacheMode(rawValue: c) else {
+                throw usage("--cache must be default, no-store, reload, no-cache, force-cache or only-if-cached")
+            }
+            request.cache = mode
+        }
+        if let t = args.value("timeout") {
+            do { request.timeout = .milliseconds(try parseDurationMs(t)) } catch { throw usage(error.message) }
+        }
+        return request
+    }
+
+    /// `-d @FILE` reads a file, `-d @-` stdin, anything else is the data itself.
+    private func bodyBytes(_ data: String) throws(CommandFailure) -> [UInt8] {
+        guard data.hasPrefix("@") else { return Array(data.utf8) }
+        let path = String(data.dropFirst())
+        return path == "-" ? readStdin() : try readFile(path)
+    }
+
+    /// With a terminal on stderr and no -s, a progress bar for downloads that are large or slow.
+    private func fetch(_ client: FerryClient, _ request: FetchRequest) async throws(CommandFailure) -> FetchResponse {
+        guard isatty(2) == 1, !args.has("silent"), request.method != "HEAD" else {
+            return try await commands.run { try await client.fetch(request) }
+        }
+        return try await commands.run {
+            var bar = ProgressBar()
+            var body: [UInt8] = []
+            var final: FetchResponse?
+            for try await event in client.fetchStream(request) {
+                switch event {
+                case .progress(let received, let total): bar.update(received: received, total: total)
+                case .chunk(let bytes): body += bytes
+                case .response(let r): final = r
+                }
+            }
+            bar.finish()
+            guard var response = final else { throw CommandFailure(code: .operationFailed, message: "the daemon sent no response") }
+            response.body = body
+            return response
+        }
+    }
+
+    private func output(_ response: FetchResponse, head: Bool) throws(CommandFailure) {
+        if args.has("json") {
+            print(jsonLine(.object(FetchCommand.json(response))))
+        } else {
+            if args.has("include") || head {
+                var text = "HTTP \(response.status)\r\n"
+                for h in response.headers { text += "\(h.name): \(h.value)\r\n" }
+                writeStdout(Array((text + "\r\n").utf8))
+            }
+            if !head && !(args.has("fail") && response.status >= 400) {
+                if let out = args.value("output") { try writeFile(out, response.body) } else { writeStdout(response.body) }
+            }
+        }
+        if args.has("fail") && response.status >= 400 {
+            throw CommandFailure(code: .httpError, message: "The requested URL returned error: \(response.status)")
+        }
+    }
+
+    static func json(_ r: FetchResponse) -> JSONObject {
+        var timing = JSONObject()
+        for (k, v) in r.timing.sorted(by: { $0.key < $1.key }) { timing[k] = .double(v) }
+        let text = String(validating: r.body, as: UTF8.self)
+        return [
+            "status": .int(Int64(r.status)), "url": .string(r.url), "redirects": .int(Int64(r.redirects)),
+            "headers": .array(r.headers.map { .array([.string($0.name), .string($0.value)]) }),
+            "cache": .object(["status": .string(r.cacheStatus), "age_s": .int(Int64(r.age))]),
+            "timing": .object(timing),
+            "body": text.map { .string($0) } ?? .null,
+            "body_base64": text == nil ? .string(Base64.encode(r.body)) : .null,
+            "size": .int(Int64(r.body.count)),
+        ]
+    }
+}
+
+extension String {
+    func trimmingCharacters() -> String {
+        var s = Substring(self)
+        while let f = s.first, f == " " || f == "\t" { s.removeFirst() }
+        while let l = s.last, l == " " || l == "\t" { s.removeLast() }
+        return String(s)
+    }
+}
