@@ -38,6 +38,7 @@ test-swift:
 
 test-python:
 	FERRYD="$$($(SWIFT) build --show-bin-path)/ferryd" python3 -m unittest discover -s Clients/python -v
+	python3 -m unittest discover -s Tests/Origin -v
 
 bench: deps
 	SWIFT_FLAGS="$(SWIFT_FLAGS)" bash bench/run.sh

@@ -161,9 +161,10 @@ public final class CacheStore: @unchecked Sendable {
     }
 
     public func delete(_ key: CacheKey, now: Int64, _ done: @escaping (Result<Bool, StoreError>) -> Void) {
-        submit(.delete(key, now: now)) { [unowned self] result in
-            let liveInMemory = memory.peek(key).map { !$0.isExpired(now: now) } ?? false
-            dropFromMemory(key)
+        // Gone from memory at once: a get arriving before the worker ran the delete must not find the old value.
+        let liveInMemory = memory.peek(key).map { !$0.isExpired(now: now) } ?? false
+        dropFromMemory(key)
+        submit(.delete(key, now: now)) { result in
             switch result {
             case .deleted(let existed): done(.success(existed || liveInMemory))
             case .failed(let e): done(.failure(e))
@@ -201,9 +202,9 @@ public final class CacheStore: @unchecked Sendable {
     }
 
     public func clear(namespace: String, now: Int64, _ done: @escaping (Result<Int, StoreError>) -> Void) {
-        submit(.clear(namespace: namespace, now: now)) { [unowned self] result in
-            _ = memory.removeAll(visiting: Int.max) { key, _ in key.namespace == namespace }
-            syncMemoryCounters()
+        _ = memory.removeAll(visiting: Int.max) { key, _ in key.namespace == namespace }
+        syncMemoryCounters()
+        submit(.clear(namespace: namespace, now: now)) { result in
             switch result {
             case .cleared(let n): done(.success(n))
             case .failed(let e): done(.failure(e))
