@@ -32,6 +32,19 @@ The shared key-value cache (``cache.*``; values are raw bytes, every entry lives
         for item in ferry.cache_list(namespace="my-tool", prefix="build/"):   # follows the cursor page by page
             print(item.key, item.size, item.expires_at)
 
+HTTP through the daemon's shared cache (``fetch``; any HTTP status is a result, not an error)::
+
+        r = ferry.fetch("https://api.example.com/quotes/1")
+        r.status, r.ok, r.cache_status, r.age_s        # -> 200, True, "hit", 12  ("miss" the first time)
+        r.header("content-type"), r.json()              # -> "application/json", {...}
+        r = ferry.fetch("https://api.example.com/quotes", "POST", json={"text": "hi"},
+                        headers={"Authorization": "Bearer x"})  # compact JSON body, Content-Type set
+        r = ferry.fetch(url, progress=lambda received, total: print(received, total))
+        try:
+            ferry.fetch("http://127.0.0.1:1/")
+        except FerryError as e:
+            assert e.code == "unavailable"             # e.details: {"curl_code": 7, "curl_message": ...}
+
 One ``Client`` may be shared by many threads: a reader thread matches replies to requests by id.
 
 A request body too large for one frame (a big ``cache_set`` value, a big ``ping`` body) is sent in parts
@@ -56,12 +69,13 @@ import socket
 import struct
 import threading
 import time
-from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
+from collections.abc import Iterable, Mapping
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 __all__ = [
-    "CacheEntry", "CacheKey", "Client", "FerryError", "FerryProtocolError", "FrameDecoder", "check_request",
-    "decode_envelope", "default_socket_path", "encode_frame", "encode_json", "split_request", "PROTOCOL_VERSION",
-    "ERROR_CODES", "MIN_BODY_PART_BYTES",
+    "CacheEntry", "CacheKey", "Client", "FerryError", "FerryProtocolError", "FetchResponse", "FrameDecoder",
+    "check_request", "decode_envelope", "default_socket_path", "encode_frame", "encode_json", "split_request",
+    "PROTOCOL_VERSION", "ERROR_CODES", "MIN_BODY_PART_BYTES",
 ]
 
 PROTOCOL_VERSION = 1
@@ -109,6 +123,63 @@ class CacheKey(NamedTuple):
     key: str
     size: Optional[int]
     expires_at: Optional[int]
+
+
+class FetchResponse(NamedTuple):
+    """The result of ``Client.fetch``: the HTTP response the daemon got (or had in its cache).
+
+    ``status`` is the HTTP status (any status is a result, 404 and 500 included); ``headers`` the response header
+    fields as ``(name, value)`` tuples in the order received, duplicates kept; ``url`` the URL of this response
+    after ``redirects`` redirects were followed; ``cache_status`` one of ``"hit"``, ``"miss"``, ``"revalidated"``,
+    ``"stale"``, ``"coalesced"``, ``"bypass"`` and ``age_s`` the response's age in seconds (None when the daemon
+    did not say); ``timing`` the daemon's times in ms (``total_ms``, and for an origin exchange ``dns_ms``,
+    ``connect_ms``, ``tls_ms``, ``first_byte_ms``, ``transfer_ms``); ``body`` the decoded body (``b""`` for HEAD).
+
+    ::
+
+        r = ferry.fetch(url)
+        r.ok                           # 200 <= status <= 299
+        r.header("Content-Type")       # the first value, names compared case-insensitively; None when absent
+        r.header_values("set-cookie")  # every value, in order
+        r.text(), r.json()             # the body as str (utf-8 unless told) or as parsed JSON
+    """
+    status: int
+    headers: List[Tuple[str, str]]
+    url: str
+    redirects: int
+    cache_status: Optional[str]
+    age_s: Optional[int]
+    timing: Dict[str, Any]
+    body: bytes
+
+    @property
+    def ok(self) -> bool:
+        """True for a status 200 … 299."""
+        return 200 <= self.status <= 299
+
+    def header(self, name: str) -> Optional[str]:
+        """The value of the first header field called ``name`` (case-insensitive), or None."""
+        lowered = name.lower()
+        return next((value for key, value in self.headers if key.lower() == lowered), None)
+
+    def header_values(self, name: str) -> List[str]:
+        """The values of every header field called ``name`` (case-insensitive), in order; ``[]`` when absent."""
+        lowered = name.lower()
+        return [value for key, value in self.headers if key.lower() == lowered]
+
+    def text(self, encoding: str = "utf-8", errors: str = "strict") -> str:
+        """The body decoded as ``encoding`` (``errors`` as for ``bytes.decode``)."""
+        return self.body.decode(encoding, errors)
+
+    def json(self) -> Any:
+        """The body parsed as JSON (UTF-8, -16 or -32); raises ``ValueError`` when it is not JSON."""
+        return json.loads(self.body)
+
+    def __repr__(self) -> str:
+        body = self.body if len(self.body) <= 32 else self.body[:32] + b"..."
+        return (f"FetchResponse(status={self.status}, url={self.url!r}, redirects={self.redirects}, "
+                f"cache_status={self.cache_status!r}, age_s={self.age_s}, headers={len(self.headers)}, "
+                f"body={len(self.body)} bytes {body!r})")
 
 
 # --------------------------------------------------------------------------------------------------- errors
@@ -403,6 +474,70 @@ class FrameDecoder:
         if self._pos:
             del self._buf[:self._pos]
             self._pos = 0
+
+
+# --------------------------------------------------------------------------------------------------- fetch helpers
+
+_NO_JSON = object()   # fetch(json=...) not given (json=None sends JSON null)
+
+
+def _header_pairs(headers: Any) -> List[List[str]]:
+    """``headers`` (None, a mapping, or pairs) as the wire's ``[[name, value], ...]``; ValueError for wrong types."""
+    if headers is None:
+        return []
+    if isinstance(headers, Mapping):
+        items = list(headers.items())
+    elif isinstance(headers, (str, bytes, bytearray, memoryview)) or not isinstance(headers, Iterable):
+        raise ValueError(f"fetch: headers must be a dict or a list of (name, value) pairs, not "
+                         f"{type(headers).__name__}")
+    else:
+        items = []
+        for item in headers:
+            if not isinstance(item, (tuple, list)) or len(item) != 2:
+                raise ValueError(f"fetch: each header must be a (name, value) pair, not {item!r}")
+            items.append(item)
+    for name, value in items:
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise ValueError(f"fetch: header names and values must be str, not {name!r}: {value!r}")
+    return [[name, value] for name, value in items]
+
+
+def _byte_view_len(body: Any) -> int:
+    """The length in bytes of a bytes-like ``body``; 1 for anything else (it is not "no body")."""
+    try:
+        return memoryview(body).nbytes
+    except TypeError:
+        return 1
+
+
+def _json_body(value: Any) -> bytes:
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"fetch: json= value cannot be encoded as JSON: {e}") from None
+
+
+def _fetch_response(url: str, result: dict, body: bytes) -> FetchResponse:
+    """A FetchResponse from a fetch result and its body; FerryError("internal") when the result is malformed."""
+    status = result.get("status")
+    raw_headers = result.get("headers", [])
+    if not _is_int(status) or not isinstance(raw_headers, list):
+        raise FerryError("internal", f"fetch of {url!r}: malformed result {result!r}")
+    headers = []
+    for pair in raw_headers:
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
+            raise FerryError("internal", f"fetch of {url!r}: malformed header field {pair!r}")
+        headers.append((pair[0], pair[1]))
+    size = result.get("size")
+    if _is_int(size) and size != len(body):
+        raise FerryError("internal", f"fetch of {url!r}: result says size {size} but the body has {len(body)} bytes")
+    cache = result.get("cache") if isinstance(result.get("cache"), dict) else {}
+    timing = result.get("timing") if isinstance(result.get("timing"), dict) else {}
+    redirects = result.get("redirects", 0)
+    return FetchResponse(status=status, headers=headers, url=result.get("url", url),
+                         redirects=redirects if _is_int(redirects) else 0,
+                         cache_status=cache.get("status"), age_s=cache.get("age_s"), timing=dict(timing),
+                         body=body)
 
 
 # --------------------------------------------------------------------------------------------------- client
@@ -714,6 +849,95 @@ class Client:
             args["namespace"] = namespace
         return args
 
+    # ----- HTTP through the daemon's shared cache (fetch)
+    #
+    # Only what is obviously wrong is refused here, with ValueError: a url that is not a str, headers that are not
+    # a dict or a list of (str, str) pairs, a body that is not bytes-like, both body and json. Everything else
+    # (the URL itself, the method, header names and values, the modes and limits) is sent as given and judged by
+    # the daemon, which answers ``invalid_argument``.
+
+    def fetch(self, url: str, method: str = "GET",
+              headers: Optional[Union[Mapping[str, str], Iterable[Tuple[str, str]]]] = None, body: bytes = b"",
+              *, json: Any = _NO_JSON, timeout_ms: Optional[int] = None, redirect: Optional[str] = None,
+              max_redirects: Optional[int] = None, max_bytes: Optional[int] = None, cache: Optional[str] = None,
+              progress: Optional[Callable[[int, Optional[int]], Any]] = None,
+              request_timeout_ms: Optional[int] = None) -> FetchResponse:
+        """Makes an HTTP request through the daemon and its shared HTTP cache (PROTOCOL.md section 6, ``fetch``);
+        returns a ``FetchResponse``. Any HTTP status, 404 and 500 included, is a result, not an error.
+
+        ``headers``: a dict, or a list of ``(name, value)`` pairs (order and duplicates kept). ``body``: bytes-like
+        (None: none), sent as the request body, in parts when larger than a frame (which ferryd 0.1.0 still
+        refuses with ``invalid_argument``); ``GET`` and ``HEAD`` take none, so pass ``method`` too. ``json=obj``
+        instead of ``body`` sends ``obj`` as compact UTF-8 JSON, with ``Content-Type: application/json`` unless
+        ``headers`` name a Content-Type. The keyword arguments are the daemon's, left out when None:
+
+        - ``timeout_ms``: limit of each exchange with the origin (``deadline_exceeded``);
+        - ``redirect``: ``"follow"`` (default), ``"manual"`` (a 3xx is the result) or ``"error"``;
+        - ``max_redirects`` (default 10), ``max_bytes`` (largest response body, default 64 MiB);
+        - ``cache``: ``"default"``, ``"no-store"``, ``"reload"``, ``"no-cache"``, ``"force-cache"`` or
+          ``"only-if-cached"`` (nothing stored → status 504);
+        - ``progress``: a callable, called as ``progress(received, total)`` (``total`` None when unknown) while the
+          daemon downloads, at most every 100 ms; an exception from it cancels the request and propagates;
+        - ``request_timeout_ms``: the deadline of the whole request (the envelope's ``timeout_ms``); the local
+          wait is bounded by it too (else by the Client's ``timeout``).
+
+        ::
+
+            r = ferry.fetch("https://example.com/data.json", headers={"Accept": "application/json"})
+            if r.ok:
+                data = r.json()
+            r = ferry.fetch(url, "PUT", [("X-Tag", "a"), ("X-Tag", "b")], b"\\x00raw", cache="no-store")
+            r = ferry.fetch(url, "POST", json={"q": 1}, request_timeout_ms=30_000)
+            r = ferry.fetch(url, redirect="manual")       # r.status == 302, r.header("Location")
+
+        Raises ValueError for the local checks above; FerryError from the daemon: ``invalid_argument`` (bad URL,
+        scheme, method or header), ``unavailable`` (DNS, connection, TLS, a reset or truncated response;
+        ``details`` has ``curl_code`` and ``curl_message``), ``deadline_exceeded``, ``resource_exhausted`` (body
+        over ``max_bytes``; ``details["max_bytes"]``), ``failed_precondition`` (too many redirects, a redirect with
+        ``redirect="error"`` or to another scheme)."""
+        if not isinstance(url, str):
+            raise ValueError(f"fetch: url must be a str, not {type(url).__name__}")
+        if not isinstance(method, str):
+            raise ValueError(f"fetch: method must be a str, not {type(method).__name__}")
+        pairs = _header_pairs(headers)
+        if body is None:
+            body = b""
+        if json is not _NO_JSON:
+            if _byte_view_len(body):
+                raise ValueError("fetch: give either body or json, not both")
+            body = _json_body(json)
+            if not any(name.lower() == "content-type" for name, _ in pairs):
+                pairs.append(["Content-Type", "application/json"])
+        elif not isinstance(body, (bytes, bytearray, memoryview)):
+            hint = " (encode a str first, or pass json=)" if isinstance(body, str) else ""
+            raise ValueError(f"fetch: body must be bytes-like, not {type(body).__name__}{hint}")
+        if progress is not None and not callable(progress):
+            raise ValueError(f"fetch: progress must be a callable taking (received, total), not {progress!r}")
+
+        args: Dict[str, Any] = {"url": url}
+        if method != "GET":
+            args["method"] = method
+        if pairs:
+            args["headers"] = pairs
+        for name, value in (("timeout_ms", timeout_ms), ("redirect", redirect), ("max_redirects", max_redirects),
+                            ("max_bytes", max_bytes), ("cache", cache)):
+            if value is not None:
+                args[name] = value
+        on_event = None
+        if progress is not None:
+            args["progress"] = True
+
+            def on_event(name: str, data: dict) -> None:
+                if name == "progress":
+                    received = data.get("received", data.get("bytes"))
+                    if _is_int(received):
+                        total = data.get("total")
+                        progress(received, total if _is_int(total) else None)
+
+        pending = self._start("fetch", args, body, request_timeout_ms)
+        result, data = self._collect(pending, self._deadline(None, request_timeout_ms), on_event)
+        return _fetch_response(url, result, data)
+
     # ----- internals: sending
 
     def _start(self, op: str, args: Optional[dict], body: bytes, timeout_ms: Optional[int]) -> _Pending:
@@ -788,7 +1012,10 @@ class Client:
                                           "(unknown id, or its reply was already collected)")
         return pending
 
-    def _collect(self, pending: _Pending, deadline: Optional[float]) -> Tuple[dict, bytes]:
+    def _collect(self, pending: _Pending, deadline: Optional[float],
+                 on_event: Optional[Callable[[str, dict], Any]] = None) -> Tuple[dict, bytes]:
+        """The final reply, with the bodies of chunk events joined; other events go to ``on_event`` (an exception
+        from it gives the request up, sends a ``cancel``, and propagates)."""
         parts: List[bytes] = []
         have = 0
         while True:
@@ -802,6 +1029,12 @@ class Client:
                 self._check_chunk(pending, data, have)
                 parts.append(body)
                 have += len(body)
+            elif on_event is not None:
+                try:
+                    on_event(name, data if isinstance(data, dict) else {})
+                except BaseException:
+                    self._abandon(pending)
+                    raise
 
     def _check_chunk(self, pending: _Pending, data: Any, have: int) -> None:
         offset = data.get("offset") if isinstance(data, dict) else None

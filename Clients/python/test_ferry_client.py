@@ -9,6 +9,8 @@
 - DaemonTests, CacheDaemonTests: a real ferryd from $FERRYD (skipped when FERRYD is unset, an error when it is set
   but missing). CacheDaemonTests (PROTOCOL.md section 6, cache.*) also start ferryds of their own: one with
   16 MiB frames for max_value_bytes, and a stop (SIGTERM) and restart on the same --cache-dir.
+- test_fetch.py: ``fetch`` (HTTP through the daemon's cache), against the stand-in here and against a real ferryd
+  with the test origin Tests/Origin/ferry_origin.py.
 """
 
 import json
@@ -294,13 +296,18 @@ class FakeFerryd:
     It also keeps a small in-memory ``cache.*`` (no expiry, no argument checks but ``limit``), enough to see what
     the Client sends: ``requests_seen`` holds ``(op, args, body)``. ``get_chunk`` is the part size of cache.get
     replies (smaller values come in the final frame alone); ``lie_about_size`` and ``stuck_cursor`` break the
-    replies in the ways their names say."""
+    replies in the ways their names say.
+
+    ``handlers`` maps further op names to ``handler(connection, id, args, body)`` (the connection's ``send`` and
+    ``fail`` answer); ``envelopes_seen`` holds every request envelope (after its parts were joined)."""
 
     def __init__(self, path: str):
         self.path = path
         self.ops_seen = []
         self.requests_seen = []
         self.frames_seen = []
+        self.envelopes_seen = []
+        self.handlers = {}
         self.interleaved = []
         self.limits = {"handshake_frame_bytes": 65536, "max_frame_bytes": 4194304, "max_json_bytes": 1048576,
                        "max_nesting": 32, "max_in_flight": 256}
@@ -372,6 +379,7 @@ class _FakeConnection:
         elif envelope.get("more"):
             self.uploads[rid] = (envelope, [body])
             return
+        server.envelopes_seen.append(envelope)
         server.ops_seen.append(envelope["op"])
         server.requests_seen.append((envelope["op"], envelope.get("args", {}), body))
         self.handle(rid, envelope["op"], envelope.get("args", {}), body)
@@ -408,6 +416,8 @@ class _FakeConnection:
             self.conn.shutdown(socket.SHUT_RDWR)
         elif op.startswith("cache."):
             self.cache_op(rid, op, args, body)
+        elif op in self.server.handlers:
+            self.server.handlers[op](self, rid, args, body)
         else:
             self.send({"id": rid, "final": True, "error": {"code": "unimplemented", "message": f"unknown {op}"}})
 

@@ -132,7 +132,7 @@ public enum OperationCatalog {
         args: [FieldDescriptor("url", "string", required: true, "absolute http or https URL, at most 8192 bytes"),
                FieldDescriptor("method", "string", "default GET"),
                FieldDescriptor("headers", "array<[string, string]>", "request header fields, in order"),
-               FieldDescriptor("timeout_ms", "integer", "for the whole exchange, redirects included"),
+               FieldDescriptor("timeout_ms", "integer", "for each exchange with the origin (the envelope's timeout_ms bounds the whole request)"),
                FieldDescriptor("redirect", "string", "follow (default), manual or error"),
                FieldDescriptor("max_redirects", "integer", "0 to 50, default 10"),
                FieldDescriptor("max_bytes", "integer", "largest response body accepted, default 64 MiB"),

@@ -167,7 +167,7 @@ final class Connection {
 
     /// The largest body an operation takes in several frames; nil when it takes none.
     private func streamedBodyLimit(_ op: OperationDescriptor) -> Int? {
-        op.body == "value" || op.body == "echo" ? server.config.limits.maxValueBytes : nil
+        ["value", "echo", "http"].contains(op.body) ? server.config.limits.maxValueBytes : nil
     }
 
     private func handleContinuation(_ part: ContinuationEnvelope, body: [UInt8]) {

@@ -10,6 +10,8 @@ enum BenchMode: String, CaseIterable {
     case client = "client"
     case cacheSet = "cache-set"
     case cacheGet = "cache-get"
+    case fetch = "fetch"
+    case fetchStorm = "fetch-storm"
 
     /// What runs when no mode is named: the four `ping` load shapes of BENCHMARKS.md (the threads variant is a side
     /// experiment; the cache modes run when named, or with `all`).
@@ -29,6 +31,8 @@ struct BenchOptions {
     var pipeline = 1
     var keySpace = 10_000
     var valueBytes = 100
+    /// fetch, fetch-storm: the URL to fetch through ferryd.
+    var url: String?
     /// cache-*: a Redis server's Unix socket to load instead of ferryd (RESP, the same requests redis-benchmark sends).
     var redis: String?
 
@@ -44,6 +48,7 @@ struct BenchOptions {
         OptionSpec("keys", takesValue: true, help: "cache-*: key space, keys key:000000000000 … (default: 10000; redis-benchmark -r)"),
         OptionSpec("value-bytes", takesValue: true, help: "cache-*: value size in bytes (default: 100; redis-benchmark -d)"),
         OptionSpec("redis", takesValue: true, help: "cache-*: load the Redis server on this Unix socket instead of ferryd (SET/GET)"),
+        OptionSpec("url", takesValue: true, help: "fetch, fetch-storm: the URL to fetch through ferryd"),
         OptionSpec("tasks", takesValue: true, help: "client: concurrent tasks sharing one FerryClient (default: 50)"),
         OptionSpec("help", short: "h", help: "print this help"),
     ])
@@ -64,6 +69,8 @@ struct BenchOptions {
                              each sending --pipeline requests at a time (1: one in flight; as redis-benchmark -c/-P)
           cache-get          cache.get, same shape; every key is stored first, so every get is a hit
                              (with --redis PATH both send SET / GET to a Redis server instead: same client, other server)
+          fetch              --conns FerryClients each fetching --url in a loop (cache hits once ferryd has it)
+          fetch-storm        --conns FerryClients fetch --url once, all at the same moment (coalescing)
 
         Options:
         \(parser.helpText)
@@ -82,7 +89,7 @@ struct BenchOptions {
             }
             if !modes.contains(mode) { modes.append(mode) }
         }
-        if names.contains("all") { modes = BenchMode.allCases }
+        if names.contains("all") { modes = BenchMode.allCases.filter { $0 != .fetch && $0 != .fetchStorm } }
         // Run in a fixed order whatever the command line's order, so runs compare line by line.
         modes = (modes.isEmpty ? BenchMode.defaults : BenchMode.allCases.filter(modes.contains))
 
@@ -101,6 +108,10 @@ struct BenchOptions {
         options.pipeline = Int(try number(args.value("pipeline"), "--pipeline", default: 1, minimum: 1, maximum: 64))
         options.keySpace = Int(try number(args.value("keys"), "--keys", default: 10_000, minimum: 1, maximum: 1e12 - 1))
         options.redis = args.value("redis").flatMap { $0.isEmpty ? nil : $0 }
+        options.url = args.value("url")
+        if options.url == nil, modes.contains(.fetch) || modes.contains(.fetchStorm) {
+            throw UsageError("the fetch modes need --url")
+        }
         options.valueBytes = Int(try number(args.value("value-bytes"), "--value-bytes", default: 100, minimum: 0,
                                             maximum: 1_000_000))
         return options

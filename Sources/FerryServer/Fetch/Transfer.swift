@@ -118,8 +118,10 @@ final class Transfer {
             if request.method != "POST" { ferry_easy_str(easy, CURLOPT_CUSTOMREQUEST, request.method) }
         }
         var list: UnsafeMutablePointer<curl_slist>?
-        // libcurl's own `Expect: 100-continue` costs a round trip on large bodies; the client's headers decide.
+        // libcurl's own `Expect: 100-continue` costs a round trip on large bodies, and with a body it would send
+        // `Content-Type: application/x-www-form-urlencoded` the client never asked for: the client's headers decide.
         var lines = ["Expect:"]
+        if !request.headers.contains(where: { $0.0.lowercased() == "content-type" }) { lines.append("Content-Type:") }
         for (name, value) in request.headers { lines.append(value.isEmpty ? "\(name);" : "\(name): \(value)") }
         for line in lines { list = curl_slist_append(list, line) }
         headerList = list

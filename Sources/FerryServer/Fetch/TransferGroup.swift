@@ -41,6 +41,7 @@ final class TransferGroup {
     }
     private(set) var waiters: [Waiter] = []
     private var lastProgressMs: Int64 = 0
+    private var lastReceived = -1
 
     init(key: String?, service: FetchService) {
         self.key = key
@@ -76,9 +77,12 @@ final class TransferGroup {
 
     /// Progress to the waiters that asked for it, at most every 100 ms.
     private func progressed(_ received: Int, _ total: Int?) {
+        // libcurl calls back often, also with nothing new (and several times once the transfer is complete): only
+        // new byte counts are news, the last one (all of it) at once, the others at most every 100 ms.
         let now = WallClock.nowMs()
-        guard now - lastProgressMs >= 100 || (total != nil && received == total) else { return }
+        guard received != lastReceived, now - lastProgressMs >= 100 || (total != nil && received == total) else { return }
         lastProgressMs = now
+        lastReceived = received
         for waiter in waiters where waiter.wantsProgress { waiter.progress?(received, total) }
     }
 }

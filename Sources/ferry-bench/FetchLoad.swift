@@ -1,0 +1,74 @@
+import FerryClient
+import FerryProtocol
+
+/// `fetch`: `--conns` FerryClients (one connection and one task each: separate clients, as separate programs would
+/// be) fetching `--url` in a loop. Against a URL ferryd has cached, this is the cache-hit path the issue compares with
+/// nginx serving the same file; with `--conns 1` and a large body it measures bytes per second through the socket.
+/// Every reply is checked: status 200 and the body size of the first reply.
+func runFetch(socket: String, url: String, budget: Budget, connections: Int) async throws -> BenchResult {
+    var clients: [FerryClient] = []
+    for _ in 0..<connections { clients.append(try await FerryClient.connect(path: socket, clientName: "ferry-bench")) }
+    defer { for c in clients { c.close() } }
+    let expected = try await clients[0].fetch(FetchRequest(url))
+    guard expected.status == 200 else { throw BenchError("\(url) answered \(expected.status)") }
+    let size = expected.body.count
+
+    let start = monoNanos()
+    let running = budget.started(at: start)
+    let latencies = try await withThrowingTaskGroup(of: LatencySamples.self) { group in
+        for client in clients {
+            group.addTask {
+                var samples = LatencySamples(expected: 1 << 14)
+                var issued = 0
+                while running.allowsMore(issued: issued * connections) {
+                    let t0 = monoNanos()
+                    let r = try await client.fetch(FetchRequest(url))
+                    guard r.status == 200, r.body.count == size else {
+                        throw BenchError("reply \(r.status) with \(r.body.count) bytes, expected 200 with \(size)")
+                    }
+                    samples.record(monoNanos() - t0)
+                    issued += 1
+                }
+                return samples
+            }
+        }
+        var all = LatencySamples()
+        for try await samples in group { all.merge(samples) }
+        return all
+    }
+    let elapsed = monoNanos() - start
+    var result = BenchResult(mode: "fetch", requests: latencies.count, elapsedNanos: elapsed, latencies: latencies,
+                             requestBytes: 0, replyBytes: size, connections: connections, inFlight: 1)
+    let mbPerSecond = Double(size) * result.opsPerSecond / 1e6
+    result.extra = "body_bytes=\(size) mb_per_s=\(decimal(mbPerSecond, 1)) cache=\(expected.cacheStatus)"
+    return result
+}
+
+/// `fetch-storm`: `--conns` clients connect, then all fetch `--url` at the same moment, once. The script reads the
+/// origin's request counter afterwards: with a cold, cacheable URL it should have seen one request.
+func runFetchStorm(socket: String, url: String, connections: Int) async throws -> BenchResult {
+    var clients: [FerryClient] = []
+    for _ in 0..<connections { clients.append(try await FerryClient.connect(path: socket, clientName: "ferry-bench")) }
+    defer { for c in clients { c.close() } }
+    let start = monoNanos()
+    let (latencies, statuses) = try await withThrowingTaskGroup(of: (UInt64, String).self) { group in
+        for client in clients {
+            group.addTask {
+                let r = try await client.fetch(FetchRequest(url))
+                guard r.status == 200 else { throw BenchError("\(url) answered \(r.status)") }
+                return (monoNanos() - start, r.cacheStatus)
+            }
+        }
+        var all = LatencySamples()
+        var statuses: [String: Int] = [:]
+        for try await (t, s) in group {
+            all.record(t)
+            statuses[s, default: 0] += 1
+        }
+        return (all, statuses)
+    }
+    var result = BenchResult(mode: "fetch-storm", requests: latencies.count, elapsedNanos: monoNanos() - start,
+                             latencies: latencies, requestBytes: 0, replyBytes: 0, connections: connections, inFlight: 1)
+    result.extra = statuses.keys.sorted().map { "cache_\($0)=\(statuses[$0]!)" }.joined(separator: " ")
+    return result
+}
