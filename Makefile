@@ -42,6 +42,7 @@ test-python:
 
 bench: deps
 	SWIFT_FLAGS="$(SWIFT_FLAGS)" bash bench/run.sh
+	SWIFT_FLAGS="$(SWIFT_FLAGS)" SKIP_BUILD=1 bash bench/fetch.sh
 
 clean:
 	rm -rf .build bench-results

@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# bench/fetch.sh — the fetch rows of `make bench`, each beside a reference measured in the same run:
+#   (a) cache hits: a 1 KB JSON through FerryClient, 50 concurrent clients (ferry-bench fetch --conns 50), beside
+#       nginx serving the same file on loopback under wrk (-c 50);
+#   (b) a 10 MB cached body through the socket (ferry-bench fetch --conns 1), beside the raw Unix-socket limit
+#       (bench/rawpingpong.c answering each request with 10 MB);
+#   (c) 100 concurrent identical cold requests (ferry-bench fetch-storm): requests the origin saw;
+#   (d) the miss path: `ferry fetch --cache no-store` of nginx's file beside `curl` straight to nginx (hyperfine).
+# Servers (ferryd, nginx, rawpingpong, the test origin) run on CPU 0, clients on CPU 1; every process started here
+# is stopped by PID on exit. nginx, wrk and hyperfine are installed with apt-get when missing (as root).
+#
+# Environment: BUILD_DIR (.build), SKIP_BUILD (0), SWIFT_FLAGS, BENCH_SECONDS (3), REPEATS (3), OUT_DIR (bench-results),
+# CC (cc).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+BUILD_DIR=${BUILD_DIR:-.build}
+SKIP_BUILD=${SKIP_BUILD:-0}
+BENCH_SECONDS=${BENCH_SECONDS:-3}
+REPEATS=${REPEATS:-3}
+OUT_DIR=${OUT_DIR:-bench-results}
+CC=${CC:-cc}
+
+TMP=$(mktemp -d /tmp/ferry-fetch.XXXXXX)
+PIDS=()
+cleanup() {
+    local pid
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+log() { printf '== %s\n' "$*" >&2; }
+start_bg() {
+    "$@" &
+    STARTED_PID=$!
+    PIDS+=("$STARTED_PID")
+}
+wait_for() {
+    local what=$1 k
+    shift
+    for ((k = 0; k < 200; k++)); do
+        if "$@" >/dev/null 2>&1; then return 0; fi
+        sleep 0.05
+    done
+    echo "$what did not come up" >&2
+    exit 1
+}
+
+build_flags=(-c release)
+read -ra extra_flags <<<"${SWIFT_FLAGS:-}"
+build_flags+=("${extra_flags[@]}")
+[[ $BUILD_DIR != .build ]] && build_flags+=(--scratch-path "$BUILD_DIR")
+[[ $SKIP_BUILD == 1 ]] || swift build "${build_flags[@]}" >&2
+BIN=$(swift build "${build_flags[@]}" --show-bin-path)
+"$CC" -O2 -o "$TMP/rawpingpong" bench/rawpingpong.c
+
+need=()
+command -v nginx >/dev/null 2>&1 || [[ -x /usr/sbin/nginx ]] || need+=(nginx-light)
+command -v wrk >/dev/null 2>&1 || need+=(wrk)
+command -v hyperfine >/dev/null 2>&1 || need+=(hyperfine)
+command -v curl >/dev/null 2>&1 || need+=(curl)
+if [[ ${#need[@]} -gt 0 ]]; then
+    [[ $(id -u) == 0 ]] || { echo "bench/fetch.sh needs ${need[*]} (apt-get install, as root)" >&2; exit 1; }
+    log "installing ${need[*]} (apt-get)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >"$TMP/apt.log" 2>&1 \
+        || { apt-get update -qq >>"$TMP/apt.log" 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >>"$TMP/apt.log" 2>&1; } \
+        || { cat "$TMP/apt.log" >&2; exit 1; }
+fi
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+SERVER_CPU=(taskset -c 0)
+CLIENT_CPU=(taskset -c 1)
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# ---- the files and nginx ---------------------------------------------------------------------------------------
+mkdir -p "$TMP/www" "$TMP/nginx"
+python3 - "$TMP/www" <<'EOF'
+import json, sys
+d = sys.argv[1]
+quotes = [{"id": i, "quote_text": "Simplicity is prerequisite for reliability.", "author_name": "Edsger W. Dijkstra"} for i in range(9)]
+body = json.dumps({"page": 1, "quotes": quotes}, separators=(",", ":"))
+body = (body + " " * 1024)[:1024] if len(body) < 1024 else body[:1024]
+open(d + "/quotes.json", "w").write(body)
+open(d + "/big.bin", "wb").write(bytes(i % 251 for i in range(10_000_000)))
+EOF
+NGINX_PORT=$(free_port)
+cat >"$TMP/nginx/nginx.conf" <<EOF
+worker_processes 1;
+daemon off;
+master_process off;
+pid $TMP/nginx/nginx.pid;
+error_log $TMP/nginx/error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    default_type application/json;
+    sendfile on;
+    keepalive_requests 1000000;
+    client_body_temp_path $TMP/nginx; proxy_temp_path $TMP/nginx; fastcgi_temp_path $TMP/nginx;
+    uwsgi_temp_path $TMP/nginx; scgi_temp_path $TMP/nginx;
+    server {
+        listen 127.0.0.1:$NGINX_PORT;
+        root $TMP/www;
+        location / { add_header Cache-Control "max-age=3600"; }
+    }
+}
+EOF
+start_bg "${SERVER_CPU[@]}" "$NGINX" -c "$TMP/nginx/nginx.conf" -p "$TMP/nginx"
+NGINX_PID=$STARTED_PID
+JSON_URL="http://127.0.0.1:$NGINX_PORT/quotes.json"
+BIG_URL="http://127.0.0.1:$NGINX_PORT/big.bin"
+wait_for nginx curl -sf "$JSON_URL"
+
+SOCK=$TMP/ferryd.sock
+start_bg "${SERVER_CPU[@]}" "$BIN/ferryd" --socket "$SOCK" --cache-dir "$TMP/cache" --log-level warn
+FERRYD_PID=$STARTED_PID
+wait_for ferryd test -S "$SOCK"
+export FERRY_SOCKET=$SOCK FERRY_NO_AUTOSTART=1
+"$BIN/ferry" fetch -s "$JSON_URL" >/dev/null
+"$BIN/ferry" fetch -s "$BIG_URL" >/dev/null
+
+RESULTS=$TMP/results.txt
+: >"$RESULTS"
+ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+HZ=$(getconf CLK_TCK)
+# measured PID LABEL COMMAND...: runs COMMAND, appends its RESULT line with the label and the server's CPU share.
+measured() {
+    local pid=$1 label=$2 c0 c1 t0 t1 out
+    shift 2
+    c0=$(ticks "$pid"); t0=$(date +%s%N)
+    out=$("$@")
+    t1=$(date +%s%N); c1=$(ticks "$pid")
+    local pct
+    pct=$(awk -v c=$((c1 - c0)) -v t=$((t1 - t0)) -v hz="$HZ" 'BEGIN { printf "%.0f", 100 * c / hz / (t / 1e9) }')
+    grep '^RESULT' <<<"$out" | sed -e "s/^RESULT mode=[^ ]*/RESULT mode=$label/" -e "s/\$/ server_cpu_pct=$pct/" | tee -a "$RESULTS"
+}
+# wrk's --latency report as a RESULT line.
+wrk_result() {
+    awk '/Requests\/sec:/ { r = $2 }
+         / 50% / { p50 = $2 } / 99% / { p99 = $2 }
+         function us(v) { if (v ~ /us$/) return v + 0; if (v ~ /ms$/) return v * 1000; if (v ~ /s$/) return v * 1e6; return v }
+         END { printf "RESULT mode=wrk ops_per_s=%d p50_us=%.1f p99_us=%.1f\n", r, us(p50), us(p99) }'
+}
+
+wrk_run() { "${CLIENT_CPU[@]}" wrk -t1 -c50 -d"${BENCH_SECONDS}s" --latency "$JSON_URL" | wrk_result; }
+
+log "(a) 1 KB JSON cache hits, 50 clients: ferryd (FerryClient) and nginx (wrk), $REPEATS × ${BENCH_SECONDS}s"
+for ((k = 1; k <= REPEATS; k++)); do
+    measured "$FERRYD_PID" fetch-hit-1k "${CLIENT_CPU[@]}" "$BIN/ferry-bench" fetch --socket "$SOCK" --url "$JSON_URL" \
+        --conns 50 --seconds "$BENCH_SECONDS"
+    measured "$NGINX_PID" nginx-1k wrk_run
+done
+
+log "(b) 10 MB cached body, 1 client: ferryd vs the raw Unix-socket limit"
+RAW_SOCK=$TMP/raw.sock
+start_bg "${SERVER_CPU[@]}" "$TMP/rawpingpong" server "$RAW_SOCK" 100 10000000
+RAW_PID=$STARTED_PID
+wait_for rawpingpong test -S "$RAW_SOCK"
+for ((k = 1; k <= REPEATS; k++)); do
+    measured "$FERRYD_PID" fetch-hit-10m "${CLIENT_CPU[@]}" "$BIN/ferry-bench" fetch --socket "$SOCK" --url "$BIG_URL" \
+        --conns 1 --seconds "$BENCH_SECONDS"
+    measured "$RAW_PID" raw-10m "${CLIENT_CPU[@]}" "$TMP/rawpingpong" client "$RAW_SOCK" 100 10000000 seq "$BENCH_SECONDS" 1
+done
+
+log "(c) 100 concurrent identical cold requests"
+ORIGIN_OUT=$TMP/origin.out
+start_bg "${SERVER_CPU[@]}" python3 Tests/Origin/ferry_origin.py --port 0 >"$ORIGIN_OUT"
+wait_for origin grep -q PORT "$ORIGIN_OUT"
+ORIGIN_PORT=$(awk '/PORT/ { print $2 }' "$ORIGIN_OUT")
+for ((k = 1; k <= REPEATS; k++)); do
+    path="/slow?size=1024&chunks=2&interval_ms=200&cc=max-age%3D60&run=$k"
+    out=$("${CLIENT_CPU[@]}" "$BIN/ferry-bench" fetch-storm --socket "$SOCK" --url "http://127.0.0.1:$ORIGIN_PORT$path" --conns 100)
+    seen=$(curl -s "http://127.0.0.1:$ORIGIN_PORT/__count?path=/slow")
+    count=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["count"])' "$seen")
+    previous=$(grep -c 'mode=storm ' "$RESULTS" || true)
+    grep '^RESULT' <<<"$out" | sed -e "s/^RESULT mode=[^ ]*/RESULT mode=storm/" -e "s/\$/ origin_requests=$((count - previous))/" | tee -a "$RESULTS"
+done
+
+log "(d) the miss path: ferry fetch --cache no-store vs curl, straight to nginx (hyperfine)"
+hyperfine -N --warmup 20 --runs 200 --export-json "$TMP/miss.json" \
+    -n "ferry fetch" "${CLIENT_CPU[*]} $BIN/ferry fetch -s --cache no-store $JSON_URL" \
+    -n "curl" "${CLIENT_CPU[*]} curl -s $JSON_URL" >&2
+python3 - "$TMP/miss.json" >>"$RESULTS" <<'EOF'
+import json, sys
+for r, label in zip(json.load(open(sys.argv[1]))["results"], ["miss-ferry", "miss-curl"]):
+    print(f"RESULT mode={label} mean_ms={r['mean'] * 1000:.3f} median_ms={r['median'] * 1000:.3f} stddev_ms={r['stddev'] * 1000:.3f}")
+EOF
+
+# ---- the table -------------------------------------------------------------------------------------------------
+field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<"$1"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "–"; else printf "%.2f", a / b }'; }
+by_ops() { grep "mode=$1 " "$RESULTS" | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^ops_per_s=/) { split($i, a, "="); print a[2], $0 } }' \
+    | sort -n | awk -v n="$(grep -c "mode=$1 " "$RESULTS")" 'NR == int((n + 1) / 2) { $1 = ""; print substr($0, 2) }'; }
+fh=$(by_ops fetch-hit-1k); ng=$(by_ops nginx-1k); fb=$(by_ops fetch-hit-10m); rw=$(by_ops raw-10m)
+raw_mb=$(awk -v o="$(field "$rw" ops_per_s)" 'BEGIN { printf "%.1f", o * 10 }')
+fm=$(grep 'mode=miss-ferry ' "$RESULTS"); cm=$(grep 'mode=miss-curl ' "$RESULTS")
+storms=$(grep 'mode=storm ' "$RESULTS" | sed -n 's/.* origin_requests=\([0-9]*\).*/\1/p' | tr '\n' ' ')
+TABLE=$TMP/table.md
+{
+    echo "| measure (median of $REPEATS runs) | Ferry | reference | Ferry / reference |"
+    echo "|---|---|---|---|"
+    echo "| **(a) 1 KB JSON cache hit, 50 clients** requests/s | $(field "$fh" ops_per_s) | $(field "$ng" ops_per_s) (nginx + wrk) | $(ratio "$(field "$fh" ops_per_s)" "$(field "$ng" ops_per_s)") |"
+    echo "| … p50 / p99 µs | $(field "$fh" p50_us) / $(field "$fh" p99_us) | $(field "$ng" p50_us) / $(field "$ng" p99_us) | $(ratio "$(field "$fh" p50_us)" "$(field "$ng" p50_us)") / $(ratio "$(field "$fh" p99_us)" "$(field "$ng" p99_us)") |"
+    echo "| … server core busy | $(field "$fh" server_cpu_pct)% | $(field "$ng" server_cpu_pct)% | |"
+    echo "| **(b) 10 MB cached body, 1 client** MB/s | $(field "$fb" mb_per_s) | $raw_mb (raw Unix socket) | $(ratio "$(field "$fb" mb_per_s)" "$raw_mb") |"
+    echo "| **(c) 100 identical cold requests**: origin requests per round | $storms| 100 (no coalescing) | |"
+    echo "| **(d) miss path, whole process**: mean ms | $(field "$fm" mean_ms) (\`ferry fetch --cache no-store\`) | $(field "$cm" mean_ms) (\`curl\`) | $(ratio "$(field "$fm" mean_ms)" "$(field "$cm" mean_ms)") |"
+} >"$TABLE"
+mkdir -p "$OUT_DIR"
+{ cat "$TABLE"; echo; echo "## Every run"; echo; cat "$RESULTS"; } >"$OUT_DIR/fetch.txt"
+echo
+cat "$TABLE"
+log "written to $OUT_DIR/fetch.txt"
