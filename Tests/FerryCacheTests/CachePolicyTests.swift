@@ -112,3 +112,18 @@ import Testing
         #expect(h.finish() == SHA256.hash(data))
     }
 }
+
+@Suite struct CacheKeyEqualityTests {
+    @Test func keysAreEqualExactlyWhenTheirBytesAre() throws {
+        for n in [0, 1, 7, 8, 9, 15, 16, 17, 40] {
+            let base = String(repeating: "k", count: n)
+            #expect(try CacheKey(namespace: "ns", key: base + "x") == CacheKey(namespace: "ns", key: base + "x"))
+            #expect(try CacheKey(namespace: "ns", key: base + "x") != CacheKey(namespace: "ns", key: base + "y"), "last byte differs, length \(n + 1)")
+            #expect(try CacheKey(namespace: "ns", key: "y" + base) != CacheKey(namespace: "ns", key: "x" + base), "first byte differs")
+            #expect(try CacheKey(namespace: "a", key: base + "x") != CacheKey(namespace: "b", key: base + "x"))
+        }
+        // Canonically equivalent but different bytes: different keys (String's == would merge them).
+        #expect(try CacheKey(key: "caf\u{E9}") != CacheKey(key: "cafe\u{301}"))
+        #expect(try CacheKey(key: "long key with an accent: caf\u{E9}") == CacheKey(key: "long key with an accent: caf\u{E9}"))
+    }
+}

@@ -69,6 +69,39 @@ extension IntegrationTests {
             #expect(try s.origin.count(path: "/r") == 3)
         }
 
+        @Test func staleWhileRevalidateServesStaleAndRevalidatesOnceInTheBackground() async throws {
+            let s = try await Setup()
+            defer { s.stop() }
+            let path = "/r?cc=max-age%3D1%2Cstale-while-revalidate%3D60&etag=%22e1%22&body=swr"
+            #expect(try await s.get(path).cacheStatus == "miss")
+            try await Task.sleep(for: .milliseconds(2100))  // ages are whole seconds: now surely stale
+            let stale = try await s.get(path)
+            #expect(stale.cacheStatus == "stale" && stale.text == "swr")
+            // Served at once; the origin hears about it in the background, once.
+            var count = 0
+            for _ in 0..<50 where count < 2 {
+                try await Task.sleep(for: .milliseconds(20))
+                count = try s.origin.count(path: "/r")
+            }
+            #expect(count == 2)
+            let fresh = try await s.get(path)
+            #expect(fresh.cacheStatus == "hit", "the background 304 refreshed the stored response")
+            #expect(try s.origin.count(path: "/r") == 2)
+        }
+
+        @Test func staleIfErrorServesTheStoredResponseWhenTheOriginIsGone() async throws {
+            let s = try await Setup()
+            defer { s.stop() }
+            let url = s.origin.url("/r?cc=max-age%3D1%2Cstale-if-error%3D600&body=kept")
+            #expect(try await s.client.fetch(FetchRequest(url)).cacheStatus == "miss")
+            s.origin.stop()
+            try await Task.sleep(for: .milliseconds(2100))
+            let r = try await s.client.fetch(FetchRequest(url))
+            #expect(r.cacheStatus == "stale" && r.text == "kept" && r.status == 200)
+            // Without stale-if-error (and past its freshness) the failure is the answer.
+            #expect(await Self.code { _ = try await s.client.fetch(FetchRequest(s.origin.url("/r?body=never-stored"))) } == "unavailable")
+        }
+
         @Test func variantsFollowVary() async throws {
             let s = try await Setup()
             defer { s.stop() }

@@ -4,11 +4,11 @@ import Testing
 @Suite struct CatalogTests {
     @Test func everyOperationDescribesItsFields() {
         #expect(OperationCatalog.v1.map(\.name) == ["hello", "ping", "describe", "stats", "cancel", "cache.set", "cache.get",
-                                                     "cache.delete", "cache.touch", "cache.list", "cache.clear"])
+                                                     "cache.delete", "cache.touch", "cache.list", "cache.clear", "fetch"])
         for op in OperationCatalog.v1 {
             #expect(!op.summary.isEmpty)
             #expect(!op.result.isEmpty, "\(op.name) documents its result")
-            #expect(["none", "echo", "value"].contains(op.body))
+            #expect(["none", "echo", "value", "http"].contains(op.body))
         }
         #expect(OperationCatalog.descriptor(named: "cancel")?.args.first?.required == true)
     }

@@ -39,7 +39,9 @@ final class FetchService {
         let group = TransferGroup(key: coalescingKey, service: self)
         let transfer: Transfer
         do {
-            transfer = try Transfer(request, caFile: config.caFile) { [unowned group] result in group.finished(result) }
+            // The transfer holds its group until it finishes (a background revalidation's group has no other owner);
+            // the group drops the transfer when it finishes or its last waiter leaves, which ends the cycle.
+            transfer = try Transfer(request, caFile: config.caFile) { result in group.finished(result) }
         } catch {
             waiter.receive(.own(.failure(error)))
             return nil
