@@ -42,9 +42,11 @@ let package = Package(
         .target(name: "FerryArgs", linkerSettings: [.linkedLibrary("m")]),
         // HTTP caching policy (RFC 9111, shared cache): parsing, freshness, validation, keys. Pure Swift, no C imports.
         .target(name: "FerryHTTPCache"),
+        // Image format and pixel size from the bytes (PNG, JPEG, GIF, WebP, BMP, HEIC, AVIF). Pure Swift.
+        .target(name: "FerryImageFormat"),
         .target(
             name: "FerryServer",
-            dependencies: ["FerryProtocol", "FerryCache", "FerryStore", "FerryHTTPCache", "CLibUV", "CCurl"]
+            dependencies: ["FerryProtocol", "FerryCache", "FerryStore", "FerryHTTPCache", "FerryImageFormat", "CLibUV", "CCurl"]
         ),
         .target(name: "FerryClient", dependencies: ["FerryProtocol"]),
         .target(name: "FerryCodable", dependencies: ["FerryClient"]),

@@ -73,7 +73,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 __all__ = [
-    "CacheEntry", "CacheKey", "Client", "FerryError", "FerryProtocolError", "FetchResponse", "FrameDecoder",
+    "CacheEntry", "CacheKey", "Client", "FerryError", "FerryProtocolError", "FetchResponse", "FrameDecoder", "Image",
     "check_request", "decode_envelope", "default_socket_path", "encode_frame", "encode_json", "split_request",
     "PROTOCOL_VERSION", "ERROR_CODES", "MIN_BODY_PART_BYTES",
 ]
@@ -101,6 +101,7 @@ LOCAL_DEADLINE_GRACE_S = 2.0
 ERROR_CODES = frozenset({
     "invalid_argument", "failed_precondition", "not_found", "already_exists", "deadline_exceeded", "cancelled",
     "unavailable", "resource_exhausted", "permission_denied", "unimplemented", "internal", "protocol_error",
+    "invalid_image",
 })
 
 # Codes of an id-0 error after which the server closes the connection (sections 4 and 8).
@@ -123,6 +124,25 @@ class CacheKey(NamedTuple):
     key: str
     size: Optional[int]
     expires_at: Optional[int]
+
+
+class Image(NamedTuple):
+    """An image from the daemon's shared loader (``Client.image``).
+
+    ``format`` is sniffed from the bytes (png, jpeg, gif, webp, bmp, heic, avif); ``source`` says where the daemon
+    found it: ``"memory"``, ``"disk"`` or ``"network"``; ``url`` is the URL of the bytes after redirects.
+
+    ::
+
+        img = ferry.image("https://img.example.com/poster/42.jpg")
+        print(img.format, img.width, img.height, len(img.bytes), img.source)
+    """
+    bytes: bytes
+    format: str
+    width: int
+    height: int
+    source: str
+    url: str
 
 
 class FetchResponse(NamedTuple):
@@ -855,6 +875,39 @@ class Client:
     # a dict or a list of (str, str) pairs, a body that is not bytes-like, both body and json. Everything else
     # (the URL itself, the method, header names and values, the modes and limits) is sent as given and judged by
     # the daemon, which answers ``invalid_argument``.
+
+    def image(self, url: str, headers: Optional[Union[Mapping[str, str], Iterable[Tuple[str, str]]]] = None, *,
+              cache: Optional[str] = None, timeout_ms: Optional[int] = None,
+              request_timeout_ms: Optional[int] = None) -> Image:
+        """An image through the daemon's shared image loader (memory, disk, or one download shared by every client
+        asking at once). A body that is not an image raises ``FerryError("invalid_image")``.
+
+        ::
+
+            img = ferry.image("https://img.example.com/a.png")
+            open("a." + img.format, "wb").write(img.bytes)
+        """
+        if not isinstance(url, str):
+            raise ValueError("url must be a str")
+        args: Dict[str, Any] = {"url": url}
+        if headers:
+            pairs = list(headers.items()) if isinstance(headers, Mapping) else [tuple(h) for h in headers]
+            args["headers"] = [[str(n), str(v)] for n, v in pairs]
+        if cache is not None:
+            args["cache"] = cache
+        if timeout_ms is not None:
+            args["timeout_ms"] = timeout_ms
+        result, body = self.call("image.get", args, timeout_ms=request_timeout_ms)
+        return Image(body, result.get("format", ""), int(result.get("width", 0)), int(result.get("height", 0)),
+                     result.get("source", ""), result.get("url", url))
+
+    def prefetch_images(self, urls: Iterable[str]) -> int:
+        """Queues downloads that warm the daemon's caches; returns how many were queued."""
+        return int(self.call("image.prefetch", {"urls": list(urls)})[0].get("queued", 0))
+
+    def evict_image(self, url: str) -> bool:
+        """Drops a URL's image from the loader's memory tier; returns whether it was there."""
+        return bool(self.call("image.evict", {"url": url})[0].get("evicted", False))
 
     def fetch(self, url: str, method: str = "GET",
               headers: Optional[Union[Mapping[str, str], Iterable[Tuple[str, str]]]] = None, body: bytes = b"",

@@ -127,6 +127,13 @@ public final class MemoryLRU<Key: Hashable, Value> {
         return value
     }
 
+    /// Removes and returns the least recently used entry (for owners with limits of their own, e.g. an entry count).
+    @discardableResult
+    public func removeLeastRecent() -> (key: Key, value: Value)? {
+        guard tail >= 0, let key = keys[tail], let value = remove(key) else { return nil }
+        return (key, value)
+    }
+
     /// Keys from least to most recently used (for tests and sweeps).
     public var keysLeastRecentFirst: [Key] {
         var out: [Key] = []

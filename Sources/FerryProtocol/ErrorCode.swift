@@ -29,6 +29,9 @@ public enum ErrorCode: String, Sendable, CaseIterable, Equatable {
     case `internal`
     /// The byte stream broke the framing rules; the connection closes.
     case protocolError = "protocol_error"
+    /// An `invalid_argument`-class error of `image.*`: the body is not an image, is cut before its size, or is
+    /// larger than the pixel limit.
+    case invalidImage = "invalid_image"
 
     /// The code for a string from the wire; codes this version does not know become `.internal`.
     public static func parse(_ s: String) -> ErrorCode { ErrorCode(rawValue: s) ?? .internal }

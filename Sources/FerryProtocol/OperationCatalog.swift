@@ -80,7 +80,7 @@ public enum OperationCatalog {
             args: [FieldDescriptor("id", "integer", required: true, "the id of the request to cancel")],
             result: [FieldDescriptor("cancelled", "boolean", "whether a request was in flight and is now cancelled")],
             events: [], body: "none"),
-    ] + cacheOperations + [fetchOperation]
+    ] + cacheOperations + [fetchOperation] + imageOperations
 
     static let keyArgs = [
         FieldDescriptor("key", "string", required: true, "1 to 1024 bytes of UTF-8"),
@@ -145,6 +145,31 @@ public enum OperationCatalog {
                  FieldDescriptor("cache", "object", "status (hit, miss, revalidated, stale, bypass, coalesced) and age_s"),
                  FieldDescriptor("timing", "object", "total_ms, and for a network exchange dns_ms, connect_ms, tls_ms, first_byte_ms")],
         events: ["chunk", "progress"], body: "http")
+
+    static let imageOperations: [OperationDescriptor] = [
+        OperationDescriptor(
+            name: "image.get", summary: "An image through the shared image loader (memory, disk, network); the bytes are the reply body.",
+            args: [FieldDescriptor("url", "string", required: true, "absolute http or https URL"),
+                   FieldDescriptor("headers", "array<[string, string]>", "request header fields"),
+                   FieldDescriptor("cache", "string", "the fetch cache mode (default: default)"),
+                   FieldDescriptor("timeout_ms", "integer", "for each exchange with the origin")],
+            result: [FieldDescriptor("format", "string", "png, jpeg, gif, webp, bmp, heic or avif (sniffed from the bytes)"),
+                     FieldDescriptor("width", "integer", "pixels"), FieldDescriptor("height", "integer", "pixels"),
+                     FieldDescriptor("size", "integer", "bytes"),
+                     FieldDescriptor("source", "string", "memory, disk or network"),
+                     FieldDescriptor("url", "string", "the URL of the bytes, after redirects")],
+            events: ["chunk"], body: "none"),
+        OperationDescriptor(
+            name: "image.prefetch", summary: "Queue downloads that warm the caches, behind direct requests; answers at once.",
+            args: [FieldDescriptor("urls", "array<string>", required: true, "1 to 1000 URLs")],
+            result: [FieldDescriptor("queued", "integer", "downloads queued (URLs already in memory or in flight are skipped)")],
+            events: [], body: "none"),
+        OperationDescriptor(
+            name: "image.evict", summary: "Drop a URL's images from the loader's memory tier.",
+            args: [FieldDescriptor("url", "string", required: true, "the image's URL")],
+            result: [FieldDescriptor("evicted", "boolean", "whether the memory tier held it")],
+            events: [], body: "none"),
+    ]
 
     public static func descriptor(named name: String) -> OperationDescriptor? { v1.first { $0.name == name } }
 }

@@ -25,6 +25,8 @@ public final class Server {
     private(set) var store: CacheStore!
     /// libcurl on this loop and the shared HTTP cache; created in `run` after the store.
     private(set) var fetch: FetchService?
+    /// The shared image loader (an actor; its downloads go through `fetch`).
+    private(set) var images: ImageLoader?
     private var mailbox: LoopMailbox?
     private var sweepTimer: LoopTimer?
     /// How often expired entries are swept and memory hits recorded in the disk tier's LRU order.
@@ -62,7 +64,8 @@ public final class Server {
         uv_loop_init(loop)
         for op in [HelloOperation(), PingOperation(), DescribeOperation(), StatsOperation(), CancelOperation(),
                    CacheSetOperation(), CacheGetOperation(), CacheDeleteOperation(), CacheTouchOperation(),
-                   CacheListOperation(), CacheClearOperation(), FetchOperation()] as [OperationHandler] {
+                   CacheListOperation(), CacheClearOperation(), FetchOperation(),
+                   ImageGetOperation(), ImagePrefetchOperation(), ImageEvictOperation()] as [OperationHandler] {
             router.register(op)
         }
     }
@@ -142,6 +145,13 @@ public final class Server {
         } catch {
             throw .store("cannot start the HTTP client: \(error)")
         }
+        guard let fetch, let mailbox else { return }
+        var imageConfig = ImageLoader.Config()
+        imageConfig.memoryBudget = config.imageMemoryLimit
+        imageConfig.maxEntries = config.imageMaxEntries
+        imageConfig.maxPixels = config.imageMaxPixels
+        imageConfig.maxConcurrent = config.imageDownloads
+        images = ImageLoader(fetcher: LoopImageFetcher(service: fetch, post: mailbox.post), config: imageConfig)
     }
 
     /// `mkdir -p` with mode 0700 for the parts it creates.
@@ -260,6 +270,12 @@ public final class Server {
     // MARK: Output
 
     func scheduleFlush(_ connection: Connection) { needFlush.append(connection) }
+
+    /// Runs a closure on the loop thread; callable from any thread (the image loader's replies come this way).
+    var post: @Sendable (@escaping @Sendable () -> Void) -> Void {
+        if let mailbox { return mailbox.post }
+        return { _ in }
+    }
 
     /// Once per loop iteration: write the iteration's journaled sets (one append) and acknowledge them, flush every
     /// connection that has replies waiting, hand the disk work to the worker, then stop if the drain is over.

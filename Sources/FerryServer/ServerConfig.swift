@@ -31,6 +31,12 @@ public struct ServerConfig: Sendable {
     public var caFile: String?
     public var fetchPerHost = 6
     public var fetchTotal = 64
+    /// The image loader: memory budget and entry count (`--image-memory-limit`, `--image-max-entries`), the pixel
+    /// limit (`--image-max-pixels`) and downloads at once (`--image-downloads`).
+    public var imageMemoryLimit = 128 * 1024 * 1024
+    public var imageMaxEntries = 1000
+    public var imageMaxPixels = 100_000_000
+    public var imageDownloads = 6
 
     public init(socketPath: String, socketIsDefault: Bool = false, cacheDirectory: String) {
         self.socketPath = socketPath

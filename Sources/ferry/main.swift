@@ -26,6 +26,7 @@ let parser = ArgParser([
     OptionSpec("location", short: "L", help: "fetch: accepted for curl habits (redirects are followed by default)"),
     OptionSpec("max-redirs", takesValue: true, help: "fetch: at most this many redirects"),
     OptionSpec("cache", takesValue: true, help: "fetch: the cache mode (default, no-store, reload, no-cache, force-cache, only-if-cached)"),
+    OptionSpec("info", help: "image: print format, size and source"),
     OptionSpec("version", help: "print the version"),
     OptionSpec("help", short: "h", help: "print help"),
 ])
@@ -40,6 +41,7 @@ let usage = """
       call OP [JSON | -]       call an operation with JSON arguments (- reads stdin); prints the result as JSON
       fetch URL [curl-like options]  HTTP through ferryd's shared cache (ferry fetch --help)
       cache get|set|del|ls|clear  the shared key-value cache (ferry cache --help)
+      image URL -o FILE | --info     an image through the shared image loader (ferry image --help)
       daemon start|stop|status control the daemon
 
     When no daemon answers, ferry starts ferryd in the background (FERRY_NO_AUTOSTART=1 turns this off).
@@ -57,6 +59,7 @@ let subcommandHelp: [String: String] = [
     "call": "Usage: ferry call OP [JSON | -] [--timeout 5s] [--body FILE] [-o FILE] [--socket PATH]\n\nCalls OP with a JSON object of arguments (- reads it from stdin) and prints the result as one JSON line.\nErrors go to stderr as `code: message` with exit code 1.",
     "cache": CacheCommands.usage,
     "fetch": FetchCommand.usage,
+    "image": ImageCommand.usage,
     "daemon": "Usage: ferry daemon start|stop|status [--socket PATH]\n\nstart: start ferryd in the background (no-op if running)\nstop: SIGTERM the daemon and wait for it to exit\nstatus: print the daemon's state; exit 3 if it is not running",
 ]
 
@@ -87,6 +90,7 @@ func runCLI() async -> Int32 {
         case "call": try await commands.call()
         case "cache": try await CacheCommands(args: args, commands: commands).run()
         case "fetch": try await FetchCommand(args: args, commands: commands).run()
+        case "image": try await ImageCommand(args: args, commands: commands).run()
         case "daemon": try await DaemonCommands(launcher: launcher).run(args.positionals.count > 1 ? args.positionals[1] : nil)
         case nil:
             writeStderr(usage)

@@ -21,6 +21,10 @@ enum DaemonOptions {
         OptionSpec("ca-file", takesValue: true, help: "fetch: also trust the CA certificates in this PEM file"),
         OptionSpec("fetch-per-host", takesValue: true, help: "fetch: transfers at once per host, more wait (default: 6)"),
         OptionSpec("fetch-total", takesValue: true, help: "fetch: transfers at once in all, more wait (default: 64)"),
+        OptionSpec("image-memory-limit", takesValue: true, help: "image loader memory budget (default: 128MiB)"),
+        OptionSpec("image-max-entries", takesValue: true, help: "images kept in memory at most (default: 1000)"),
+        OptionSpec("image-max-pixels", takesValue: true, help: "images with more pixels are refused (default: 100000000)"),
+        OptionSpec("image-downloads", takesValue: true, help: "image downloads at once, more wait (default: 6)"),
         OptionSpec("allow-other-users", help: "accept clients running as another uid"),
         OptionSpec("version", help: "print the version and exit"),
         OptionSpec("help", short: "h", help: "print this help and exit"),
@@ -68,6 +72,10 @@ enum DaemonOptions {
         }
         if let n = args.value("fetch-per-host") { config.fetchPerHost = try positive(n, "--fetch-per-host") }
         if let n = args.value("fetch-total") { config.fetchTotal = try positive(n, "--fetch-total") }
+        if let v = args.value("image-memory-limit") { config.imageMemoryLimit = try size(v, "--image-memory-limit", allowZero: true) }
+        if let n = args.value("image-max-entries") { config.imageMaxEntries = try positive(n, "--image-max-entries") }
+        if let n = args.value("image-max-pixels") { config.imageMaxPixels = try positive(n, "--image-max-pixels") }
+        if let n = args.value("image-downloads") { config.imageDownloads = try positive(n, "--image-downloads") }
         config.allowOtherUsers = args.has("allow-other-users")
         return config
     }

@@ -40,6 +40,7 @@ import Testing
         #expect(ErrorCode.allCases.map(\.rawValue) == [
             "invalid_argument", "failed_precondition", "not_found", "already_exists", "deadline_exceeded", "cancelled",
             "unavailable", "resource_exhausted", "permission_denied", "unimplemented", "internal", "protocol_error",
+            "invalid_image",
         ])
     }
 }

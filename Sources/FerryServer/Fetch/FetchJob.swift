@@ -5,7 +5,7 @@ import FerryProtocol
 /// through `FerryHTTPCache`), then serve from it, validate, or join/start an origin transfer; absorb what the origin
 /// said into the cache; follow redirects itself (so that every hop is cached under its own URL). Loop thread only.
 final class FetchJob {
-    private let request: RequestContext
+    private let responder: FetchResponder
     private unowned let service: FetchService
     private var spec: FetchSpec
     private var url: String
@@ -15,8 +15,8 @@ final class FetchJob {
     private var finished = false
     private let startedMs = WallClock.nowMs()
 
-    init(request: RequestContext, service: FetchService, spec: FetchSpec) {
-        self.request = request
+    init(responder: FetchResponder, service: FetchService, spec: FetchSpec) {
+        self.responder = responder
         self.service = service
         self.spec = spec
         url = spec.url
@@ -24,7 +24,7 @@ final class FetchJob {
 
     func start() {
         service.stats.requests += 1
-        request.onCancel = { [self] in cancel() }
+        responder.onCancel = { [self] in cancel() }
         hop()
     }
 
@@ -91,7 +91,7 @@ final class FetchJob {
         waiter.progress = { [weak self] received, total in
             var data: JSONObject = ["received": .int(Int64(received))]
             if let total { data["total"] = .int(Int64(total)) }
-            self?.request.event("progress", data: data)
+            self?.responder.event("progress", data: data, body: [])
         }
         self.waiter = waiter
         group = service.join(waiter, request: outgoing, coalescingKey: alone ? nil : coalescingKey(creq, conditional))
@@ -212,8 +212,8 @@ final class FetchJob {
         guard !finished else { return }
         finished = true
         switch outcome {
-        case .success(let (result, body)): request.succeed(result, body: body)
-        case .failure(let failure): request.fail(failure.wireError)
+        case .success(let (result, body)): responder.succeed(result, body: body)
+        case .failure(let failure): responder.fail(failure.wireError)
         }
     }
 

@@ -11,7 +11,7 @@ final class FetchOperation: OperationHandler {
         }
         switch FetchSpec.parse(request.args, body: request.body, maxBytesLimit: service.config.maxBytesLimit) {
         case .failure(let failure): request.fail(failure.wireError)
-        case .success(let spec): FetchJob(request: request, service: service, spec: spec).start()
+        case .success(let spec): FetchJob(responder: request, service: service, spec: spec).start()
         }
     }
 }

@@ -1,0 +1,50 @@
+import FerryProtocol
+
+/// An image as ferryd's loader returns it.
+public struct FerryImage: Sendable, Equatable {
+    public var bytes: [UInt8]
+    /// png, jpeg, gif, webp, bmp, heic or avif — sniffed from the bytes.
+    public var format: String
+    public var width: Int
+    public var height: Int
+    /// memory, disk or network.
+    public var source: String
+    /// The URL of the bytes, after redirects.
+    public var url: String
+}
+
+extension FerryClient {
+    /// An image through the daemon's shared loader: from memory, the disk cache, or one download shared with every
+    /// client asking at the same time. Cancelling the calling task cancels this request only (the download stops
+    /// when nobody waits for it any more), the way a reused table cell cancels its load:
+    ///
+    /// ```swift
+    /// cell.task = Task { cell.imageView.image = try? await makeImage(client.image(posterURL).bytes) }
+    /// // on reuse:
+    /// cell.task?.cancel()
+    /// ```
+    public func image(_ url: String, headers: [HTTPHeader] = [], cache: FetchRequest.CacheMode? = nil,
+                      timeout: Duration? = nil) async throws -> FerryImage {
+        var args: JSONObject = ["url": .string(url)]
+        if !headers.isEmpty { args["headers"] = .array(headers.map { .array([.string($0.name), .string($0.value)]) }) }
+        if let cache { args["cache"] = .string(cache.rawValue) }
+        if let timeout { args["timeout_ms"] = .int(FerryClient.milliseconds(timeout)) }
+        let reply = try await call("image.get", args)
+        let r = reply.result
+        return FerryImage(bytes: reply.body, format: r["format"]?.stringValue ?? "", width: Int(r["width"]?.intValue ?? 0),
+                          height: Int(r["height"]?.intValue ?? 0), source: r["source"]?.stringValue ?? "",
+                          url: r["url"]?.stringValue ?? url)
+    }
+
+    /// Queues downloads that warm the daemon's caches; returns how many were queued.
+    @discardableResult
+    public func prefetchImages(_ urls: [String]) async throws -> Int {
+        Int(try await call("image.prefetch", ["urls": .array(urls.map { .string($0) })]).result["queued"]?.intValue ?? 0)
+    }
+
+    /// Drops a URL's image from the loader's memory tier.
+    @discardableResult
+    public func evictImage(_ url: String) async throws -> Bool {
+        try await call("image.evict", ["url": .string(url)]).result["evicted"]?.boolValue ?? false
+    }
+}

@@ -1,0 +1,252 @@
+import FerryImageFormat
+
+/// Identifies one waiting request: a connection's request (or anything unique). Cancelling it ends only its own
+/// wait.
+struct ImageSubscriber: Hashable, Sendable {
+    let id: UInt64
+}
+
+/// What `image.get` answers with.
+struct LoadedImage: Sendable {
+    var bytes: [UInt8]
+    var info: ImageInfo
+    /// memory, disk or network.
+    var source: String
+    var url: String
+}
+
+/// The daemon's image loader, shared by every client: a memory tier (exact byte budget and entry count), the disk
+/// tier of the fetch pipeline's HTTP cache, and an in-flight table so that concurrent requests for one image — from
+/// any clients — share one download.
+///
+/// The actor only coordinates; downloads run through `ImageFetching` (the fetch pipeline on the loop thread) and
+/// sniffing runs off the actor. State is checked again after every `await`. A request is a subscriber of its
+/// download: cancelling it ends its wait alone; the download is cancelled when its last subscriber goes, and keeps
+/// its in-flight entry until its result is stored, so a request arriving meanwhile never starts a second download.
+/// At most `maxConcurrent` downloads run at once; the rest wait in order, prefetches behind direct requests.
+///
+/// ```swift
+/// let loader = ImageLoader(fetcher: fetcher, config: .init())
+/// let image = try await loader.load(ImageRequest(url: u), subscriber: ImageSubscriber(id: 7))
+/// await loader.cancel(ImageSubscriber(id: 7))
+/// ```
+actor ImageLoader {
+    struct Config: Sendable {
+        var memoryBudget = 128 * 1024 * 1024
+        var maxEntries = 1000
+        var maxPixels = 100_000_000
+        var maxConcurrent = 6
+        var maxBytes = 64 * 1024 * 1024
+    }
+
+    private let fetcher: ImageFetching
+    let config: Config
+    private var memory: ImageMemoryCache
+    private var inFlight: [String: Download] = [:]
+    private var subscriptions: [ImageSubscriber: String] = [:]
+    private var queue = DownloadQueue()
+    private var running = 0
+    private(set) var stats = ImageStats()
+
+    init(fetcher: ImageFetching, config: Config) {
+        self.fetcher = fetcher
+        self.config = config
+        memory = ImageMemoryCache(budget: config.memoryBudget, maxEntries: config.maxEntries)
+    }
+
+    /// The image, from memory, or through one shared download.
+    func load(_ request: ImageRequest, subscriber: ImageSubscriber) async throws(ImageError) -> LoadedImage {
+        let key = request.key
+        if request.cache.readsMemory, let image = memory.image(for: key, nowMs: WallClock.nowMs()) {
+            stats.memoryHits += 1
+            return LoadedImage(bytes: image.bytes, info: image.info, source: "memory", url: image.url)
+        }
+        let outcome: Result<LoadedImage, ImageError> = await withCheckedContinuation { continuation in
+            subscribe(request, key: key, subscriber: subscriber, continuation)
+        }
+        return try outcome.get()
+    }
+
+    /// Ends one subscriber's wait (cancelled); the download stops when nobody else waits for it.
+    func cancel(_ subscriber: ImageSubscriber) {
+        guard let key = subscriptions.removeValue(forKey: subscriber), let download = inFlight[key],
+              let continuation = download.subscribers.removeValue(forKey: subscriber) else { return }
+        stats.cancelled += 1
+        continuation.resume(returning: .failure(.cancelled))
+        guard download.subscribers.isEmpty, !download.isPrefetch else { return }
+        // Nobody waits: forget it now (a later request starts afresh) and stop the transfer.
+        inFlight[key] = nil
+        if queue.remove(download) { return }
+        download.task?.cancel()
+    }
+
+    /// Queues downloads that warm the caches, behind every direct request; returns how many were queued.
+    func prefetch(_ requests: [ImageRequest]) -> Int {
+        var queued = 0
+        for request in requests {
+            let key = request.key
+            if inFlight[key] != nil || memory.image(for: key, nowMs: WallClock.nowMs()) != nil { continue }
+            let download = Download(request: request, key: key, isPrefetch: true)
+            inFlight[key] = download
+            queue.append(download)
+            queued += 1
+        }
+        stats.prefetched += UInt64(queued)
+        pump()
+        return queued
+    }
+
+    /// Drops the memory tier's copies of a URL; returns whether there were any.
+    func evict(url: String) -> Bool {
+        let keys = memory.keys(forURL: url)
+        for key in keys { memory.remove(key) }
+        return !keys.isEmpty
+    }
+
+    func snapshot() -> ImageStats {
+        var s = stats
+        s.bytes = memory.bytes
+        s.entries = memory.count
+        s.memoryEvictions = memory.evictions
+        s.inFlight = inFlight.count
+        s.queued = queue.count
+        return s
+    }
+
+    // MARK: Downloads
+
+    private func subscribe(_ request: ImageRequest, key: String, subscriber: ImageSubscriber,
+                           _ continuation: CheckedContinuation<Result<LoadedImage, ImageError>, Never>) {
+        subscriptions[subscriber] = key
+        if let download = inFlight[key] {
+            stats.coalesced += 1
+            download.subscribers[subscriber] = continuation
+            // A direct request for a queued prefetch: it moves to the front line.
+            if download.isPrefetch {
+                download.isPrefetch = false
+                queue.promote(download)
+            }
+            return
+        }
+        let download = Download(request: request, key: key, isPrefetch: false)
+        download.subscribers[subscriber] = continuation
+        inFlight[key] = download
+        queue.append(download)
+        pump()
+    }
+
+    /// Starts queued downloads while fewer than `maxConcurrent` run.
+    private func pump() {
+        while running < config.maxConcurrent, let download = queue.next() {
+            running += 1
+            stats.downloads += 1
+            let fetcher = self.fetcher, maxPixels = config.maxPixels, maxBytes = config.maxBytes
+            download.task = Task {
+                let result = await ImageLoader.fetchAndSniff(download.request, fetcher: fetcher, maxPixels: maxPixels, maxBytes: maxBytes)
+                self.completed(download, result)
+            }
+        }
+    }
+
+    /// Off the actor: the download and the sniffing of its bytes.
+    private nonisolated static func fetchAndSniff(_ request: ImageRequest, fetcher: ImageFetching, maxPixels: Int,
+                                                  maxBytes: Int) async -> Result<(CachedImage, FetchedImage), ImageError> {
+        do throws(ImageError) {
+            let fetched = try await fetcher.fetch(request, maxBytes: maxBytes)
+            let info: ImageInfo
+            do {
+                info = try ImageSniffer.sniff(fetched.body, maxPixels: maxPixels)
+            } catch {
+                throw ImageError.invalidImage(error)
+            }
+            let image = CachedImage(bytes: fetched.body, info: info, url: fetched.url, freshUntilMs: fetched.freshUntilMs)
+            return .success((image, fetched))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Back on the actor: store, then answer every subscriber, then let the next download start.
+    private func completed(_ download: Download, _ result: Result<(CachedImage, FetchedImage), ImageError>) {
+        running -= 1
+        defer { pump() }
+        let current = inFlight[download.key] === download
+        switch result {
+        case .success(let (image, fetched)):
+            stats.bytesDownloaded += UInt64(image.bytes.count)
+            // Stored before the in-flight entry goes, so a request arriving now finds one or the other.
+            if fetched.mayKeep {
+                if memory.insert(image, for: download.key) == .oversized { stats.oversized += 1 }
+            }
+            if current { inFlight[download.key] = nil }
+            if fetched.source == "disk" { stats.diskHits += 1 }
+            let loaded = LoadedImage(bytes: image.bytes, info: image.info, source: fetched.source, url: image.url)
+            finish(download, .success(loaded))
+        case .failure(let error):
+            if current { inFlight[download.key] = nil }
+            if case .invalidImage = error { stats.invalid += 1 }
+            finish(download, .failure(error))
+        }
+    }
+
+    private func finish(_ download: Download, _ outcome: Result<LoadedImage, ImageError>) {
+        for (subscriber, continuation) in download.subscribers {
+            subscriptions[subscriber] = nil
+            continuation.resume(returning: outcome)
+        }
+        download.subscribers.removeAll()
+    }
+}
+
+/// One download and who waits for it.
+final class Download {
+    let request: ImageRequest
+    let key: String
+    var isPrefetch: Bool
+    var subscribers: [ImageSubscriber: CheckedContinuation<Result<LoadedImage, ImageError>, Never>] = [:]
+    var task: Task<Void, Never>?
+
+    init(request: ImageRequest, key: String, isPrefetch: Bool) {
+        self.request = request
+        self.key = key
+        self.isPrefetch = isPrefetch
+    }
+}
+
+/// Downloads waiting for a slot: direct requests first, in order; prefetches after them, in order.
+struct DownloadQueue {
+    private var direct: [Download] = []
+    private var prefetches: [Download] = []
+
+    var count: Int { direct.count + prefetches.count }
+
+    mutating func append(_ d: Download) {
+        if d.isPrefetch { prefetches.append(d) } else { direct.append(d) }
+    }
+
+    mutating func next() -> Download? {
+        if !direct.isEmpty { return direct.removeFirst() }
+        if !prefetches.isEmpty { return prefetches.removeFirst() }
+        return nil
+    }
+
+    /// A prefetch asked for directly joins the direct line (at its end); false if it was not waiting.
+    mutating func promote(_ d: Download) {
+        guard let i = prefetches.firstIndex(where: { $0 === d }) else { return }
+        prefetches.remove(at: i)
+        direct.append(d)
+    }
+
+    /// Drops a download that has not started; false when it was not waiting (it runs).
+    mutating func remove(_ d: Download) -> Bool {
+        if let i = direct.firstIndex(where: { $0 === d }) {
+            direct.remove(at: i)
+            return true
+        }
+        if let i = prefetches.firstIndex(where: { $0 === d }) {
+            prefetches.remove(at: i)
+            return true
+        }
+        return false
+    }
+}

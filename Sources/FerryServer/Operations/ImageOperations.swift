@@ -1,0 +1,119 @@
+import FerryHTTPCache
+import FerryProtocol
+
+/// Carries a loop-thread object through a task that hops to the image loader and back; only the loop thread
+/// touches what it holds (the reply is posted back through the mailbox).
+struct LoopBound<T>: @unchecked Sendable {
+    let value: T
+}
+
+/// `image.get`: one image through the shared loader; the reply body is the image's bytes.
+final class ImageGetOperation: OperationHandler {
+    let descriptor = OperationCatalog.descriptor(named: "image.get")!
+    /// Subscriber ids, unique for the daemon's life (loop thread only).
+    private var nextSubscriber: UInt64 = 1
+
+    func start(_ request: RequestContext) {
+        guard let server = request.server, let loader = server.images else {
+            return request.fail(.unavailable, "images are not available in this daemon")
+        }
+        let imageRequest: ImageRequest
+        switch ImageArguments.request(request.args) {
+        case .failure(let problem): return request.fail(.invalidArgument, problem.message)
+        case .success(let r): imageRequest = r
+        }
+        let subscriber = ImageSubscriber(id: nextSubscriber)
+        nextSubscriber += 1
+        let post = server.post, bound = LoopBound(value: request)
+        request.onCancel = { Task { await loader.cancel(subscriber) } }
+        Task {
+            do throws(ImageError) {
+                let image = try await loader.load(imageRequest, subscriber: subscriber)
+                post {
+                    bound.value.succeed(["format": .string(image.info.format.rawValue), "width": .int(Int64(image.info.width)),
+                                         "height": .int(Int64(image.info.height)), "size": .int(Int64(image.bytes.count)),
+                                         "source": .string(image.source), "url": .string(image.url)], body: image.bytes)
+                }
+            } catch {
+                post { bound.value.fail(error.wireError) }
+            }
+        }
+    }
+}
+
+/// `image.prefetch`: queues downloads that warm the caches and answers at once.
+final class ImagePrefetchOperation: OperationHandler {
+    let descriptor = OperationCatalog.descriptor(named: "image.prefetch")!
+
+    func start(_ request: RequestContext) {
+        guard let server = request.server, let loader = server.images else {
+            return request.fail(.unavailable, "images are not available in this daemon")
+        }
+        guard case .array(let items)? = request.args["urls"], !items.isEmpty, items.count <= 1000 else {
+            return request.fail(.invalidArgument, "\"urls\" must be an array of 1 to 1000 URLs")
+        }
+        var requests: [ImageRequest] = []
+        for item in items {
+            guard case .string(let url) = item else { return request.fail(.invalidArgument, "each of \"urls\" must be a string") }
+            if let problem = FetchSpec.urlProblem(url) { return request.fail(.invalidArgument, problem) }
+            requests.append(ImageRequest(url: url))
+        }
+        let post = server.post, bound = LoopBound(value: request)
+        Task {
+            let queued = await loader.prefetch(requests)
+            post { bound.value.succeed(["queued": .int(Int64(queued))]) }
+        }
+    }
+}
+
+/// `image.evict`: drops a URL's images from the loader's memory tier.
+final class ImageEvictOperation: OperationHandler {
+    let descriptor = OperationCatalog.descriptor(named: "image.evict")!
+
+    func start(_ request: RequestContext) {
+        guard let server = request.server, let loader = server.images else {
+            return request.fail(.unavailable, "images are not available in this daemon")
+        }
+        guard case .string(let url)? = request.args["url"] else { return request.fail(.invalidArgument, "\"url\" is required (a string)") }
+        let key = CacheKeyURL.normalize(url) ?? url
+        let post = server.post, bound = LoopBound(value: request)
+        Task {
+            let evicted = await loader.evict(url: key)
+            post { bound.value.succeed(["evicted": .bool(evicted)]) }
+        }
+    }
+}
+
+/// Reading `image.get` arguments; the URL and headers follow `fetch`'s rules.
+enum ImageArguments {
+    struct Problem: Error {
+        let message: String
+    }
+
+    static func request(_ args: JSONObject) -> Result<ImageRequest, Problem> {
+        guard case .string(let url)? = args["url"] else { return .failure(Problem(message: "\"url\" is required (a string)")) }
+        if let problem = FetchSpec.urlProblem(url) { return .failure(Problem(message: problem)) }
+        var request = ImageRequest(url: url)
+        if let h = args["headers"], h != .null {
+            guard case .array(let items) = h else { return .failure(Problem(message: "\"headers\" must be an array of [name, value] pairs")) }
+            for item in items {
+                guard case .array(let pair) = item, pair.count == 2, case .string(let n) = pair[0], case .string(let v) = pair[1],
+                      FetchSpec.isToken(n), !v.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else {
+                    return .failure(Problem(message: "each header must be a [name, value] pair: a field name and a value without CR, LF or NUL"))
+                }
+                request.headers.append(HTTPHeaderPair(name: n, value: v))
+            }
+        }
+        if let c = args["cache"], c != .null {
+            guard case .string(let s) = c, let mode = FetchCacheMode(rawValue: s) else {
+                return .failure(Problem(message: "\"cache\" must be default, no-store, reload, no-cache, force-cache or only-if-cached"))
+            }
+            request.cache = mode
+        }
+        if let t = args["timeout_ms"], t != .null {
+            guard case .int(let ms) = t, ms >= 1, ms <= 86_400_000 else { return .failure(Problem(message: "\"timeout_ms\" must be an integer from 1 to 86400000")) }
+            request.timeoutMs = Int(ms)
+        }
+        return .success(request)
+    }
+}

@@ -1,0 +1,183 @@
+import Foundation
+import Testing
+import FerryClient
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `image.*` against a real ferryd and the project's origin serving the committed fixture images (and, made here,
+/// truncated copies and a header that claims a huge size).
+extension IntegrationTests {
+    @Suite struct ImageTests {
+        static let fixtures: String = {
+            var url = URL(fileURLWithPath: #filePath)
+            url.deleteLastPathComponent()
+            url.deleteLastPathComponent()
+            return url.appendingPathComponent("FerryImageFormatTests/Fixtures").path
+        }()
+
+        /// A daemon and an origin serving a copy of the fixtures plus some bad images.
+        final class Setup: @unchecked Sendable {
+            let files = TempDir()
+            let origin: OriginServer
+            let daemon: Daemon
+            let client: FerryClient
+            init(daemonArgs: [String] = [], cacheDir: String? = nil) async throws {
+                let fm = FileManager.default
+                for name in try fm.contentsOfDirectory(atPath: ImageTests.fixtures) {
+                    try fm.copyItem(atPath: ImageTests.fixtures + "/" + name, toPath: files.path + "/" + name)
+                }
+                let png = try Data(contentsOf: URL(fileURLWithPath: ImageTests.fixtures + "/png-37x21.png"))
+                try png.prefix(20).write(to: URL(fileURLWithPath: files.path + "/cut.png"))   // ends inside IHDR
+                var bomb = png.prefix(33)                                                      // IHDR claims 30000×30000
+                bomb.replaceSubrange(16..<24, with: [0, 0, 0x75, 0x30, 0, 0, 0x75, 0x30])
+                try bomb.write(to: URL(fileURLWithPath: files.path + "/bomb.png"))
+                origin = try OriginServer(files: files.path)
+                daemon = try Daemon(daemonArgs + (cacheDir.map { ["--cache-dir", $0] } ?? []))
+                client = try await FerryClient.connect(path: daemon.socket)
+            }
+            func url(_ name: String, _ query: String = "") -> String { origin.url("/file/\(name)\(query.isEmpty ? "" : "?" + query)") }
+            func stop() {
+                client.close()
+                daemon.stop()
+                origin.stop()
+                files.remove()
+            }
+        }
+
+        static func code(of body: () async throws -> Void) async -> String? {
+            do { try await body() } catch let e as FerryError { return e.codeName } catch { return "\(error)" }
+            return nil
+        }
+
+        @Test func formatsAndSizesComeFromTheBytesAndTheMemoryTierAnswersAgain() async throws {
+            let s = try await Setup()
+            defer { s.stop() }
+            let expected: [(String, String, Int, Int)] = [
+                ("png-37x21.png", "png", 37, 21), ("jpeg-progressive-33x17.jpg", "jpeg", 33, 17),
+                ("gif-19x11.gif", "gif", 19, 11), ("webp-lossless-29x13.webp", "webp", 29, 13),
+                ("bmp-15x9.bmp", "bmp", 15, 9), ("heic-64x48.heic", "heic", 64, 48), ("avif-48x32.avif", "avif", 48, 32),
+            ]
+            for (name, format, w, h) in expected {
+                // A misleading extension and Content-Type must not matter: the bytes decide.
+                let image = try await s.client.image(s.url(name, "cc=max-age%3D600&h=Content-Type:text/plain"))
+                #expect(image.format == format && image.width == w && image.height == h, "\(name)")
+                #expect(image.source == "network")
+                let original = try Data(contentsOf: URL(fileURLWithPath: ImageTests.fixtures + "/" + name))
+                #expect(image.bytes == Array(original))
+                let again = try await s.client.image(s.url(name, "cc=max-age%3D600&h=Content-Type:text/plain"))
+                #expect(again.source == "memory" && again.bytes == image.bytes)
+            }
+            #expect(try s.origin.count(path: "/file/png-37x21.png") == 1)
+        }
+
+        @Test func bodiesThatAreNotImagesAreRefusedAndNotKept() async throws {
+            let s = try await Setup()
+            defer { s.stop() }
+            for name in ["page.html", "body.json", "vector.svg", "cut.png", "bomb.png"] {
+                #expect(await Self.code { _ = try await s.client.image(s.url(name, "cc=max-age%3D600")) } == "invalid_image", "\(name)")
+            }
+            #expect(await Self.code { _ = try await s.client.image(s.origin.url("/r?status=404")) } == "not_found")
+            #expect(await Self.code { _ = try await s.client.image("ftp://127.0.0.1/x.png") } == "invalid_argument")
+            // Not kept as an image: asking again asks the loader again (the HTTP cache may answer, the loader checks).
+            #expect(await Self.code { _ = try await s.client.image(s.url("page.html", "cc=max-age%3D600")) } == "invalid_image")
+            let stats = try await s.client.stats()["image"]?.objectValue
+            #expect(stats?["entries"]?.intValue == 0 && stats?["invalid"]?.intValue == 6)
+        }
+
+        @Test func fiftyClientsAskingForOneSlowImageMakeOneDownload() async throws {
+            let s = try await Setup()
+            defer { s.stop() }
+            let url = s.url("jpeg-baseline-64x40.jpg", "delay_ms=600&cc=max-age%3D600")
+            let socket = s.daemon.socket
+            let sources = try await withThrowingTaskGroup(of: String.self) { group in
+                for _ in 0..<50 {
+                    group.addTask {
+                        let c = try await FerryClient.connect(path: socket)
+                        defer { c.close() }
+                        let image = try await c.image(url)
+                        #expect(image.width == 64 && image.height == 40)
+                        return image.source
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(sources.count == 50)
+            #expect(try s.origin.count(path: "/file/jpeg-baseline-64x40.jpg") == 1)
+            let stats = try await s.client.stats()["image"]?.objectValue
+            #expect(stats?["downloads"]?.intValue == 1)
+        }
+
+        @Test func cancellingOneWaiterLeavesTheOtherAndCancellingAllStopsTheDownload() async throws {
+            let s = try await Setup()
+            defer { s.stop() }
+            let url = s.url("gif-19x11.gif", "delay_ms=800&cc=max-age%3D600")
+            let other = try await FerryClient.connect(path: s.daemon.socket)
+            defer { other.close() }
+            let leaving = Task { try await s.client.image(url) }
+            try await Task.sleep(for: .milliseconds(150))
+            let staying = Task { try await other.image(url) }
+            try await Task.sleep(for: .milliseconds(150))
+            leaving.cancel()
+            #expect(await Self.code { _ = try await leaving.value } != nil)
+            let image = try await staying.value
+            #expect(image.format == "gif")
+            // Everyone leaves: the download (and its transfer) stops.
+            let lone = Task { try await other.image(s.url("png-37x21.png", "delay_ms=1500")) }
+            try await Task.sleep(for: .milliseconds(300))
+            lone.cancel()
+            _ = try? await lone.value
+            try await Task.sleep(for: .milliseconds(200))
+            let stats = try await other.stats()
+            #expect(stats["image"]?["in_flight"]?.intValue == 0)
+            #expect(stats["fetch"]?["transfers_active"]?.intValue == 0)
+            #expect((stats["image"]?["cancelled"]?.intValue ?? 0) >= 2)
+        }
+
+        @Test func theMemoryBudgetHoldsWhileTwoThousandImagesPassThrough() async throws {
+            let budget = 256 * 1024
+            let s = try await Setup(daemonArgs: ["--image-memory-limit", "\(budget)", "--image-max-entries", "100",
+                                                 "--memory-limit", "4MiB"])
+            defer { s.stop() }
+            let before = rssKiB(s.daemon.pid)
+            for n in 0..<2000 {
+                let image = try await s.client.image(s.url("webp-lossy-41x23.webp", "cc=max-age%3D600&n=\(n)"))
+                #expect(image.width == 41)
+            }
+            let stats = try await s.client.stats()["image"]?.objectValue
+            let bytes = stats?["bytes"]?.intValue ?? -1, entries = stats?["entries"]?.intValue ?? -1
+            #expect(bytes > 0 && bytes <= Int64(budget), "the loader's own accounting: \(bytes) bytes")
+            #expect(entries > 0 && entries <= 100)
+            #expect((stats?["evictions"]?.intValue ?? 0) >= 1900)
+            let growth = rssKiB(s.daemon.pid) - before
+            #expect(growth < 64 * 1024, "RSS grew by \(growth) KiB while 2,000 images passed")
+        }
+
+        @Test func theDiskTierServesAfterARestartAndNoStoreImagesAreNotKept() async throws {
+            let cache = TempDir()
+            defer { cache.remove() }
+            let url: String
+            do {
+                let s = try await Setup(cacheDir: cache.path)
+                url = s.url("png-37x21.png", "cc=max-age%3D600")
+                #expect(try await s.client.image(url).source == "network")
+                _ = try await s.client.image(s.url("gif-19x11.gif", "cc=no-store"))
+                #expect(try await s.client.image(s.url("gif-19x11.gif", "cc=no-store")).source == "network")
+                #expect(try s.origin.count(path: "/file/gif-19x11.gif") == 2)
+                s.client.close()
+                s.daemon.stop()
+                // Same cache directory, new daemon: the origin is still up, but must not be asked.
+                let d = try Daemon(["--cache-dir", cache.path])
+                defer { d.stop() }
+                let c = try await FerryClient.connect(path: d.socket)
+                defer { c.close() }
+                let image = try await c.image(url)
+                #expect(image.source == "disk" && image.format == "png")
+                #expect(try s.origin.count(path: "/file/png-37x21.png") == 1)
+                #expect(try await c.image(url).source == "memory")
+                s.origin.stop()
+                s.files.remove()
+            }
+        }
+    }
+}
