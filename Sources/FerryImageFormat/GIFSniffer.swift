@@ -12,9 +12,6 @@ enum GIFSniffer {
     static let signature87a: [UInt8] = Array(ascii: "GIF87a")
     static let signature89a: [UInt8] = Array(ascii: "GIF89a")
 
-    /// The part every GIF shares, for recognising one cut inside its signature.
-    static let commonPrefix: [UInt8] = Array(ascii: "GIF8")
-
     /// Bytes needed for the width and height.
     static let headerLength = 10
 

@@ -50,7 +50,9 @@ struct ISOBox {
     /// complete). Any box that runs past the range is a broken file: `.notAnImage`.
     ///
     /// Each box takes at least 8 bytes, so the loop ends within `range.count / 8` steps.
-    static func children(in reader: ByteReader, _ range: Range<Int>, of parent: FourCC) throws(ImageSniffError) -> [ISOBox] {
+    static func children(
+        in reader: ByteReader, _ range: Range<Int>, of parent: FourCC
+    ) throws(ImageSniffError) -> [ISOBox] {
         var boxes: [ISOBox] = []
         var offset = range.lowerBound
         while offset < range.upperBound {

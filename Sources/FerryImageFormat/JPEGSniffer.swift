@@ -28,8 +28,8 @@ enum JPEGSniffer {
             guard let first = reader.u8(at: position) else {
                 if let skipped, skipped.end > reader.count {
                     throw .truncated(
-                        "JPEG ends inside segment FF \(hex(skipped.code)) at offset \(skipped.offset) "
-                            + "(it runs to byte \(skipped.end), the data has \(reader.count)), before its frame header (SOF)"
+                        "JPEG ends inside segment FF \(hex(skipped.code)) at offset \(skipped.offset) (it runs to "
+                            + "byte \(skipped.end), the data has \(reader.count)), before its frame header (SOF)"
                     )
                 }
                 throw .truncated("JPEG ends before its frame header (SOF), after \(reader.count) bytes")
@@ -66,7 +66,8 @@ enum JPEGSniffer {
             }
             guard length >= 2 else {
                 throw .notAnImage(
-                    "JPEG segment FF \(hex(code)) at offset \(codeOffset - 1) declares length \(length); the minimum is 2"
+                    "JPEG segment FF \(hex(code)) at offset \(codeOffset - 1) declares length \(length); "
+                        + "the minimum is 2"
                 )
             }
             if isStartOfFrame(code) {

@@ -34,9 +34,9 @@ enum Signature: Equatable {
             return .cutShort("GIF")
         }
         // "RIFF" cut, or "RIFF" + size with "WEBP" cut.
-        if reader.isCutPrefix(of: WebPSniffer.riff, at: 0)
-            || (reader.matches(WebPSniffer.riff, at: 0) && reader.count <= 8)
-            || (reader.matches(WebPSniffer.riff, at: 0) && reader.isCutPrefix(of: WebPSniffer.formType, at: 8, minimum: 1))
+        let riff = reader.matches(WebPSniffer.riff, at: 0)
+        if reader.isCutPrefix(of: WebPSniffer.riff, at: 0) || (riff && reader.count <= 8)
+            || (riff && reader.isCutPrefix(of: WebPSniffer.formType, at: 8, minimum: 1))
         {
             return .cutShort("RIFF (WebP)")
         }
