@@ -62,6 +62,7 @@ let package = Package(
         .testTarget(name: "FerryArgsTests", dependencies: ["FerryArgs"]),
         .testTarget(name: "FerryCacheTests", dependencies: ["FerryCache"]),
         .testTarget(name: "FerryHTTPCacheTests", dependencies: ["FerryHTTPCache"]),
+        .testTarget(name: "FerryImageFormatTests", dependencies: ["FerryImageFormat"], resources: [.copy("Fixtures")]),
         .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore", "FerryCache"]),
         .testTarget(name: "FerryServerTests", dependencies: ["FerryServer", "FerryProtocol"]),
         .testTarget(

@@ -1,0 +1,168 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import FerryServer
+
+/// A fetcher the test drives: each fetch waits until the test releases its URL (or the fetch is cancelled).
+final class FakeImageFetcher: ImageFetching, @unchecked Sendable {
+    private struct State {
+        var waiting: [String: [CheckedContinuation<Result<FetchedImage, ImageError>, Never>]] = [:]
+        var started: [String] = []
+        var cancelled: [String] = []
+    }
+    private let state = Mutex(State())
+    let body: [UInt8]
+    var mayKeep = true
+
+    init(body: [UInt8]) { self.body = body }
+
+    func fetch(_ request: ImageRequest, maxBytes: Int) async throws(ImageError) -> FetchedImage {
+        state.withLock { $0.started.append(request.url) }
+        let url = request.url
+        let outcome: Result<FetchedImage, ImageError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { c in
+                let cancelledAlready = state.withLock { s -> Bool in
+                    if s.cancelled.contains(url) { return true }
+                    s.waiting[url, default: []].append(c)
+                    return false
+                }
+                if cancelledAlready { c.resume(returning: .failure(.cancelled)) }
+            }
+        } onCancel: {
+            let waiting = state.withLock { s -> [CheckedContinuation<Result<FetchedImage, ImageError>, Never>] in
+                s.cancelled.append(url)
+                return s.waiting.removeValue(forKey: url) ?? []
+            }
+            for c in waiting { c.resume(returning: .failure(.cancelled)) }
+        }
+        return try outcome.get()
+    }
+
+    /// Lets the fetches of `url` finish with `body` (or `bytes`).
+    func release(_ url: String, bytes: [UInt8]? = nil) {
+        let waiting = state.withLock { $0.waiting.removeValue(forKey: url) ?? [] }
+        let image = FetchedImage(body: bytes ?? body, url: url, source: "network", freshUntilMs: WallClock.nowMs() + 60_000, mayKeep: mayKeep)
+        for c in waiting { c.resume(returning: .success(image)) }
+    }
+
+    var started: [String] { state.withLock { $0.started } }
+    var cancelled: [String] { state.withLock { $0.cancelled } }
+
+    /// Waits (briefly) until `n` fetches have started.
+    func waitStarted(_ n: Int) async {
+        for _ in 0..<500 where started.count < n { try? await Task.sleep(for: .milliseconds(2)) }
+    }
+}
+
+@Suite struct ImageLoaderTests {
+    static let png: [UInt8] = {
+        var url = URL(fileURLWithPath: #filePath)
+        url.deleteLastPathComponent()
+        url.deleteLastPathComponent()
+        return Array(try! Data(contentsOf: url.appendingPathComponent("FerryImageFormatTests/Fixtures/png-37x21.png")))
+    }()
+
+    func loader(_ fetcher: FakeImageFetcher, concurrent: Int = 6) -> ImageLoader {
+        var config = ImageLoader.Config()
+        config.maxConcurrent = concurrent
+        return ImageLoader(fetcher: fetcher, config: config)
+    }
+
+    @Test func concurrentRequestsShareOneDownloadAndTheMemoryTierAnswersAfter() async throws {
+        let fetcher = FakeImageFetcher(body: Self.png)
+        let l = loader(fetcher)
+        let url = "http://a.test/p.png"
+        async let a = l.load(ImageRequest(url: url), subscriber: ImageSubscriber(id: 1))
+        async let b = l.load(ImageRequest(url: url), subscriber: ImageSubscriber(id: 2))
+        await fetcher.waitStarted(1)
+        try await Task.sleep(for: .milliseconds(20))
+        fetcher.release(url)
+        let (x, y) = try await (a, b)
+        #expect(x.info.width == 37 && y.info.height == 21 && x.source == "network")
+        #expect(fetcher.started == [url], "one download for both")
+        let again = try await l.load(ImageRequest(url: url), subscriber: ImageSubscriber(id: 3))
+        #expect(again.source == "memory")
+        let stats = await l.snapshot()
+        #expect(stats.downloads == 1 && stats.coalesced == 1 && stats.memoryHits == 1 && stats.entries == 1)
+    }
+
+    @Test func cancellingOneSubscriberLeavesTheOtherAndTheLastOneStopsTheDownload() async throws {
+        let fetcher = FakeImageFetcher(body: Self.png)
+        let l = loader(fetcher)
+        let url = "http://a.test/c.png"
+        let first = Task { try await l.load(ImageRequest(url: url), subscriber: ImageSubscriber(id: 1)) }
+        let second = Task { try await l.load(ImageRequest(url: url), subscriber: ImageSubscriber(id: 2)) }
+        await fetcher.waitStarted(1)
+        try await Task.sleep(for: .milliseconds(20))
+        await l.cancel(ImageSubscriber(id: 1))
+        await #expect(throws: ImageError.self) { try await first.value }
+        #expect(fetcher.cancelled.isEmpty, "another subscriber still waits")
+        fetcher.release(url)
+        #expect(try await second.value.info.format == .png)
+
+        let lone = Task { try await l.load(ImageRequest(url: "http://a.test/gone.png"), subscriber: ImageSubscriber(id: 3)) }
+        await fetcher.waitStarted(2)
+        await l.cancel(ImageSubscriber(id: 3))
+        await #expect(throws: ImageError.self) { try await lone.value }
+        for _ in 0..<100 where fetcher.cancelled.isEmpty { try await Task.sleep(for: .milliseconds(2)) }
+        #expect(fetcher.cancelled == ["http://a.test/gone.png"])
+        #expect(await l.snapshot().inFlight == 0)
+    }
+
+    @Test func downloadsWaitForASlotAndPrefetchesYieldToDirectRequests() async throws {
+        let fetcher = FakeImageFetcher(body: Self.png)
+        let l = loader(fetcher, concurrent: 1)
+        let running = Task { try await l.load(ImageRequest(url: "http://a.test/1.png"), subscriber: ImageSubscriber(id: 1)) }
+        await fetcher.waitStarted(1)
+        #expect(await l.prefetch([ImageRequest(url: "http://a.test/pre.png")]) == 1)
+        let direct = Task { try await l.load(ImageRequest(url: "http://a.test/2.png"), subscriber: ImageSubscriber(id: 2)) }
+        try await Task.sleep(for: .milliseconds(30))
+        #expect(fetcher.started == ["http://a.test/1.png"], "one slot: the others wait")
+        #expect(await l.snapshot().queued == 2)
+        fetcher.release("http://a.test/1.png")
+        _ = try await running.value
+        await fetcher.waitStarted(2)
+        #expect(fetcher.started.last == "http://a.test/2.png", "the direct request goes before the prefetch")
+        fetcher.release("http://a.test/2.png")
+        _ = try await direct.value
+        await fetcher.waitStarted(3)
+        #expect(fetcher.started.last == "http://a.test/pre.png")
+        fetcher.release("http://a.test/pre.png")
+        for _ in 0..<100 where await l.snapshot().entries < 3 { try await Task.sleep(for: .milliseconds(2)) }
+        #expect(await l.snapshot().entries == 3, "the prefetch warmed the memory tier")
+    }
+
+    @Test func notAnImageIsAnErrorAndNotKept() async throws {
+        let fetcher = FakeImageFetcher(body: Array("<!DOCTYPE html><p>hi".utf8))
+        let l = loader(fetcher)
+        let url = "http://a.test/page"
+        let t = Task { try await l.load(ImageRequest(url: url), subscriber: ImageSubscriber(id: 1)) }
+        await fetcher.waitStarted(1)
+        fetcher.release(url)
+        do {
+            _ = try await t.value
+            Issue.record("an HTML page was accepted as an image")
+        } catch let e as ImageError {
+            #expect(e.wireError.code == .invalidImage)
+        }
+        #expect(await l.snapshot().entries == 0)
+    }
+
+    @Test func theMemoryTierKeepsItsByteBudgetEntryCountAndSizeRule() {
+        var cache = ImageMemoryCache(budget: 10_000, maxEntries: 3)
+        func image(_ size: Int) -> CachedImage {
+            CachedImage(bytes: [UInt8](repeating: 1, count: size), info: .init(format: .png, width: 1, height: 1),
+                        url: "u", freshUntilMs: 1_000)
+        }
+        #expect(cache.insert(image(100), for: "a") == .stored)
+        #expect(cache.insert(image(100), for: "b") == .stored)
+        #expect(cache.insert(image(100), for: "c") == .stored)
+        _ = cache.image(for: "a", nowMs: 0)  // a is now the most recent
+        #expect(cache.insert(image(100), for: "d") == .stored)
+        #expect(cache.count == 3 && cache.image(for: "b", nowMs: 0) == nil, "the entry count evicts the least recent")
+        #expect(cache.insert(image(2000), for: "big") == .oversized, "over a tenth of the budget: not kept")
+        #expect(cache.image(for: "big", nowMs: 0) == nil)
+        #expect(cache.image(for: "a", nowMs: 1_000) == nil, "stale: dropped")
+        #expect(cache.bytes <= 10_000)
+    }
+}
