@@ -115,7 +115,14 @@ extension IntegrationTests {
         // Eight CLIs at the same moment, none finding a daemon: all must succeed through one daemon.
         let processes = try (0..<8).map { _ in try Subprocess(Binaries.ferry, ["ping"], environment: ["FERRY_SOCKET": s]) }
         #expect(processes.map { $0.wait(timeout: 30) } == Array(repeating: 0, count: 8))
-        #expect(daemons(on: s).count == 1)
+        // Daemons that lost the race exit on their own once they find the lock taken; one still loading its
+        // libraries when the last CLI finished may take a moment.
+        var running = daemons(on: s)
+        for _ in 0..<200 where running.count > 1 {
+            usleep(25_000)
+            running = daemons(on: s)
+        }
+        #expect(running.count == 1)
     }
 }
 }
