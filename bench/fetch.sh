@@ -186,6 +186,51 @@ for r, label in zip(json.load(open(sys.argv[1]))["results"], ["miss-ferry", "mis
     print(f"RESULT mode={label} mean_ms={r['mean'] * 1000:.3f} median_ms={r['median'] * 1000:.3f} stddev_ms={r['stddev'] * 1000:.3f}")
 EOF
 
+# ---- images ----------------------------------------------------------------------------------------------------
+python3 - "$TMP/www/photo.png" <<'EOF2'
+import os, struct, sys, zlib
+w, h = 128, 128   # random RGB pixels do not compress: a ~49 KB PNG, like a thumbnail or avatar
+def chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+raw = b"".join(b"\x00" + os.urandom(3 * w) for _ in range(h))
+png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) \
+    + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b"")
+open(sys.argv[1], "wb").write(png)
+EOF2
+IMG_URL="http://127.0.0.1:$NGINX_PORT/photo.png"
+IMG_BYTES=$(stat -c %s "$TMP/www/photo.png")
+"$BIN/ferry" image "$IMG_URL" --info >&2
+
+log "(e) a $IMG_BYTES-byte image from the loader's memory, 50 clients, beside fetch's cache hit for the same bytes"
+for ((k = 1; k <= REPEATS; k++)); do
+    measured "$FERRYD_PID" image-memory "${CLIENT_CPU[@]}" "$BIN/ferry-bench" image --socket "$SOCK" --url "$IMG_URL" \
+        --conns 50 --seconds "$BENCH_SECONDS"
+    measured "$FERRYD_PID" fetch-hit-image "${CLIENT_CPU[@]}" "$BIN/ferry-bench" fetch --socket "$SOCK" --url "$IMG_URL" \
+        --conns 50 --seconds "$BENCH_SECONDS"
+done
+
+log "(f) disk hits after a restart: 2,000 distinct image URLs cached, ferryd restarted, each asked for once"
+"${CLIENT_CPU[@]}" "$BIN/ferry-bench" image --socket "$SOCK" --url "$IMG_URL" --distinct --count 2000 --conns 50 --warmup 0 >/dev/null
+kill "$FERRYD_PID"; wait "$FERRYD_PID" 2>/dev/null || true
+start_bg "${SERVER_CPU[@]}" "$BIN/ferryd" --socket "$SOCK" --cache-dir "$TMP/cache" --log-level warn
+FERRYD_PID=$STARTED_PID
+wait_for ferryd test -S "$SOCK"
+measured "$FERRYD_PID" image-disk "${CLIENT_CPU[@]}" "$BIN/ferry-bench" image --socket "$SOCK" --url "$IMG_URL" \
+    --distinct --count 2000 --conns 50 --warmup 0
+
+log "(g) peak RSS while 2,000 distinct images stream through, 64 MiB budgets (image loader and store memory tier)"
+kill "$FERRYD_PID"; wait "$FERRYD_PID" 2>/dev/null || true
+start_bg "${SERVER_CPU[@]}" "$BIN/ferryd" --socket "$SOCK" --cache-dir "$TMP/cache-rss" --log-level warn \
+    --image-memory-limit 64MiB --memory-limit 64MiB
+FERRYD_PID=$STARTED_PID
+wait_for ferryd test -S "$SOCK"
+idle_kib=$(awk '/^VmRSS:/ { print $2 }' "/proc/$FERRYD_PID/status")
+measured "$FERRYD_PID" image-stream "${CLIENT_CPU[@]}" "$BIN/ferry-bench" image --socket "$SOCK" --url "$IMG_URL" \
+    --distinct --count 2000 --conns 50 --warmup 0
+peak_kib=$(awk '/^VmHWM:/ { print $2 }' "/proc/$FERRYD_PID/status")
+image_stats=$("$BIN/ferry" stats --json | python3 -c 'import json, sys; i = json.load(sys.stdin)["image"]; print(i["bytes"], i["entries"], i["evictions"])')
+echo "RESULT mode=image-rss idle_kib=$idle_kib peak_kib=$peak_kib loader_bytes_entries_evictions=${image_stats// /,}" | tee -a "$RESULTS"
+
 # ---- the table -------------------------------------------------------------------------------------------------
 field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<"$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "–"; else printf "%.2f", a / b }'; }
@@ -194,6 +239,8 @@ by_ops() { grep "mode=$1 " "$RESULTS" | awk '{ for (i = 1; i <= NF; i++) if ($i 
 fh=$(by_ops fetch-hit-1k); ng=$(by_ops nginx-1k); fb=$(by_ops fetch-hit-10m); rw=$(by_ops raw-10m)
 raw_mb=$(awk -v o="$(field "$rw" ops_per_s)" 'BEGIN { printf "%.1f", o * 10 }')
 fm=$(grep 'mode=miss-ferry ' "$RESULTS"); cm=$(grep 'mode=miss-curl ' "$RESULTS")
+im=$(by_ops image-memory); fhi=$(by_ops fetch-hit-image); id=$(grep 'mode=image-disk ' "$RESULTS" | head -1)
+rs=$(grep 'mode=image-rss ' "$RESULTS")
 storms=$(grep 'mode=storm ' "$RESULTS" | sed -n 's/.* origin_requests=\([0-9]*\).*/\1/p' | tr '\n' ' ')
 TABLE=$TMP/table.md
 {
@@ -204,6 +251,10 @@ TABLE=$TMP/table.md
     echo "| … server core busy | $(field "$fh" server_cpu_pct)% | $(field "$ng" server_cpu_pct)% | |"
     echo "| **(b) 10 MB cached body, 1 client** MB/s | $(field "$fb" mb_per_s) | $raw_mb (raw Unix socket) | $(ratio "$(field "$fb" mb_per_s)" "$raw_mb") |"
     echo "| **(c) 100 identical cold requests**: origin requests per round | $storms| 100 (no coalescing) | |"
+    echo "| **(e) $IMG_BYTES-byte image, memory hit, 50 clients** images/s | $(field "$im" ops_per_s) ($(field "$im" mb_per_s) MB/s) | $(field "$fhi" ops_per_s) ($(field "$fhi" mb_per_s) MB/s, fetch cache hit) | $(ratio "$(field "$im" ops_per_s)" "$(field "$fhi" ops_per_s)") |"
+    echo "| … p50 / p99 µs | $(field "$im" p50_us) / $(field "$im" p99_us) | $(field "$fhi" p50_us) / $(field "$fhi" p99_us) | |"
+    echo "| **(f) disk hits after a restart** (2,000 distinct images, 50 clients) images/s | $(field "$id" ops_per_s) ($(field "$id" mb_per_s) MB/s) | | |"
+    echo "| **(g) peak RSS, 2,000 distinct images, 64 MiB budgets** | $(field "$rs" peak_kib) KiB (idle $(field "$rs" idle_kib) KiB) | 2 × 65,536 KiB of budgets | |"
     echo "| **(d) miss path, whole process**: mean ms | $(field "$fm" mean_ms) (\`ferry fetch --cache no-store\`) | $(field "$cm" mean_ms) (\`curl\`) | $(ratio "$(field "$fm" mean_ms)" "$(field "$cm" mean_ms)") |"
 } >"$TABLE"
 mkdir -p "$OUT_DIR"

@@ -54,6 +54,8 @@ public final class CacheStore: @unchecked Sendable {
     private var unhandedRecords: [JournalRecord] = []
     private var unhandedCost = 0
     static let handOffRecords = 512
+    /// Values held for the hand-off count too: 512 records of 64 KiB would be 32 MiB kept outside every budget.
+    static let handOffBytes = 4 * 1024 * 1024
     /// The active journal file is sealed and a new one started at this size, and at every sweep.
     static let journalRotateBytes = 32 * 1024 * 1024
     /// Value bytes handed to the disk worker and not yet done: a client that sends sets faster than the disk takes
@@ -247,7 +249,7 @@ public final class CacheStore: @unchecked Sendable {
                 done(.failure(failure ?? .io("journal write failed")))
             }
         }
-        if unhandedRecords.count >= CacheStore.handOffRecords { handOffJournaled() }
+        if unhandedRecords.count >= CacheStore.handOffRecords || unhandedCost >= CacheStore.handOffBytes { handOffJournaled() }
         if journal.fileBytes >= CacheStore.journalRotateBytes { rotateJournal() }
     }
 

@@ -12,6 +12,7 @@ enum BenchMode: String, CaseIterable {
     case cacheGet = "cache-get"
     case fetch = "fetch"
     case fetchStorm = "fetch-storm"
+    case image = "image"
 
     /// What runs when no mode is named: the four `ping` load shapes of BENCHMARKS.md (the threads variant is a side
     /// experiment; the cache modes run when named, or with `all`).
@@ -33,6 +34,8 @@ struct BenchOptions {
     var valueBytes = 100
     /// fetch, fetch-storm: the URL to fetch through ferryd.
     var url: String?
+    /// image: a URL of its own for every request.
+    var distinct = false
     /// cache-*: a Redis server's Unix socket to load instead of ferryd (RESP, the same requests redis-benchmark sends).
     var redis: String?
 
@@ -48,7 +51,8 @@ struct BenchOptions {
         OptionSpec("keys", takesValue: true, help: "cache-*: key space, keys key:000000000000 … (default: 10000; redis-benchmark -r)"),
         OptionSpec("value-bytes", takesValue: true, help: "cache-*: value size in bytes (default: 100; redis-benchmark -d)"),
         OptionSpec("redis", takesValue: true, help: "cache-*: load the Redis server on this Unix socket instead of ferryd (SET/GET)"),
-        OptionSpec("url", takesValue: true, help: "fetch, fetch-storm: the URL to fetch through ferryd"),
+        OptionSpec("url", takesValue: true, help: "fetch, fetch-storm, image: the URL to fetch through ferryd"),
+        OptionSpec("distinct", help: "image: every request asks for a URL of its own (url&n=K)"),
         OptionSpec("tasks", takesValue: true, help: "client: concurrent tasks sharing one FerryClient (default: 50)"),
         OptionSpec("help", short: "h", help: "print this help"),
     ])
@@ -71,6 +75,7 @@ struct BenchOptions {
                              (with --redis PATH both send SET / GET to a Redis server instead: same client, other server)
           fetch              --conns FerryClients each fetching --url in a loop (cache hits once ferryd has it)
           fetch-storm        --conns FerryClients fetch --url once, all at the same moment (coalescing)
+          image              --conns FerryClients each calling image.get for --url in a loop (--distinct: new URLs)
 
         Options:
         \(parser.helpText)
@@ -89,7 +94,7 @@ struct BenchOptions {
             }
             if !modes.contains(mode) { modes.append(mode) }
         }
-        if names.contains("all") { modes = BenchMode.allCases.filter { $0 != .fetch && $0 != .fetchStorm } }
+        if names.contains("all") { modes = BenchMode.allCases.filter { ![.fetch, .fetchStorm, .image].contains($0) } }
         // Run in a fixed order whatever the command line's order, so runs compare line by line.
         modes = (modes.isEmpty ? BenchMode.defaults : BenchMode.allCases.filter(modes.contains))
 
@@ -109,7 +114,8 @@ struct BenchOptions {
         options.keySpace = Int(try number(args.value("keys"), "--keys", default: 10_000, minimum: 1, maximum: 1e12 - 1))
         options.redis = args.value("redis").flatMap { $0.isEmpty ? nil : $0 }
         options.url = args.value("url")
-        if options.url == nil, modes.contains(.fetch) || modes.contains(.fetchStorm) {
+        options.distinct = args.has("distinct")
+        if options.url == nil, modes.contains(.fetch) || modes.contains(.fetchStorm) || modes.contains(.image) {
             throw UsageError("the fetch modes need --url")
         }
         options.valueBytes = Int(try number(args.value("value-bytes"), "--value-bytes", default: 100, minimum: 0,

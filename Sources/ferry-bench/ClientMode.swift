@@ -43,7 +43,7 @@ func runClient(socket: String, budget: Budget, tasks: Int) async throws -> Bench
 
 /// The ticket counter that spends a `--count` budget across tasks. A class because `Atomic` cannot be copied into
 /// the tasks' closures.
-private final class Tickets: Sendable {
+final class Tickets: Sendable {
     let next = Atomic<Int>(0)
 }
 

@@ -72,3 +72,51 @@ func runFetchStorm(socket: String, url: String, connections: Int) async throws -
     result.extra = statuses.keys.sorted().map { "cache_\($0)=\(statuses[$0]!)" }.joined(separator: " ")
     return result
 }
+
+/// `image`: `--conns` FerryClients each calling `image.get` for `--url` in a loop (memory hits once the loader has
+/// it). With `--distinct`, every request asks for a URL of its own (`url&n=K`, K counting up across clients), which
+/// measures disk hits after a restart, or streams many different images through the loader. Every reply is checked
+/// against the first one's format and size.
+func runImage(socket: String, url: String, budget: Budget, connections: Int, distinct: Bool) async throws -> BenchResult {
+    var clients: [FerryClient] = []
+    for _ in 0..<connections { clients.append(try await FerryClient.connect(path: socket, clientName: "ferry-bench")) }
+    defer { for c in clients { c.close() } }
+    let separator = url.contains("?") ? "&" : "?"
+    let counter = Tickets()
+    func target() -> String { distinct ? url + separator + "n=\(counter.next.add(1, ordering: .relaxed).oldValue)" : url }
+    let first = try await clients[0].image(distinct ? url + separator + "n=probe" : url)
+    let size = first.bytes.count
+    let start = monoNanos()
+    let running = budget.started(at: start)
+    let (latencies, sources) = try await withThrowingTaskGroup(of: (LatencySamples, [String: Int]).self) { group in
+        for client in clients {
+            group.addTask {
+                var samples = LatencySamples(expected: 1 << 14)
+                var sources: [String: Int] = [:]
+                while running.allowsMore(issued: distinct ? counter.next.load(ordering: .relaxed) : samples.count * connections) {
+                    let t0 = monoNanos()
+                    let image = try await client.image(target())
+                    guard image.bytes.count == size, image.format == first.format else {
+                        throw BenchError("image of \(image.bytes.count) bytes (\(image.format)), expected \(size) (\(first.format))")
+                    }
+                    samples.record(monoNanos() - t0)
+                    sources[image.source, default: 0] += 1
+                }
+                return (samples, sources)
+            }
+        }
+        var all = LatencySamples()
+        var sources: [String: Int] = [:]
+        for try await (samples, s) in group {
+            all.merge(samples)
+            for (k, v) in s { sources[k, default: 0] += v }
+        }
+        return (all, sources)
+    }
+    var result = BenchResult(mode: "image", requests: latencies.count, elapsedNanos: monoNanos() - start, latencies: latencies,
+                             requestBytes: 0, replyBytes: size, connections: connections, inFlight: 1)
+    let mb = Double(size) * result.opsPerSecond / 1e6
+    result.extra = "body_bytes=\(size) mb_per_s=\(decimal(mb, 1)) format=\(first.format) "
+        + sources.keys.sorted().map { "source_\($0)=\(sources[$0]!)" }.joined(separator: " ")
+    return result
+}

@@ -26,6 +26,8 @@ func measure(_ mode: BenchMode, _ budget: Budget, _ o: BenchOptions) async throw
     case .client: return try await runClient(socket: o.socket, budget: budget, tasks: o.tasks)
     case .fetch: return try await runFetch(socket: o.socket, url: o.url!, budget: budget, connections: o.connections)
     case .fetchStorm: return try await runFetchStorm(socket: o.socket, url: o.url!, connections: o.connections)
+    case .image:
+        return try await runImage(socket: o.socket, url: o.url!, budget: budget, connections: o.connections, distinct: o.distinct)
     case .cacheSet, .cacheGet:
         return try runCacheMode(socket: o.socket, redis: o.redis, budget: budget, op: mode == .cacheSet ? .set : .get,
                                 connections: o.connections, pipeline: o.pipeline, keySpace: o.keySpace,
@@ -57,7 +59,7 @@ for mode in options.modes {
         // The warm-up runs the same code on its own connections and is thrown away: it brings the CPUs out of
         // their idle states and lets both processes' allocators reach a steady size before anything is counted.
         // (A storm is one round by nature: its warm-up would warm the very cache it is meant to find cold.)
-        if options.warmup.seconds > 0 && mode != .fetchStorm { _ = try await measure(mode, options.warmup, options) }
+        if options.warmup.seconds > 0 && mode != .fetchStorm && !(mode == .image && options.distinct) { _ = try await measure(mode, options.warmup, options) }
         let result = try await measure(mode, options.budget, options)
         emit(result.machineLine)
         emit("# " + result.humanLine)
