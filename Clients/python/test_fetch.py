@@ -257,10 +257,10 @@ class OriginProcess:
         self.proc = None
         self.port = None
 
-    def start(self, seconds: float = 10.0) -> "OriginProcess":
+    def start(self, seconds: float = 10.0, files: str = None) -> "OriginProcess":
+        args = [sys.executable, ORIGIN_SCRIPT, "--port", "0"] + (["--files", files] if files else [])
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen([sys.executable, ORIGIN_SCRIPT, "--port", "0"], stdin=subprocess.DEVNULL,
-                                         stdout=subprocess.PIPE, stderr=log)
+            self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log)
         try:
             ready, _, _ = select.select([self.proc.stdout], [], [], seconds)
             line = self.proc.stdout.readline().decode() if ready else ""
@@ -305,24 +305,23 @@ class OriginProcess:
         return [e for e in self.control("GET", "/__log") if e["path"] == path and e["query"] == query]
 
 
-class FetchDaemonTests(unittest.TestCase):
-    """``fetch`` against a real ferryd ($FERRYD) and the test origin."""
+class DaemonWithOrigin(unittest.TestCase):
+    """A real ferryd ($FERRYD) and the test origin (serving ``origin_files`` under /file/ when set), started once per
+    test class and stopped by PID."""
 
     daemon = None
     origin = None
+    origin_files = None
 
     @classmethod
     def setUpClass(cls):
         binary = wait_for_ferryd_binary()
-        cls.dir = tempfile.mkdtemp(prefix="ferry-it-fetch-")
+        cls.dir = tempfile.mkdtemp(prefix="ferry-it-")
         try:
-            cls.origin = OriginProcess(os.path.join(cls.dir, "origin.log")).start()
+            cls.origin = OriginProcess(os.path.join(cls.dir, "origin.log")).start(files=cls.origin_files)
             cls.daemon = FerrydProcess(binary, cls.dir)
             cls.daemon.start()
             cls.base = f"http://127.0.0.1:{cls.origin.port}"
-            with Client(cls.daemon.path, name="fetch-probe", timeout=20) as c:
-                if "fetch" not in c.operations:
-                    raise AssertionError(f"FERRYD does not implement fetch (hello lists {c.operations})")
         except BaseException:
             cls.tearDownClass()
             raise
@@ -336,6 +335,21 @@ class FetchDaemonTests(unittest.TestCase):
             cls.origin.stop()
             cls.origin = None
         shutil.rmtree(cls.dir, ignore_errors=True)
+
+
+class FetchDaemonTests(DaemonWithOrigin):
+    """``fetch`` against a real ferryd ($FERRYD) and the test origin."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        try:
+            with Client(cls.daemon.path, name="fetch-probe", timeout=20) as c:
+                if "fetch" not in c.operations:
+                    raise AssertionError(f"FERRYD does not implement fetch (hello lists {c.operations})")
+        except BaseException:
+            cls.tearDownClass()
+            raise
 
     def setUp(self):
         self.client = self.connect()
