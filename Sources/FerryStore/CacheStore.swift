@@ -43,11 +43,14 @@ public final class CacheStore: @unchecked Sendable {
     private var completionsHead = 0
     /// Keys read from the disk tier since the last sweep (memory hits are marked in `memory`).
     private var accessed = Set<CacheKey>()
+    /// Keeps late completions from putting old values into the memory tier.
+    private var mutations = MutationTracker()
     private let journal: JournalWriter
     /// One per record buffered in `journal`: runs once the record is written (or failed).
-    private var journalAcks: [(Result<Bool, StoreError>) -> Void] = []
+    private var journalAcks: [(done: (Result<Bool, StoreError>) -> Void, key: CacheKey, ticket: MutationTracker.Ticket)] = []
     /// Sets whose records were written (or failed to be), waiting to be acknowledged by `writeJournal`.
-    private var writtenSets: [(JournalRecord?, (Result<Bool, StoreError>) -> Void, StoreError?)] = []
+    private var writtenSets: [(record: JournalRecord?, done: (Result<Bool, StoreError>) -> Void, failure: StoreError?,
+                               key: CacheKey, ticket: MutationTracker.Ticket)] = []
     /// Disk-tier bytes of journaled sets the worker has not counted yet (its totals arrive with each batch).
     private var uncountedJournalBytes = 0
     /// Written journal records the worker has not been given yet (see `handOffJournaled`), and their disk cost.
@@ -106,12 +109,14 @@ public final class CacheStore: @unchecked Sendable {
             dropFromMemory(key)
             counters.expirations += 1
         }
+        let ticket = mutations.begin(key, mutates: false)
         submit(.get(key, now: now)) { [unowned self] result in
+            let current = mutations.end(key, ticket)
             switch result {
             case .entry(let entry?):
                 counters.diskHits += 1
                 accessed.insert(key)
-                remember(key, entry)
+                if current { remember(key, entry) }
                 done(.success((entry, .disk)))
             case .entry(nil):
                 counters.misses += 1
@@ -138,7 +143,7 @@ public final class CacheStore: @unchecked Sendable {
             // Not readable until acknowledged: a get in the meantime goes to the worker, behind this record.
             dropFromMemory(key)
             journal.add(key, entry)
-            journalAcks.append(done)
+            journalAcks.append((done, key, mutations.begin(key, mutates: true)))
             uncountedJournalBytes += cost
             if !batchesSubmissions { flushSubmissions() }
             return
@@ -147,13 +152,15 @@ public final class CacheStore: @unchecked Sendable {
             return done(.failure(.diskFull("\(queuedValueBytes) bytes of values are waiting for the disk; try again")))
         }
         queuedValueBytes += value.count
+        let ticket = mutations.begin(key, mutates: true)
         submit(.put(key, entry, ifAbsent: ifAbsent, now: now)) { [unowned self] result in
             queuedValueBytes -= value.count
+            let current = mutations.end(key, ticket)
             switch result {
             case .stored(let stored):
                 if stored {
                     counters.sets += 1
-                    remember(key, entry)
+                    if current { remember(key, entry) }
                 }
                 done(.success(stored))
             case .failed(let e): done(.failure(e))
@@ -166,7 +173,9 @@ public final class CacheStore: @unchecked Sendable {
         // Gone from memory at once: a get arriving before the worker ran the delete must not find the old value.
         let liveInMemory = memory.peek(key).map { !$0.isExpired(now: now) } ?? false
         dropFromMemory(key)
-        submit(.delete(key, now: now)) { result in
+        let ticket = mutations.begin(key, mutates: true)
+        submit(.delete(key, now: now)) { [unowned self] result in
+            _ = mutations.end(key, ticket)
             switch result {
             case .deleted(let existed): done(.success(existed || liveInMemory))
             case .failed(let e): done(.failure(e))
@@ -178,13 +187,15 @@ public final class CacheStore: @unchecked Sendable {
     /// Sets a new expiry (`nil`: never); `done(nil)` when there is no live entry.
     public func touch(_ key: CacheKey, ttlMs: Int64?, now: Int64, _ done: @escaping (Result<Int64??, StoreError>) -> Void) {
         let expiresAt = ttlMs.map { now + $0 }
+        let ticket = mutations.begin(key, mutates: true)
         submit(.touch(key, expiresAt: expiresAt, now: now)) { [unowned self] result in
+            let current = mutations.end(key, ticket)
             switch result {
             case .touched(true):
-                memory.update(key) { $0.expiresAt = expiresAt }
+                if current { memory.update(key) { $0.expiresAt = expiresAt } }
                 done(.success(.some(expiresAt)))
             case .touched(false):
-                dropFromMemory(key)
+                if current { dropFromMemory(key) }
                 done(.success(.none))
             case .failed(let e): done(.failure(e))
             default: done(.failure(.io("unexpected disk result for touch")))
@@ -205,6 +216,7 @@ public final class CacheStore: @unchecked Sendable {
 
     public func clear(namespace: String, now: Int64, _ done: @escaping (Result<Int, StoreError>) -> Void) {
         _ = memory.removeAll(visiting: Int.max) { key, _ in key.namespace == namespace }
+        mutations.cleared(namespace)
         syncMemoryCounters()
         submit(.clear(namespace: namespace, now: now)) { result in
             switch result {
@@ -240,13 +252,14 @@ public final class CacheStore: @unchecked Sendable {
         writeBufferedSets()
         let settled = writtenSets
         writtenSets.removeAll(keepingCapacity: true)
-        for (record, done, failure) in settled {
-            if let record {
+        for set in settled {
+            let current = mutations.end(set.key, set.ticket)
+            if let record = set.record {
                 counters.sets += 1
-                remember(record.key, record.entry)
-                done(.success(true))
+                if current { remember(record.key, record.entry) }
+                set.done(.success(true))
             } else {
-                done(.failure(failure ?? .io("journal write failed")))
+                set.done(.failure(set.failure ?? .io("journal write failed")))
             }
         }
         if unhandedRecords.count >= CacheStore.handOffRecords || unhandedCost >= CacheStore.handOffBytes { handOffJournaled() }
@@ -264,10 +277,10 @@ public final class CacheStore: @unchecked Sendable {
             let records = try journal.write()
             unhandedRecords += records
             unhandedCost += cost
-            for (record, done) in zip(records, acks) { writtenSets.append((record, done, nil)) }
+            for (record, ack) in zip(records, acks) { writtenSets.append((record, ack.done, nil, ack.key, ack.ticket)) }
         } catch {
             uncountedJournalBytes -= cost
-            for done in acks { writtenSets.append((nil, done, error)) }
+            for ack in acks { writtenSets.append((nil, ack.done, error, ack.key, ack.ticket)) }
         }
     }
 

@@ -145,6 +145,21 @@ extension IntegrationTests {
             #expect(try await s.get("/echo?cc=max-age%3D60").cacheStatus == "miss", "the POST invalidated the stored GET")
         }
 
+        @Test func anInvalidationMakesEveryStoredVariantUnreachable() async throws {
+            let s = try await Setup()
+            defer { s.stop() }
+            let path = "/echo?cc=max-age%3D600&vary=Accept-Language"
+            let en = [HTTPHeader("Accept-Language", "en")], fr = [HTTPHeader("Accept-Language", "fr")]
+            _ = try await s.get(path, en)
+            _ = try await s.get(path, fr)
+            #expect(try await s.get(path, fr).cacheStatus == "hit")
+            var post = FetchRequest(s.origin.url(path), method: "POST", body: [1])
+            post.cache = .noStore
+            _ = try await s.client.fetch(post)
+            #expect(try await s.get(path, en).cacheStatus == "miss", "the POST invalidated the URL")
+            #expect(try await s.get(path, fr).cacheStatus == "miss", "the other variant did not come back with the new marker")
+        }
+
         @Test func redirectsAreFollowedUpToTheLimit() async throws {
             let s = try await Setup()
             defer { s.stop() }

@@ -247,6 +247,50 @@ func tempDir() -> String {
     }
 }
 
+@Suite struct LateCompletionTests {
+    @Test func aSetAcknowledgedAfterADeleteWasQueuedDoesNotComeBackInMemory() throws {
+        let dir = tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let h = try StoreHarness(dir: dir)
+        defer { h.store.close() }
+        let key = try CacheKey(key: "k")
+        // One loop iteration: a pipelined set, then a delete of the same key. The set's record is written (and the
+        // set acknowledged) at the end of the iteration, after the delete was queued.
+        h.store.batchesSubmissions = true
+        var acknowledged = false
+        var deleted: Bool?
+        h.store.set(key, value: [1], ttlMs: nil, ifAbsent: false, now: 1000) { _ in acknowledged = true }
+        h.store.delete(key, now: 1000) { deleted = try? $0.get() }
+        h.store.flushSubmissions()
+        h.loop.run { acknowledged && deleted != nil }
+        h.store.batchesSubmissions = false
+        #expect(try h.get("k") == nil, "the delete came last: nothing to return, from memory or disk")
+    }
+
+    @Test func aDiskReadThatFinishesAfterANewerSetDoesNotPutTheOldValueInMemory() throws {
+        let dir = tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        do {
+            let h = try StoreHarness(dir: dir)
+            #expect(try h.set("k", [1]))
+            h.store.close()
+        }
+        let h = try StoreHarness(dir: dir)  // memory tier empty: the first get goes to the disk
+        defer { h.store.close() }
+        let key = try CacheKey(key: "k")
+        h.store.batchesSubmissions = true
+        var read: [UInt8]?
+        var stored = false
+        h.store.get(key, now: 2000) { read = (try? $0.get())??.0.value }
+        h.store.set(key, value: [2], ttlMs: nil, ifAbsent: false, now: 2000) { stored = (try? $0.get()) ?? false }
+        h.store.flushSubmissions()
+        h.loop.run { read != nil && stored }
+        #expect(read == [1], "the read was issued before the set")
+        h.store.batchesSubmissions = false
+        #expect(try h.get("k", now: 2000)?.0.value == [2], "and its late answer did not replace the newer value in memory")
+    }
+}
+
 @Suite struct JournalTests {
     @Test func recordsRoundTripAndATornTailIsIgnored() throws {
         let dir = tempDir()

@@ -52,6 +52,9 @@ final class CurlMulti {
 
     /// Starts a transfer; its `finish` runs on this loop when it completes or fails.
     func add(_ transfer: Transfer) {
+        // Work can still arrive while the daemon stops (a lookup's completion in the mailbox): never touch a
+        // cleaned-up multi handle.
+        guard !isClosed else { return transfer.finish(CURLE_ABORTED_BY_CALLBACK, message: "the daemon is stopping") }
         transfers[transfer.key] = transfer
         let rc = curl_multi_add_handle(handle, transfer.easy)
         if rc != CURLM_OK {

@@ -76,9 +76,14 @@ final class FetchJob {
         let outgoing = Transfer.Request(url: url, method: spec.method, headers: headers.pairs, body: spec.body,
                                         timeoutMs: spec.timeoutMs, maxBytes: spec.maxBytes)
         let waiter = TransferGroup.Waiter(wantsProgress: spec.progress, accepts: { response in
-            // Someone else's response is ours only if the cache could have stored it for our request.
-            storageVerdict(request: creq, status: response.status, responseHeaders: HTTPFields(response.headers)).isStorable
-                && variantKey(forVaryOf: HTTPFields(response.headers), request: creq.headers) != nil
+            // Someone else's response is ours only if the cache could have stored it for our request and would now
+            // serve it to us without asking the origin (RFC 9111 §4: collapsed requests get reusable responses).
+            let headers = HTTPFields(response.headers)
+            guard storageVerdict(request: creq, status: response.status, responseHeaders: headers).isStorable else { return false }
+            let stored = StoredResponse(storing: response.status, headers: headers, for: creq, requestTime: response.requestTime,
+                                        responseTime: response.responseTime, bodySize: response.body.count)
+            if case .fresh = evaluate(request: creq, stored: stored, now: WallClock.nowMs() / 1000) { return true }
+            return false
         }) { [self] outcome in
             group = nil
             guard !finished else { return }
@@ -102,7 +107,8 @@ final class FetchJob {
     private func coalescingKey(_ creq: CacheRequest, _ conditional: HTTPFields?) -> String? {
         guard creq.method == "GET" || creq.method == "HEAD", spec.body.isEmpty,
               creq.mode.consultsCache, let key = creq.lookupKey else { return nil }
-        var parts = [creq.method, key.url]
+        // Limits are part of the identity: a waiter must not inherit another request's timeout or body limit.
+        var parts = [creq.method, key.url, "timeout:\(spec.timeoutMs ?? 0)", "max_bytes:\(spec.maxBytes)"]
         for (name, value) in spec.headers.sorted(by: { ($0.0.lowercased(), $0.1) < ($1.0.lowercased(), $1.1) }) {
             parts.append(name.lowercased() + ":" + value)
         }

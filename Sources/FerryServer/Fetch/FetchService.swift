@@ -65,7 +65,10 @@ final class FetchService {
         revalidating.insert(found.storageKey)
         stats.backgroundRevalidations += 1
         var headers = HTTPFields(spec.headers)
-        for name in ["if-none-match", "if-modified-since"] { headers.removeAll(name) }
+        // Only our validators: the client's own conditions and ranges were for its request, not for the refresh.
+        for name in ["if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range", "range"] {
+            headers.removeAll(name)
+        }
         headers = headers.appending(contentsOf: conditionalHeaders(for: found.response))
         let outgoing = Transfer.Request(url: request.url, method: "GET", headers: headers.pairs, body: [],
                                         timeoutMs: 60_000, maxBytes: spec.maxBytes)

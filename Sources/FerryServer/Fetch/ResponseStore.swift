@@ -7,8 +7,10 @@ import FerryStore
 /// the memory and disk budgets, survive restarts, and large bodies become content-addressed blob files.
 ///
 /// Layout per primary key (`GET <normalised url>`): a response without `Vary` is stored right there; a response
-/// with `Vary` leaves a marker there holding the `Vary` value, and the variant itself under
-/// `<primary key> NUL <variant key>`, so several variants of one URL live side by side.
+/// with `Vary` leaves a marker there holding the `Vary` value and a random generation, and the variant itself under
+/// `<primary key> NUL <generation> NUL <variant key>`, so several variants of one URL live side by side. Deleting or
+/// replacing the marker (an invalidation, a response without `Vary`) makes every variant of the old generation
+/// unreachable at once; they age out of the store's LRU.
 ///
 /// ```swift
 /// responses.lookup(request) { found in ... }           // found: (StoredResponse, body)?
@@ -35,9 +37,9 @@ final class ResponseStore {
             switch record {
             case .response(let response, let body)?:
                 done(Found(response: response, body: body, storageKey: primary))
-            case .varyMarker(let vary)?:
+            case .varyMarker(let vary, let generation)?:
                 guard let variant = variantKey(forVary: vary, request: request.headers) else { return done(nil) }
-                let variantKey = primary + "\u{0}" + variant
+                let variantKey = ResponseStore.variantStorageKey(primary, generation, variant)
                 get(variantKey) { record in
                     guard case .response(let response, let body)? = record else { return done(nil) }
                     done(Found(response: response, body: body, storageKey: variantKey))
@@ -54,8 +56,17 @@ final class ResponseStore {
         let primary = key.description
         let vary = response.headers.combined("vary")
         if let vary, !vary.trimmingWhitespace().isEmpty {
-            put(primary, StoredRecord.encodeVaryMarker(vary))
-            put(primary + "\u{0}" + (response.varyKey ?? ""), StoredRecord.encode(response, body: body))
+            // Join the variants already stored under the same Vary; anything else starts a new generation.
+            let record = StoredRecord.encode(response, body: body)
+            get(primary) { [self] existing in
+                var generation = UInt64.random(in: 1...UInt64.max)
+                if case .varyMarker(let old, let g)? = existing, varyFieldNames(old) == varyFieldNames(vary) {
+                    generation = g
+                } else {
+                    put(primary, StoredRecord.encodeVaryMarker(vary, generation: generation))
+                }
+                put(ResponseStore.variantStorageKey(primary, generation, response.varyKey ?? ""), record)
+            }
         } else {
             put(primary, StoredRecord.encode(response, body: body))
         }
@@ -75,6 +86,10 @@ final class ResponseStore {
         }
     }
 
+    static func variantStorageKey(_ primary: String, _ generation: UInt64, _ variant: String) -> String {
+        primary + "\u{0}" + String(generation, radix: 16) + "\u{0}" + variant
+    }
+
     private func get(_ key: String, _ done: @escaping (StoredRecord?) -> Void) {
         store.get(CacheKey(trusted: ResponseStore.namespace, key), now: WallClock.nowMs()) { result in
             guard case .success(let found?) = result else { return done(nil) }
@@ -90,10 +105,10 @@ final class ResponseStore {
 
 /// The byte format of a stored record: `[u8 kind]` then, for a response, `[u16 status][i64 request time]
 /// [i64 response time][str vary key][u32 header count]([str name][str value])*[body]`, for a vary marker
-/// `[str vary]`; `str` = `[u32 length][UTF-8]`.
+/// `[str vary][u64 generation]`; `str` = `[u32 length][UTF-8]`.
 enum StoredRecord {
     case response(StoredResponse, [UInt8])
-    case varyMarker(String)
+    case varyMarker(String, generation: UInt64)
 
     static func encode(_ r: StoredResponse, body: [UInt8]) -> [UInt8] {
         var out: [UInt8] = [1]
@@ -110,9 +125,10 @@ enum StoredRecord {
         return out
     }
 
-    static func encodeVaryMarker(_ vary: String) -> [UInt8] {
+    static func encodeVaryMarker(_ vary: String, generation: UInt64) -> [UInt8] {
         var out: [UInt8] = [2]
         putString(vary, &out)
+        put(generation, 8, &out)
         return out
     }
 
@@ -145,7 +161,8 @@ enum StoredRecord {
                                           bodySize: body.count)
             return .response(response, body)
         case 2:
-            return string().map { .varyMarker($0) }
+            guard let vary = string(), let generation = take(8) else { return nil }
+            return .varyMarker(vary, generation: generation)
         default:
             return nil
         }

@@ -87,6 +87,10 @@ final class Transfer {
         }
         if let ms = request.timeoutMs { ferry_easy_long(easy, CURLOPT_TIMEOUT_MS, max(1, ms)) }
         ferry_easy_long(easy, CURLOPT_CONNECTTIMEOUT_MS, 30_000)
+        // An origin that accepted the connection and then sends nothing would hold the transfer (and its waiters'
+        // slots) forever: less than one byte a second for a minute ends it as a timeout.
+        ferry_easy_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
+        ferry_easy_long(easy, CURLOPT_LOW_SPEED_TIME, 60)
         // Refuse early when the origin announces a body over the limit; the write callback enforces it otherwise.
         ferry_easy_off(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(request.maxBytes))
         ferry_easy_ptr(easy, CURLOPT_WRITEDATA, me)

@@ -56,13 +56,17 @@ actor ImageLoader {
 
     /// The image, from memory, or through one shared download.
     func load(_ request: ImageRequest, subscriber: ImageSubscriber) async throws(ImageError) -> LoadedImage {
-        let key = request.key
-        if request.cache.readsMemory, let image = memory.image(for: key, nowMs: WallClock.nowMs()) {
+        // Cancelled before it got here (the client's cancel raced this call): never subscribe.
+        if Task.isCancelled {
+            stats.cancelled += 1
+            throw .cancelled
+        }
+        if request.cache.readsMemory, let image = memory.image(for: request.key, nowMs: WallClock.nowMs()) {
             stats.memoryHits += 1
             return LoadedImage(bytes: image.bytes, info: image.info, source: "memory", url: image.url)
         }
         let outcome: Result<LoadedImage, ImageError> = await withCheckedContinuation { continuation in
-            subscribe(request, key: key, subscriber: subscriber, continuation)
+            subscribe(request, key: request.downloadKey, subscriber: subscriber, continuation)
         }
         return try outcome.get()
     }
@@ -84,8 +88,8 @@ actor ImageLoader {
     func prefetch(_ requests: [ImageRequest]) -> Int {
         var queued = 0
         for request in requests {
-            let key = request.key
-            if inFlight[key] != nil || memory.image(for: key, nowMs: WallClock.nowMs()) != nil { continue }
+            let key = request.downloadKey
+            if inFlight[key] != nil || memory.image(for: request.key, nowMs: WallClock.nowMs()) != nil { continue }
             let download = Download(request: request, key: key, isPrefetch: true)
             inFlight[key] = download
             queue.append(download)
@@ -175,8 +179,8 @@ actor ImageLoader {
         case .success(let (image, fetched)):
             stats.bytesDownloaded += UInt64(image.bytes.count)
             // Stored before the in-flight entry goes, so a request arriving now finds one or the other.
-            if fetched.mayKeep {
-                if memory.insert(image, for: download.key) == .oversized { stats.oversized += 1 }
+            if fetched.mayKeep && download.request.cache.storesResponses {
+                if memory.insert(image, for: download.request.key) == .oversized { stats.oversized += 1 }
             }
             if current { inFlight[download.key] = nil }
             if fetched.source == "disk" { stats.diskHits += 1 }

@@ -9,8 +9,12 @@ struct ImageRequest: Sendable {
     var cache: FetchCacheMode = .default
     var timeoutMs: Int?
 
-    /// In-flight and memory key: the normalised URL (plus the headers, when any).
+    /// Memory key: the normalised URL (plus the headers, when any).
     var key: String { ImageKey.make(url: CacheKeyURL.normalize(url) ?? url, headers: headers.map { ($0.name, $0.value) }) }
+
+    /// In-flight key: requests share a download only if they would make the same fetch — same cache mode (a reload
+    /// must not get a default request's cached answer) and same time limit.
+    var downloadKey: String { key + "\n#\(cache.rawValue) \(timeoutMs ?? 0)" }
 }
 
 struct HTTPHeaderPair: Sendable, Equatable {
@@ -31,7 +35,8 @@ struct FetchedImage: Sendable {
     var source: String
     /// Until when the memory tier may serve it without asking (from the response's freshness).
     var freshUntilMs: Int64
-    /// False for `no-store` (and `no-cache`, which allows no reuse without asking): not kept in memory either.
+    /// False for `no-store`, `private` (this memory tier is shared by every client) and `no-cache` (no reuse without
+    /// asking): not kept in memory either.
     var mayKeep: Bool
 }
 

@@ -11,6 +11,8 @@ final class LoopImageFetcher: ImageFetching, @unchecked Sendable {
     /// Touched on the loop thread only.
     private unowned(unsafe) let service: FetchService
 
+    static let defaultTimeoutMs = 60_000
+
     init(service: FetchService, post: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) {
         self.service = service
         self.post = post
@@ -34,7 +36,8 @@ final class LoopImageFetcher: ImageFetching, @unchecked Sendable {
         guard handle.begin() else { return }
         var args: JSONObject = ["url": .string(request.url), "cache": .string(request.cache.rawValue), "max_bytes": .int(Int64(maxBytes))]
         if !request.headers.isEmpty { args["headers"] = .array(request.headers.map { .array([.string($0.name), .string($0.value)]) }) }
-        if let t = request.timeoutMs { args["timeout_ms"] = .int(Int64(t)) }
+        // Nobody may be waiting on a prefetch: every image download has a deadline of its own.
+        args["timeout_ms"] = .int(Int64(request.timeoutMs ?? LoopImageFetcher.defaultTimeoutMs))
         switch FetchSpec.parse(args, body: [], maxBytesLimit: max(maxBytes, service.config.maxBytesLimit)) {
         case .failure(let failure):
             handle.resume(.failure(.fetch(failure.wireError)))
@@ -66,7 +69,7 @@ final class LoopImageFetcher: ImageFetching, @unchecked Sendable {
             let remaining = freshnessLifetime(response: stored) - (ageValue(headers) ?? 0)
             let source = ["hit", "stale", "revalidated"].contains(cacheStatus) ? "disk" : "network"
             return .success(FetchedImage(body: body, url: url, source: source, freshUntilMs: now + max(0, remaining) * 1000,
-                                         mayKeep: !cc.noStore && !cc.noCache && remaining > 0))
+                                         mayKeep: !cc.noStore && !cc.noCache && !cc.isPrivate && remaining > 0))
         }
     }
 }

@@ -25,8 +25,7 @@ final class ImageGetOperation: OperationHandler {
         let subscriber = ImageSubscriber(id: nextSubscriber)
         nextSubscriber += 1
         let post = server.post, bound = LoopBound(value: request)
-        request.onCancel = { Task { await loader.cancel(subscriber) } }
-        Task {
+        let task = Task {
             do throws(ImageError) {
                 let image = try await loader.load(imageRequest, subscriber: subscriber)
                 post {
@@ -37,6 +36,11 @@ final class ImageGetOperation: OperationHandler {
             } catch {
                 post { bound.value.fail(error.wireError) }
             }
+        }
+        // Both: the task's cancellation stops a load that has not subscribed yet, the loader's cancel a waiting one.
+        request.onCancel = {
+            task.cancel()
+            Task { await loader.cancel(subscriber) }
         }
     }
 }
