@@ -143,7 +143,7 @@ public final class CacheStore: @unchecked Sendable {
             // Not readable until acknowledged: a get in the meantime goes to the worker, behind this record.
             dropFromMemory(key)
             journal.add(key, entry)
-            journalAcks.append((done, key, mutations.begin(key, mutates: true)))
+            journalAcks.append((done, key, mutations.beginShort(key)))
             uncountedJournalBytes += cost
             if !batchesSubmissions { flushSubmissions() }
             return

@@ -247,6 +247,40 @@ func tempDir() -> String {
     }
 }
 
+@Suite struct MutationTrackerTests {
+    @Test func laterMutationsMakeEarlierTicketsStale() throws {
+        var t = MutationTracker()
+        let k = try CacheKey(key: "k"), other = try CacheKey(key: "other")
+        // A disk read, then a set of the key: the read's answer is stale, the set is current.
+        let read = t.begin(k, mutates: false)
+        let set = t.beginShort(k)
+        let readCurrent = t.end(k, read), setCurrent = t.end(k, set)
+        #expect(!readCurrent && setCurrent)
+        #expect(t.keysInFlight == 0, "entries go when their key has nothing in flight")
+        // A journaled set, then a delete: the set is stale when it is acknowledged.
+        let quick = t.beginShort(k)
+        let delete = t.begin(k, mutates: true)
+        let quickCurrent = t.end(k, quick), deleteCurrent = t.end(k, delete)
+        #expect(!quickCurrent && deleteCurrent)
+        // Two sets of the key in one iteration: each is current (the later one lands last).
+        let a = t.beginShort(k), b = t.beginShort(k)
+        let aCurrent = t.end(k, a), bCurrent = t.end(k, b)
+        #expect(aCurrent && bCurrent)
+        // Work on another key does not matter; a clear of the namespace does.
+        let mine = t.beginShort(k)
+        let theirs = t.begin(other, mutates: true)
+        let mineCurrent = t.end(k, mine), theirsCurrent = t.end(other, theirs)
+        #expect(mineCurrent && theirsCurrent)
+        let beforeClear = t.begin(k, mutates: false)
+        t.cleared(CacheKey.defaultNamespace)
+        let beforeCurrent = t.end(k, beforeClear)
+        #expect(!beforeCurrent)
+        let afterClear = t.beginShort(k)
+        let afterCurrent = t.end(k, afterClear)
+        #expect(afterCurrent)
+    }
+}
+
 @Suite struct LateCompletionTests {
     @Test func aSetAcknowledgedAfterADeleteWasQueuedDoesNotComeBackInMemory() throws {
         let dir = tempDir()
