@@ -73,6 +73,18 @@ public final class MemoryLRU<Key: Hashable, Value> {
     public func set(_ key: Key, _ value: Value, cost: Int) -> [(key: Key, value: Value)] {
         precondition(cost >= 0)
         var evicted: [(key: Key, value: Value)] = []
+        // Replacing a present key in place costs one lookup (a remove and an insert would cost three).
+        if cost <= budget, let i = index[key] {
+            usedBytes += cost - costs[i]
+            values[i] = value
+            costs[i] = cost
+            moveToFront(i)
+            while usedBytes > budget, tail >= 0, tail != i {
+                let victim = keys[tail]!
+                if let v = remove(victim) { evicted.append((victim, v)) }
+            }
+            return evicted
+        }
         remove(key)
         if cost > budget {
             evicted.append((key, value))

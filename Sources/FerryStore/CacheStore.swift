@@ -49,8 +49,8 @@ public final class CacheStore: @unchecked Sendable {
     /// One per record buffered in `journal`: runs once the record is written (or failed).
     private var journalAcks: [(done: (Result<Bool, StoreError>) -> Void, key: CacheKey, ticket: MutationTracker.Ticket)] = []
     /// Sets whose records were written (or failed to be), waiting to be acknowledged by `writeJournal`.
-    private var writtenSets: [(record: JournalRecord?, done: (Result<Bool, StoreError>) -> Void, failure: StoreError?,
-                               key: CacheKey, ticket: MutationTracker.Ticket)] = []
+    private var writtenSets: [(done: (Result<Bool, StoreError>) -> Void, failure: StoreError?, key: CacheKey,
+                               ticket: MutationTracker.Ticket)] = []
     /// Disk-tier bytes of journaled sets the worker has not counted yet (its totals arrive with each batch).
     private var uncountedJournalBytes = 0
     /// Written journal records the worker has not been given yet (see `handOffJournaled`), and their disk cost.
@@ -140,10 +140,12 @@ public final class CacheStore: @unchecked Sendable {
         // `if_absent` need the index, so those sets go to the worker.)
         if !ifAbsent && value.count <= config.inlineThreshold
             && counters.diskBytes + uncountedJournalBytes + cost <= config.diskBudget {
-            // Not readable until acknowledged: a get in the meantime goes to the worker, behind this record.
-            dropFromMemory(key)
+            // Visible at once, as in Redis: a get later in this iteration (a pipelined set then get) sees the new
+            // value. Acknowledged at the end of the iteration, once the record is written; if that write fails, the
+            // value leaves the memory tier again (unless something newer replaced it meanwhile).
             journal.add(key, entry)
             journalAcks.append((done, key, mutations.beginShort(key)))
+            remember(key, entry)
             uncountedJournalBytes += cost
             if !batchesSubmissions { flushSubmissions() }
             return
@@ -254,12 +256,12 @@ public final class CacheStore: @unchecked Sendable {
         writtenSets.removeAll(keepingCapacity: true)
         for set in settled {
             let current = mutations.end(set.key, set.ticket)
-            if let record = set.record {
-                counters.sets += 1
-                if current { remember(record.key, record.entry) }
-                set.done(.success(true))
+            if let failure = set.failure {
+                if current { dropFromMemory(set.key) }
+                set.done(.failure(failure))
             } else {
-                set.done(.failure(set.failure ?? .io("journal write failed")))
+                counters.sets += 1
+                set.done(.success(true))
             }
         }
         if unhandedRecords.count >= CacheStore.handOffRecords || unhandedCost >= CacheStore.handOffBytes { handOffJournaled() }
@@ -277,10 +279,10 @@ public final class CacheStore: @unchecked Sendable {
             let records = try journal.write()
             unhandedRecords += records
             unhandedCost += cost
-            for (record, ack) in zip(records, acks) { writtenSets.append((record, ack.done, nil, ack.key, ack.ticket)) }
+            for ack in acks { writtenSets.append((ack.done, nil, ack.key, ack.ticket)) }
         } catch {
             uncountedJournalBytes -= cost
-            for ack in acks { writtenSets.append((nil, ack.done, error, ack.key, ack.ticket)) }
+            for ack in acks { writtenSets.append((ack.done, error, ack.key, ack.ticket)) }
         }
     }
 
