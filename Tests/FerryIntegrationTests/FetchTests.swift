@@ -104,6 +104,28 @@ extension IntegrationTests {
             #expect(await Self.code { _ = try await s.client.fetch(FetchRequest(s.origin.url("/r?body=never-stored"))) } == "unavailable")
         }
 
+        @Test func concurrentRevalidationsShareOneConditionalRequest() async throws {
+            let s = try await Setup()
+            defer { s.stop() }
+            let url = s.origin.url("/r?cc=max-age%3D0&etag=%22v%22&delay_ms=400&body=validated")
+            #expect(try await s.client.fetch(FetchRequest(url)).cacheStatus == "miss")
+            let socket = s.daemon.socket
+            let statuses = try await withThrowingTaskGroup(of: String.self) { group in
+                for _ in 0..<10 {
+                    group.addTask {
+                        let c = try await FerryClient.connect(path: socket)
+                        defer { c.close() }
+                        let r = try await c.fetch(FetchRequest(url))
+                        #expect(r.status == 200 && r.text == "validated")
+                        return r.cacheStatus
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(statuses.allSatisfy { $0 == "revalidated" }, "\(statuses)")
+            #expect(try s.origin.count(path: "/r") == 2, "one conditional request for the ten")
+        }
+
         @Test func variantsFollowVary() async throws {
             let s = try await Setup()
             defer { s.stop() }

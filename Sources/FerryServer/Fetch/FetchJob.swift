@@ -79,6 +79,8 @@ final class FetchJob {
             // Someone else's response is ours only if the cache could have stored it for our request and would now
             // serve it to us without asking the origin (RFC 9111 §4: collapsed requests get reusable responses).
             let headers = HTTPFields(response.headers)
+            // A 304 answers every waiter of a validation alike: they sent the same validators for the same entry.
+            if response.status == 304 && conditional != nil { return true }
             guard storageVerdict(request: creq, status: response.status, responseHeaders: headers).isStorable else { return false }
             let stored = StoredResponse(storing: response.status, headers: headers, for: creq, requestTime: response.requestTime,
                                         responseTime: response.responseTime, bodySize: response.body.count)
@@ -131,8 +133,10 @@ final class FetchJob {
                 service.stats.stale += 1
                 return serveStored(stored, age: currentAge(stored: stored.response, now: now), cacheStatus: "stale")
             }
-            // Only the transfer's own waiter feeds the cache: a shared response is stored once.
-            let refreshed = shared ? nil : service.absorb(response, for: creq, stored: stored, validating: validating)
+            // Only the transfer's own waiter feeds the cache (a shared response is stored once); a shared 304
+            // refreshes each waiter's stored response, which is how it gets served.
+            let refreshed = shared && response.status != 304
+                ? nil : service.absorb(response, for: creq, stored: stored, validating: validating)
             if let refreshed {
                 service.stats.revalidated += 1
                 return serveStored(refreshed, age: currentAge(stored: refreshed.response, now: now), cacheStatus: "revalidated")
