@@ -9,7 +9,7 @@
 # Servers (ferryd, nginx, rawpingpong, the test origin) run on CPU 0, clients on CPU 1; every process started here
 # is stopped by PID on exit. nginx, wrk and hyperfine are installed with apt-get when missing (as root).
 #
-# Environment: BUILD_DIR (.build), SKIP_BUILD (0), SWIFT_FLAGS, BENCH_SECONDS (3), REPEATS (3), OUT_DIR (bench-results),
+# Environment: BUILD_DIR (.build), SKIP_BUILD (0), SWIFT_FLAGS, BENCH_SECONDS (3, whole seconds: wrk -d), REPEATS (3), OUT_DIR (bench-results),
 # CC (cc).
 set -euo pipefail
 
@@ -21,38 +21,9 @@ REPEATS=${REPEATS:-3}
 OUT_DIR=${OUT_DIR:-bench-results}
 CC=${CC:-cc}
 
-TMP=$(mktemp -d /tmp/ferry-fetch.XXXXXX)
-PIDS=()
-cleanup() {
-    local pid
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-log() { printf '== %s\n' "$*" >&2; }
-start_bg() {
-    "$@" &
-    STARTED_PID=$!
-    PIDS+=("$STARTED_PID")
-}
-wait_for() {
-    local what=$1 k
-    shift
-    for ((k = 0; k < 200; k++)); do
-        if "$@" >/dev/null 2>&1; then return 0; fi
-        sleep 0.05
-    done
-    echo "$what did not come up" >&2
-    exit 1
-}
-
-build_flags=(-c release)
-read -ra extra_flags <<<"${SWIFT_FLAGS:-}"
-build_flags+=("${extra_flags[@]}")
-[[ $BUILD_DIR != .build ]] && build_flags+=(--scratch-path "$BUILD_DIR")
-[[ $SKIP_BUILD == 1 ]] || swift build "${build_flags[@]}" >&2
-BIN=$(swift build "${build_flags[@]}" --show-bin-path)
+source bench/lib.sh
+bench_tmp ferry-fetch
+bench_binaries
 "$CC" -O2 -o "$TMP/rawpingpong" bench/rawpingpong.c
 
 need=()
@@ -68,8 +39,7 @@ if [[ ${#need[@]} -gt 0 ]]; then
         || { cat "$TMP/apt.log" >&2; exit 1; }
 fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-SERVER_CPU=(taskset -c 0)
-CLIENT_CPU=(taskset -c 1)
+bench_pinning
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # ---- the files and nginx ---------------------------------------------------------------------------------------

@@ -26,16 +26,8 @@ for exe in ferryd ferry-bench; do
     [[ -x $BIN/$exe ]] || { echo "missing $BIN/$exe: swift build -c release${BUILD_DIR:+ --scratch-path $BUILD_DIR}" >&2; exit 1; }
 done
 
-TMP=$(mktemp -d /tmp/ferry-prof.XXXXXX)
-PIDS=()
-cleanup() {
-    local pid
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-log() { printf '== %s\n' "$*" >&2; }
+source bench/lib.sh
+bench_tmp ferry-prof
 
 if [[ -z ${PROFILER:-} ]]; then
     if ! perf --version >/dev/null 2>&1 && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then

@@ -39,72 +39,16 @@ REDIS=${REDIS:-auto}
 CC=${CC:-cc}
 OUT_DIR=${OUT_DIR:-bench-results}
 
-# A short private directory: Unix socket paths must stay under 108 bytes.
-TMP=$(mktemp -d /tmp/ferry-bench.XXXXXX)
-PIDS=()
-cleanup() {
-    local pid
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-log() { printf '== %s\n' "$*" >&2; }
+source bench/lib.sh
+bench_tmp ferry-bench
 
 # ---- build ---------------------------------------------------------------------------------------------------
-build_flags=(-c release)
-read -ra extra_flags <<<"${SWIFT_FLAGS:-}"
-build_flags+=("${extra_flags[@]}")
-[[ $BUILD_DIR != .build ]] && build_flags+=(--scratch-path "$BUILD_DIR")
-if [[ $SKIP_BUILD != 1 ]]; then
-    log "swift build ${build_flags[*]}"
-    swift build "${build_flags[@]}" >&2
-fi
-BIN=$(swift build "${build_flags[@]}" --show-bin-path)
-for exe in ferryd ferry ferry-bench; do
-    [[ -x $BIN/$exe ]] || { echo "missing $BIN/$exe (build failed, or SKIP_BUILD=1 without a build)" >&2; exit 1; }
-done
+bench_binaries
 log "$CC -O2 bench/rawpingpong.c"
 "$CC" -O2 -o "$TMP/rawpingpong" bench/rawpingpong.c
 
 # ---- pinning: servers on CPU 0, clients on CPU 1, so neither steals the other's core -------------------------
-if command -v taskset >/dev/null 2>&1 && [[ $(nproc) -ge 2 ]] && taskset -c 0,1 true 2>/dev/null; then
-    SERVER_CPU=(taskset -c 0)
-    CLIENT_CPU=(taskset -c 1)
-    PINNING="servers on CPU 0, clients on CPU 1 (taskset)"
-else
-    SERVER_CPU=()
-    CLIENT_CPU=()
-    PINNING="none (taskset unavailable or fewer than 2 CPUs)"
-fi
-
-# Runs "$@" in the background, remembers its PID for cleanup; sets STARTED_PID.
-start_bg() {
-    "$@" &
-    STARTED_PID=$!
-    PIDS+=("$STARTED_PID")
-}
-
-# stop_bg PID: stops one process started with start_bg (SIGTERM, then waits for it) and forgets it.
-stop_bg() {
-    local pid=$1 keep=() p
-    kill "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-    for p in "${PIDS[@]}"; do [[ $p == "$pid" ]] || keep+=("$p"); done
-    PIDS=("${keep[@]}")
-}
-
-wait_for() {  # wait_for DESCRIPTION COMMAND...: retry for up to 10 s
-    local what=$1 k
-    shift
-    for ((k = 0; k < 200; k++)); do
-        if "$@" >/dev/null 2>&1; then return 0; fi
-        sleep 0.05
-    done
-    echo "$what did not come up" >&2
-    exit 1
-}
+bench_pinning
 
 # ---- machine -------------------------------------------------------------------------------------------------
 CPU_MODEL=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo unknown)
