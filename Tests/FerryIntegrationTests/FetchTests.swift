@@ -126,6 +126,52 @@ extension IntegrationTests {
             #expect(try s.origin.count(path: "/r") == 2, "one conditional request for the ten")
         }
 
+        @Test func requestDirectivesAndResponseRulesAgainstTheOriginsCounter() async throws {
+            let s = try await Setup()
+            defer { s.stop() }
+            func enc(_ v: String) -> String { v.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? v }
+            func httpDate(_ secondsFromNow: Double) -> String {
+                let f = DateFormatter()
+                f.locale = Locale(identifier: "en_US_POSIX")
+                f.timeZone = TimeZone(identifier: "GMT")
+                f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+                return f.string(from: Date().addingTimeInterval(secondsFromNow))
+            }
+            /// Two fetches of a fresh URL (the second with `second` headers): the second's cache status and the
+            /// origin's count for that URL.
+            var n = 0
+            func twice(_ query: String, second: [HTTPHeader] = [], method: String = "GET") async throws -> (String, Int) {
+                n += 1
+                let path = "/r?\(query)&t=\(n)"
+                _ = try await s.get(path)
+                var r = FetchRequest(s.origin.url(path), method: method, headers: second)
+                r.cache = nil
+                let status = try await s.client.fetch(r).cacheStatus
+                return (status, try s.origin.countExact(path))
+            }
+            let etag = "cc=max-age%3D600&etag=%22v%22"
+            #expect(try await twice(etag, second: [HTTPHeader("Cache-Control", "no-cache")]) == ("revalidated", 2))
+            #expect(try await twice(etag, second: [HTTPHeader("Pragma", "no-cache")]) == ("revalidated", 2))
+            #expect(try await twice(etag, second: [HTTPHeader("Cache-Control", "max-age=0")]) == ("revalidated", 2))
+            #expect(try await twice(etag, second: [HTTPHeader("Cache-Control", "max-stale=60")]) == ("hit", 1))
+            #expect(try await twice("cc=private%2Cmax-age%3D600") == ("miss", 2), "private: never in a shared cache")
+            #expect(try await twice("expires=" + enc(httpDate(3600))) == ("hit", 1), "Expires in the future")
+            #expect(try await twice("expires=0") == ("miss", 2), "an invalid Expires means already stale")
+            #expect(try await twice("lm=" + enc(httpDate(-10 * 86400))) == ("hit", 1), "heuristic: 10% of the Last-Modified age")
+            #expect(try await twice("cc=max-age%3D600&vary=%2A") == ("miss", 2), "Vary: * is never served from the cache")
+            #expect(try await twice("cc=max-age%3D600", method: "HEAD") == ("hit", 1), "HEAD is answered from a stored GET")
+            let unseen = try await s.client.fetch(FetchRequest(s.origin.url("/r?never=1"),
+                                                              headers: [HTTPHeader("Cache-Control", "only-if-cached")]))
+            #expect(unseen.status == 504)
+            // A POST whose response names another URL of the origin in Location invalidates that one too.
+            _ = try await s.get("/r?cc=max-age%3D600&body=target")
+            #expect(try await s.get("/r?cc=max-age%3D600&body=target").cacheStatus == "hit")
+            var post = FetchRequest(s.origin.url("/echo?status=201&location=" + enc("/r?cc=max-age%3D600&body=target")), method: "POST", body: [1])
+            post.cache = .noStore
+            #expect(try await s.client.fetch(post).status == 201)
+            #expect(try await s.get("/r?cc=max-age%3D600&body=target").cacheStatus == "miss")
+        }
+
         @Test func variantsFollowVary() async throws {
             let s = try await Setup()
             defer { s.stop() }

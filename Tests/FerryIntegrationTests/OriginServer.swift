@@ -44,15 +44,21 @@ final class OriginServer: @unchecked Sendable {
     func url(_ pathAndQuery: String) -> String { "\(scheme)://127.0.0.1:\(port)\(pathAndQuery)" }
 
     /// How many requests the origin has answered for a path (without query), from its own counter.
-    func count(path: String) throws -> Int {
+    func count(path: String) throws -> Int { try counter("path", path) }
+
+    /// How many requests the origin has answered for exactly this path and query.
+    func countExact(_ pathAndQuery: String) throws -> Int { try counter("url", pathAndQuery) }
+
+    /// `/__count?<parameter>=<value>` of the origin.
+    private func counter(_ parameter: String, _ value: String) throws -> Int {
         let (status, out, _) = try runCommand("/usr/bin/env", ["python3", "-c", """
             import json, sys, urllib.request, urllib.parse, ssl
             ctx = ssl._create_unverified_context()
-            u = "\(scheme)://127.0.0.1:\(port)/__count?path=" + urllib.parse.quote(sys.argv[1], safe="")
+            u = "\(scheme)://127.0.0.1:\(port)/__count?\(parameter)=" + urllib.parse.quote(sys.argv[1], safe="")
             print(json.load(urllib.request.urlopen(u, context=ctx))["count"])
-            """, path])
+            """, value])
         guard status == 0, let n = Int(out.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            throw HarnessError("cannot read the origin's counter for \(path)")
+            throw HarnessError("cannot read the origin's counter for \(value)")
         }
         return n
     }
