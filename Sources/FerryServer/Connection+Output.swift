@@ -5,16 +5,20 @@ import FerryProtocol
 /// backpressure (see `Backpressure`).
 extension Connection {
 
-    func writeResult(id: UInt64, result: JSONObject, body: [UInt8]) {
+    func writeResult(id: UInt64, result: JSONObject, body: [UInt8]) { writeResult(id: id, result: result, body: body[...]) }
+
+    /// The same from a slice (a stored response's body inside its record, without a copy).
+    func writeResult(id: UInt64, result: JSONObject, body: ArraySlice<UInt8>) {
         var result = result
-        var finalBody = body[...]
+        var finalBody = body
+        let base = body.startIndex
         // Room for the final frame's envelope; anything beyond goes ahead as chunk events.
         let room = server.config.limits.maxFrameBytes - ProtocolLimits.headerBytes - 4096
         if body.count > room && room > 0 {
             var offset = 0
             while body.count - offset > room {
                 let end = offset + room
-                appendFrame(body: body[offset..<end]) { out in
+                appendFrame(body: body[(base + offset)..<(base + end)]) { out in
                     Connection.writeEventHead(id: id, name: "chunk", to: &out)
                     JSONWriter.appendASCII(",\"data\":{\"offset\":", to: &out)
                     JSONWriter.writeInt(Int64(offset), to: &out)
@@ -22,7 +26,7 @@ extension Connection {
                 }
                 offset = end
             }
-            finalBody = body[offset...]
+            finalBody = body[(base + offset)...]
             if result["size"] == nil { result["size"] = .int(Int64(body.count)) }
         }
         appendFrame(body: finalBody) { out in

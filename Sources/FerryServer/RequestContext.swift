@@ -55,6 +55,12 @@ public final class RequestContext {
         connection.writeResult(id: id, result: result, body: body)
     }
 
+    /// The same, with the body as a slice of a larger buffer (sent without copying it first).
+    public func succeed(_ result: JSONObject, body: ArraySlice<UInt8>) {
+        guard let connection = end() else { return }
+        connection.writeResult(id: id, result: result, body: body)
+    }
+
     /// Ends the request with an error.
     public func fail(_ error: WireError) {
         guard let connection = end() else { return }

@@ -179,7 +179,7 @@ final class FetchJob {
         service.stats.bytesFromCache += UInt64(found.body.count)
         let creq = cacheRequest
         if clientConditionMatches(request: creq, stored: found.response) {
-            return reply(status: 304, headers: notModifiedHeaders(stored: found.response, age: age), body: [],
+            return reply(status: 304, headers: notModifiedHeaders(stored: found.response, age: age), body: [][...],
                          cache: cacheStatus, age: age, timing: nil)
         }
         reply(status: found.response.status, headers: headersForServing(stored: found.response, age: age),
@@ -187,17 +187,17 @@ final class FetchJob {
     }
 
     private func serveNetwork(_ response: Transfer.Response, cacheStatus: String) {
-        reply(status: response.status, headers: FetchService.decoded(HTTPFields(response.headers)), body: response.body,
+        reply(status: response.status, headers: FetchService.decoded(HTTPFields(response.headers)), body: response.body[...],
               cache: cacheStatus, age: 0, timing: response.timing)
     }
 
     /// RFC 9111 §5.2.1.7: nothing usable stored and the request may not go to the network.
     private func gatewayTimeout() {
         service.stats.misses += 1
-        reply(status: 504, headers: HTTPFields([("Content-Length", "0")]), body: [], cache: "miss", age: 0, timing: nil)
+        reply(status: 504, headers: HTTPFields([("Content-Length", "0")]), body: [][...], cache: "miss", age: 0, timing: nil)
     }
 
-    private func reply(status: Int, headers: HTTPFields, body: [UInt8], cache: String, age: Int64, timing: Transfer.Timing?) {
+    private func reply(status: Int, headers: HTTPFields, body: ArraySlice<UInt8>, cache: String, age: Int64, timing: Transfer.Timing?) {
         var result: JSONObject = [
             "status": .int(Int64(status)),
             "headers": .array(headers.pairs.map { .array([.string($0.0), .string($0.1)]) }),
@@ -215,10 +215,10 @@ final class FetchJob {
             t["transfer_ms"] = .double(timing.totalMs)
         }
         result["timing"] = .object(t)
-        finish(.success((result, spec.method == "HEAD" ? [] : body)))
+        finish(.success((result, spec.method == "HEAD" ? [][...] : body)))
     }
 
-    private func finish(_ outcome: Result<(JSONObject, [UInt8]), FetchFailure>) {
+    private func finish(_ outcome: Result<(JSONObject, ArraySlice<UInt8>), FetchFailure>) {
         guard !finished else { return }
         finished = true
         switch outcome {

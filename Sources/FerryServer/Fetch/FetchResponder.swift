@@ -6,7 +6,7 @@ protocol FetchResponder: AnyObject {
     /// Set by the job; called when the responder goes away (cancel, deadline, disconnect).
     var onCancel: (() -> Void)? { get set }
     func event(_ name: String, data: JSONObject, body: [UInt8])
-    func succeed(_ result: JSONObject, body: [UInt8])
+    func succeed(_ result: JSONObject, body: ArraySlice<UInt8>)
     func fail(_ error: WireError)
 }
 
@@ -28,7 +28,7 @@ final class InternalFetch: FetchResponder {
 
     func event(_ name: String, data: JSONObject, body: [UInt8]) {}
 
-    func succeed(_ result: JSONObject, body: [UInt8]) { finish(.success((result, body))) }
+    func succeed(_ result: JSONObject, body: ArraySlice<UInt8>) { finish(.success((result, Array(body)))) }
 
     func fail(_ error: WireError) { finish(.failure(error)) }
 

@@ -24,7 +24,8 @@ final class ResponseStore {
 
     struct Found {
         var response: StoredResponse
-        var body: [UInt8]
+        /// The body inside the stored record (a slice: not copied out of it).
+        var body: ArraySlice<UInt8>
         /// Where it is stored (for updates after a 304).
         var storageKey: String
     }
@@ -73,7 +74,7 @@ final class ResponseStore {
     }
 
     /// Replaces a stored response's headers and times (after a 304), keeping its body.
-    func update(_ response: StoredResponse, body: [UInt8], storageKey: String) {
+    func update(_ response: StoredResponse, body: ArraySlice<UInt8>, storageKey: String) {
         put(storageKey, StoredRecord.encode(response, body: body))
     }
 
@@ -107,10 +108,12 @@ final class ResponseStore {
 /// [i64 response time][str vary key][u32 header count]([str name][str value])*[body]`, for a vary marker
 /// `[str vary][u64 generation]`; `str` = `[u32 length][UTF-8]`.
 enum StoredRecord {
-    case response(StoredResponse, [UInt8])
+    case response(StoredResponse, ArraySlice<UInt8>)
     case varyMarker(String, generation: UInt64)
 
-    static func encode(_ r: StoredResponse, body: [UInt8]) -> [UInt8] {
+    static func encode(_ r: StoredResponse, body: [UInt8]) -> [UInt8] { encode(r, body: body[...]) }
+
+    static func encode(_ r: StoredResponse, body: ArraySlice<UInt8>) -> [UInt8] {
         var out: [UInt8] = [1]
         put(UInt64(r.status), 2, &out)
         put(UInt64(bitPattern: r.requestTime), 8, &out)
@@ -155,7 +158,7 @@ enum StoredRecord {
                 guard let name = string(), let value = string() else { return nil }
                 pairs.append((name, value))
             }
-            let body = Array(bytes[at...])
+            let body = bytes[at...]
             let response = StoredResponse(status: Int(status), headers: HTTPFields(pairs), requestTime: Int64(bitPattern: requestTime),
                                           responseTime: Int64(bitPattern: responseTime), varyKey: varyKey.isEmpty ? nil : varyKey,
                                           bodySize: body.count)
