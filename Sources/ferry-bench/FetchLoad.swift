@@ -6,8 +6,7 @@ import FerryProtocol
 /// nginx serving the same file; with `--conns 1` and a large body it measures bytes per second through the socket.
 /// Every reply is checked: status 200 and the body size of the first reply.
 func runFetch(socket: String, url: String, budget: Budget, connections: Int) async throws -> BenchResult {
-    var clients: [FerryClient] = []
-    for _ in 0..<connections { clients.append(try await FerryClient.connect(path: socket, clientName: "ferry-bench")) }
+    let clients = try await connectClients(socket: socket, count: connections)
     defer { for c in clients { c.close() } }
     let expected = try await clients[0].fetch(FetchRequest(url))
     guard expected.status == 200 else { throw BenchError("\(url) answered \(expected.status)") }
@@ -47,8 +46,7 @@ func runFetch(socket: String, url: String, budget: Budget, connections: Int) asy
 /// `fetch-storm`: `--conns` clients connect, then all fetch `--url` at the same moment, once. The script reads the
 /// origin's request counter afterwards: with a cold, cacheable URL it should have seen one request.
 func runFetchStorm(socket: String, url: String, connections: Int) async throws -> BenchResult {
-    var clients: [FerryClient] = []
-    for _ in 0..<connections { clients.append(try await FerryClient.connect(path: socket, clientName: "ferry-bench")) }
+    let clients = try await connectClients(socket: socket, count: connections)
     defer { for c in clients { c.close() } }
     let start = monoNanos()
     let (latencies, statuses) = try await withThrowingTaskGroup(of: (UInt64, String).self) { group in
@@ -78,8 +76,7 @@ func runFetchStorm(socket: String, url: String, connections: Int) async throws -
 /// measures disk hits after a restart, or streams many different images through the loader. Every reply is checked
 /// against the first one's format and size.
 func runImage(socket: String, url: String, budget: Budget, connections: Int, distinct: Bool) async throws -> BenchResult {
-    var clients: [FerryClient] = []
-    for _ in 0..<connections { clients.append(try await FerryClient.connect(path: socket, clientName: "ferry-bench")) }
+    let clients = try await connectClients(socket: socket, count: connections)
     defer { for c in clients { c.close() } }
     let separator = url.contains("?") ? "&" : "?"
     let counter = Tickets()
@@ -119,4 +116,11 @@ func runImage(socket: String, url: String, budget: Budget, connections: Int, dis
     result.extra = "body_bytes=\(size) mb_per_s=\(decimal(mb, 1)) format=\(first.format) "
         + sources.keys.sorted().map { "source_\($0)=\(sources[$0]!)" }.joined(separator: " ")
     return result
+}
+
+/// `count` separate clients (one connection each), as separate programs would be.
+private func connectClients(socket: String, count: Int) async throws -> [FerryClient] {
+    var clients: [FerryClient] = []
+    for _ in 0..<count { clients.append(try await FerryClient.connect(path: socket, clientName: "ferry-bench")) }
+    return clients
 }

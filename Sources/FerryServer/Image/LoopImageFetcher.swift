@@ -34,18 +34,14 @@ final class LoopImageFetcher: ImageFetching, @unchecked Sendable {
     /// On the loop thread.
     private func start(_ request: ImageRequest, maxBytes: Int, _ handle: FetchHandle) {
         guard handle.begin() else { return }
-        var args: JSONObject = ["url": .string(request.url), "cache": .string(request.cache.rawValue), "max_bytes": .int(Int64(maxBytes))]
-        if !request.headers.isEmpty { args["headers"] = .array(request.headers.map { .array([.string($0.name), .string($0.value)]) }) }
-        // Nobody may be waiting on a prefetch: every image download has a deadline of its own.
-        args["timeout_ms"] = .int(Int64(request.timeoutMs ?? LoopImageFetcher.defaultTimeoutMs))
-        switch FetchSpec.parse(args, body: [], maxBytesLimit: max(maxBytes, service.config.maxBytesLimit)) {
-        case .failure(let failure):
-            handle.resume(.failure(.fetch(failure.wireError)))
-        case .success(let spec):
-            let internalFetch = InternalFetch { outcome in handle.resume(LoopImageFetcher.image(from: outcome)) }
-            handle.fetch = internalFetch
-            FetchJob(responder: internalFetch, service: service, spec: spec).start()
-        }
+        // The request's arguments were checked when it arrived (`ImageArguments`, `image.prefetch`). Nobody may be
+        // waiting on a prefetch: every image download has a deadline of its own.
+        let spec = FetchSpec(url: request.url, method: "GET", headers: request.headers.map { ($0.name, $0.value) }, body: [],
+                             timeoutMs: request.timeoutMs ?? LoopImageFetcher.defaultTimeoutMs, redirect: .follow,
+                             maxRedirects: 10, maxBytes: maxBytes, cacheMode: request.cache, progress: false)
+        let internalFetch = InternalFetch { outcome in handle.resume(LoopImageFetcher.image(from: outcome)) }
+        handle.fetch = internalFetch
+        FetchJob(responder: internalFetch, service: service, spec: spec).start()
     }
 
     /// A fetch reply as an image download: an HTTP error status is an error here, and the response's freshness

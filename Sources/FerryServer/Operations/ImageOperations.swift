@@ -19,7 +19,7 @@ final class ImageGetOperation: OperationHandler {
         }
         let imageRequest: ImageRequest
         switch ImageArguments.request(request.args) {
-        case .failure(let problem): return request.fail(.invalidArgument, problem.message)
+        case .failure(let failure): return request.fail(failure.wireError)
         case .success(let r): imageRequest = r
         }
         let subscriber = ImageSubscriber(id: nextSubscriber)
@@ -88,36 +88,15 @@ final class ImageEvictOperation: OperationHandler {
     }
 }
 
-/// Reading `image.get` arguments; the URL and headers follow `fetch`'s rules.
+/// Reading `image.get` arguments: the ones it shares with `fetch` (url, headers, cache, timeout_ms), checked by
+/// `FetchSpec.parse`, so both operations refuse the same things with the same messages.
 enum ImageArguments {
-    struct Problem: Error {
-        let message: String
-    }
-
-    static func request(_ args: JSONObject) -> Result<ImageRequest, Problem> {
-        guard case .string(let url)? = args["url"] else { return .failure(Problem(message: "\"url\" is required (a string)")) }
-        if let problem = FetchSpec.urlProblem(url) { return .failure(Problem(message: problem)) }
-        var request = ImageRequest(url: url)
-        if let h = args["headers"], h != .null {
-            guard case .array(let items) = h else { return .failure(Problem(message: "\"headers\" must be an array of [name, value] pairs")) }
-            for item in items {
-                guard case .array(let pair) = item, pair.count == 2, case .string(let n) = pair[0], case .string(let v) = pair[1],
-                      FetchSpec.isToken(n), !v.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else {
-                    return .failure(Problem(message: "each header must be a [name, value] pair: a field name and a value without CR, LF or NUL"))
-                }
-                request.headers.append(HTTPHeaderPair(name: n, value: v))
-            }
+    static func request(_ args: JSONObject) -> Result<ImageRequest, FetchFailure> {
+        var shared = JSONObject()
+        for name in ["url", "headers", "cache", "timeout_ms"] { if let v = args[name] { shared[name] = v } }
+        return FetchSpec.parse(shared, body: [], maxBytesLimit: Int.max).map { spec in
+            ImageRequest(url: spec.url, headers: spec.headers.map { HTTPHeaderPair(name: $0.0, value: $0.1) },
+                         cache: spec.cacheMode, timeoutMs: spec.timeoutMs)
         }
-        if let c = args["cache"], c != .null {
-            guard case .string(let s) = c, let mode = FetchCacheMode(rawValue: s) else {
-                return .failure(Problem(message: "\"cache\" must be default, no-store, reload, no-cache, force-cache or only-if-cached"))
-            }
-            request.cache = mode
-        }
-        if let t = args["timeout_ms"], t != .null {
-            guard case .int(let ms) = t, ms >= 1, ms <= 86_400_000 else { return .failure(Problem(message: "\"timeout_ms\" must be an integer from 1 to 86400000")) }
-            request.timeoutMs = Int(ms)
-        }
-        return .success(request)
     }
 }
