@@ -10,7 +10,7 @@ import FerryCache
 /// let writer = try JournalWriter(directory: dir, generation: 1, nextSeq: 1)
 /// writer.add(key, entry)
 /// let written = try writer.write()   // the records now in the file
-/// let sealed = try writer.rotate()   // later: a new file; `sealed` goes to the worker to apply and delete
+/// let sealed = writer.seal()         // later: the next write opens a new file; `sealed` goes to the worker
 /// ```
 final class JournalWriter {
     let directory: String
@@ -54,7 +54,7 @@ final class JournalWriter {
             buffered.removeAll(keepingCapacity: true)
         }
         guard !records.isEmpty else { return [] }
-        if fd < 0 { try openActive() }  // a rotation that could not open the next file: try again
+        if fd < 0 { try openActive() }  // after `seal`, the next write starts the next generation
         var off = 0
         while off < buffer.count {
             let n = buffer.withUnsafeBytes { pwrite(fd, $0.baseAddress! + off, $0.count - off, off_t(fileBytes + off)) }
@@ -68,14 +68,6 @@ final class JournalWriter {
         }
         fileBytes += buffer.count
         return records
-    }
-
-    /// Closes the active file and starts the next generation; returns the sealed file's path. Buffered records
-    /// go to the new file.
-    func rotate() throws(StoreError) -> String {
-        let sealed = seal()
-        try openActive()
-        return sealed
     }
 
     /// Closes the active file (for good at a clean stop) and moves to the next generation, so a later write can

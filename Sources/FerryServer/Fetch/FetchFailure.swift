@@ -18,8 +18,6 @@ enum FetchFailure: Error, Equatable {
     case tooLarge(limit: Int)
     /// A redirect where the request said `redirect: "error"`, or too many of them: `failed_precondition`.
     case redirect(String)
-    /// `cache: "only-if-cached"` and nothing usable is stored: `not_found`.
-    case notCached
     case internalError(String)
 
     static func from(_ code: CURLcode, _ message: String, exceeded: Bool, maxBytes: Int) -> FetchFailure {
@@ -40,7 +38,6 @@ enum FetchFailure: Error, Equatable {
         case .tooLarge(let limit):
             return WireError(.resourceExhausted, "the response body is larger than max_bytes (\(limit))", details: ["max_bytes": .int(Int64(limit))])
         case .redirect(let m): return WireError(.failedPrecondition, m)
-        case .notCached: return WireError(.notFound, "no stored response for this request (cache: only-if-cached)")
         case .internalError(let m): return WireError(.internal, m)
         }
     }
