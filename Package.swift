@@ -22,12 +22,12 @@ let package = Package(
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
-        // Pure Swift, but `rounded()` and friends need libm, which nothing else links here.
         .systemLibrary(
             name: "CSQLite",
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        // Pure Swift, but `rounded()` and friends need libm, which nothing else links here.
         .target(name: "FerryProtocol", linkerSettings: [.linkedLibrary("m")]),
         // Cache policy: LRU with a byte budget, keys, hashing. Pure Swift, tested without sockets or files.
         // Cross-module optimisation: the memory tier (`MemoryLRU<CacheKey, CacheEntry>`) is then specialised where
@@ -40,8 +40,9 @@ let package = Package(
         // The storage engine: SQLite index (WAL) + content-addressed blob files + a disk worker thread.
         .target(name: "FerryStore", dependencies: ["FerryCache", "CSQLite"]),
         .target(name: "FerryArgs", linkerSettings: [.linkedLibrary("m")]),
-        // HTTP caching policy (RFC 9111, shared cache): parsing, freshness, validation, keys. Pure Swift, no C imports.
-        .target(name: "FerryHTTPCache"),
+        // HTTP caching policy (RFC 9111, shared cache): parsing, freshness, validation, keys. Pure Swift, no C imports;
+        // the request cache modes are wire words of FerryProtocol.
+        .target(name: "FerryHTTPCache", dependencies: ["FerryProtocol"]),
         // Image format and pixel size from the bytes (PNG, JPEG, GIF, WebP, BMP, HEIC, AVIF). Pure Swift.
         .target(name: "FerryImageFormat"),
         .target(
@@ -61,7 +62,7 @@ let package = Package(
         .testTarget(name: "FerryProtocolTests", dependencies: ["FerryProtocol"]),
         .testTarget(name: "FerryArgsTests", dependencies: ["FerryArgs"]),
         .testTarget(name: "FerryCacheTests", dependencies: ["FerryCache"]),
-        .testTarget(name: "FerryHTTPCacheTests", dependencies: ["FerryHTTPCache"]),
+        .testTarget(name: "FerryHTTPCacheTests", dependencies: ["FerryHTTPCache", "FerryProtocol"]),
         .testTarget(name: "FerryImageFormatTests", dependencies: ["FerryImageFormat"], resources: [.copy("Fixtures")]),
         .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore", "FerryCache"]),
         .testTarget(name: "FerryServerTests", dependencies: ["FerryServer", "FerryProtocol"]),

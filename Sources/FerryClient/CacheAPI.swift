@@ -33,13 +33,13 @@ extension FerryClient {
         var args = FerryClient.keyArgs(key, namespace)
         if let ttl { args["ttl_ms"] = .int(FerryClient.milliseconds(ttl)) }
         if ifAbsent { args["if_absent"] = true }
-        return try await call("cache.set", args, body: value).result["stored"]?.boolValue ?? false
+        return try await call(.cacheSet, args, body: value).result["stored"]?.boolValue ?? false
     }
 
     /// The value, or nil when the key is absent or expired.
     public func cacheGet(_ key: String, namespace: String? = nil) async throws -> CachedValue? {
         do {
-            let reply = try await call("cache.get", FerryClient.keyArgs(key, namespace))
+            let reply = try await call(.cacheGet, FerryClient.keyArgs(key, namespace))
             return CachedValue(bytes: reply.body, createdAt: reply.result["created_at"]?.intValue ?? 0,
                                expiresAt: reply.result["expires_at"]?.intValue, source: reply.result["source"]?.stringValue)
         } catch let e as FerryError where e.code == .notFound {
@@ -50,7 +50,7 @@ extension FerryClient {
     /// Removes the key; returns whether it existed.
     @discardableResult
     public func cacheDelete(_ key: String, namespace: String? = nil) async throws -> Bool {
-        try await call("cache.delete", FerryClient.keyArgs(key, namespace)).result["deleted"]?.boolValue ?? false
+        try await call(.cacheDelete, FerryClient.keyArgs(key, namespace)).result["deleted"]?.boolValue ?? false
     }
 
     /// Sets a new TTL (`nil`: never expire); returns false when there is no live entry.
@@ -59,7 +59,7 @@ extension FerryClient {
         var args = FerryClient.keyArgs(key, namespace)
         args["ttl_ms"] = ttl.map { .int(FerryClient.milliseconds($0)) } ?? .null
         do {
-            _ = try await call("cache.touch", args)
+            _ = try await call(.cacheTouch, args)
             return true
         } catch let e as FerryError where e.code == .notFound {
             return false
@@ -74,7 +74,7 @@ extension FerryClient {
             var args: JSONObject = ["prefix": .string(prefix), "limit": .int(Int64(pageSize))]
             if let namespace { args["namespace"] = .string(namespace) }
             if let cursor { args["cursor"] = .string(cursor) }
-            let page = try await call("cache.list", args).result
+            let page = try await call(.cacheList, args).result
             for k in page["keys"]?.arrayValue ?? [] {
                 out.append(CachedKey(key: k["key"]?.stringValue ?? "", size: Int(k["size"]?.intValue ?? 0), expiresAt: k["expires_at"]?.intValue))
             }
@@ -88,7 +88,7 @@ extension FerryClient {
     public func cacheClear(namespace: String? = nil) async throws -> Int {
         var args = JSONObject()
         if let namespace { args["namespace"] = .string(namespace) }
-        return Int(try await call("cache.clear", args).result["removed"]?.intValue ?? 0)
+        return Int(try await call(.cacheClear, args).result["removed"]?.intValue ?? 0)
     }
 
     static func keyArgs(_ key: String, _ namespace: String?) -> JSONObject {

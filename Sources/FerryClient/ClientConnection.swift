@@ -88,7 +88,7 @@ final class ClientConnection: Sendable {
             for frame in frames where !frame.withUnsafeBytes({ SocketIO.writeAll(fd, $0) }) { return false }
             return true
         }
-        if !ok { connectionLost(FerryError(.unavailable, "the connection to ferryd at \(path) is closed")) }
+        if !ok { connectionLost(FerryError.connection("the connection to ferryd at \(path) is closed")) }
     }
 
     /// The frames of one request: one when it fits, else the envelope with `"more": true` and the body's first part,
@@ -151,7 +151,7 @@ final class ClientConnection: Sendable {
     }
 
     func close() {
-        connectionLost(FerryError(.unavailable, "the client closed the connection"))
+        connectionLost(FerryError.connection("the client closed the connection"))
     }
 
     /// Fails every waiter and wakes the reader thread. The descriptor itself is closed only in `deinit`: closing it
@@ -175,7 +175,7 @@ final class ClientConnection: Sendable {
 
     private func readLoop() {
         var decoder = FrameDecoder(maxFrameBytes: 65536, maxJSONBytes: 65536)
-        var failure = FerryError(.unavailable, "ferryd closed the connection")
+        var failure = FerryError.connection("ferryd closed the connection")
         reading: while true {
             let space = decoder.buffer.writableSpace(minimum: 64 * 1024)
             let n = recv(fd, space.baseAddress, space.count, 0)
@@ -229,7 +229,7 @@ final class ClientConnection: Sendable {
             switch s.waiters[id] {
             case .call(let c, var chunks)?:
                 // A plain call joins chunk events into the final body and drops other events.
-                if name == "chunk" {
+                if name == EventName.chunk.rawValue {
                     s.waiters[id] = nil
                     chunks.append(contentsOf: body)
                     s.waiters[id] = .call(c, chunks: chunks)

@@ -70,6 +70,22 @@ public final class FerryClient: Sendable {
         try await FerryClient.call(connection, op, args, body: body, timeout: timeout)
     }
 
+    /// The same for an operation of this protocol version, by its typed name.
+    ///
+    /// ```swift
+    /// let reply = try await client.call(.cacheGet, ["key": "token"])
+    /// ```
+    public func call(_ op: OperationName, _ args: JSONObject = JSONObject(), body: [UInt8] = [],
+                     timeout: Duration? = nil) async throws -> FerryReply {
+        try await call(op.rawValue, args, body: body, timeout: timeout)
+    }
+
+    /// The same for an operation of this protocol version, by its typed name.
+    public func stream(_ op: OperationName, _ args: JSONObject = JSONObject(), body: [UInt8] = [],
+                       timeout: Duration? = nil) -> AsyncThrowingStream<FerryStreamItem, any Error> {
+        stream(op.rawValue, args, body: body, timeout: timeout)
+    }
+
     /// Calls an operation and yields its events as they arrive, then the final reply. Cancelling the consuming task
     /// (or dropping the stream) cancels the request.
     public func stream(_ op: String, _ args: JSONObject = JSONObject(), body: [UInt8] = [],
@@ -92,15 +108,15 @@ public final class FerryClient: Sendable {
     public func ping() async throws -> Duration {
         let clock = ContinuousClock()
         let start = clock.now
-        _ = try await call("ping")
+        _ = try await call(.ping)
         return clock.now - start
     }
 
     /// Every operation with its arguments and result fields.
-    public func describe() async throws -> JSONObject { try await call("describe").result }
+    public func describe() async throws -> JSONObject { try await call(.describe).result }
 
     /// The daemon's counters.
-    public func stats() async throws -> JSONObject { try await call("stats").result }
+    public func stats() async throws -> JSONObject { try await call(.stats).result }
 
     /// Closes the connection; calls in flight fail with `unavailable`.
     public func close() { connection.close() }

@@ -2,7 +2,7 @@
 @_exported import FerryProtocol
 
 /// Every failure FerryClient reports: the protocol's error code and message, plus `details` when the server sent
-/// some. Local failures use the same codes: `unavailable` when no daemon answers or the connection drops,
+/// some. Local failures use the same codes: `unavailable` (with `raisedBy == .connection`) when no daemon answers or the connection drops,
 /// `cancelled` when the calling task is cancelled, `deadline_exceeded` when a call's timeout passes. It is the
 /// protocol's own error type (`WireError`), so nothing is lost or renamed between the wire and the caller.
 ///
@@ -11,6 +11,16 @@
 /// catch let e as FerryError where e.code == .unimplemented { print(e.message) }
 /// ```
 public typealias FerryError = WireError
+
+extension FerryError {
+    /// `unavailable`, raised by the client because no daemon answers or the connection broke (`raisedBy`
+    /// `.connection`): what tells a CLI to start a daemon or exit 3, whatever the message says.
+    static func connection(_ message: String) -> FerryError {
+        var error = FerryError(.unavailable, message)
+        error.raisedBy = .connection
+        return error
+    }
+}
 
 /// The final answer to a call: the result object and the reply body (chunks already joined).
 public struct FerryReply: Sendable, Equatable {

@@ -19,11 +19,10 @@ public struct HTTPHeader: Sendable, Equatable {
 /// let res = try await client.fetch(req)
 /// ```
 public struct FetchRequest: Sendable, Equatable {
-    public enum Redirect: String, Sendable { case follow, manual, error }
-    /// The WHATWG fetch cache modes.
-    public enum CacheMode: String, Sendable {
-        case `default`, noStore = "no-store", reload, noCache = "no-cache", forceCache = "force-cache", onlyIfCached = "only-if-cached"
-    }
+    /// The protocol's redirect modes (one enum, in FerryProtocol).
+    public typealias Redirect = RedirectMode
+    /// The WHATWG fetch cache modes (one enum, in FerryProtocol).
+    public typealias CacheMode = FerryProtocol.CacheMode
 
     public var url: String
     public var method: String
@@ -67,8 +66,8 @@ public struct FetchResponse: Sendable, Equatable {
     /// The URL of this response, after `redirects` redirects.
     public var url: String
     public var redirects: Int
-    /// hit, miss, revalidated, stale, coalesced or bypass.
-    public var cacheStatus: String
+    /// How the shared HTTP cache answered; nil for a word this version does not know.
+    public var cacheStatus: CacheStatus?
     public var age: Int
     /// total_ms, and for a network exchange dns_ms, connect_ms, tls_ms, first_byte_ms, transfer_ms.
     public var timing: [String: Double]
@@ -93,7 +92,7 @@ public struct FetchResponse: Sendable, Equatable {
         }
         url = result["url"]?.stringValue ?? ""
         redirects = Int(result["redirects"]?.intValue ?? 0)
-        cacheStatus = result["cache"]?["status"]?.stringValue ?? ""
+        cacheStatus = result["cache"]?["status"]?.stringValue.flatMap(CacheStatus.init(rawValue:))
         age = Int(result["cache"]?["age_s"]?.intValue ?? 0)
         var t: [String: Double] = [:]
         for (k, v) in result["timing"]?.objectValue ?? JSONObject() { if let d = v.doubleValue { t[k] = d } }
@@ -113,7 +112,7 @@ public enum FetchEvent: Sendable, Equatable {
 extension FerryClient {
     /// Makes the request through ferryd and its shared HTTP cache.
     public func fetch(_ request: FetchRequest, deadline: Duration? = nil) async throws -> FetchResponse {
-        let reply = try await call("fetch", request.arguments, body: request.body, timeout: deadline)
+        let reply = try await call(.fetch, request.arguments, body: request.body, timeout: deadline)
         return FetchResponse(result: reply.result, body: reply.body)
     }
 
@@ -122,16 +121,16 @@ extension FerryClient {
     public func fetchStream(_ request: FetchRequest, deadline: Duration? = nil) -> AsyncThrowingStream<FetchEvent, any Error> {
         var args = request.arguments
         args["progress"] = true
-        let upstream = stream("fetch", args, body: request.body, timeout: deadline)
+        let upstream = stream(.fetch, args, body: request.body, timeout: deadline)
         return AsyncThrowingStream { continuation in
             let task = Task {
                 do {
                     for try await item in upstream {
                         switch item {
                         case .event(let name, let data, let body):
-                            if name == "chunk" {
+                            if name == EventName.chunk.rawValue {
                                 continuation.yield(.chunk(body))
-                            } else if name == "progress" {
+                            } else if name == EventName.progress.rawValue {
                                 continuation.yield(.progress(received: Int(data["received"]?.intValue ?? 0),
                                                              total: data["total"]?.intValue.map { Int($0) }))
                             }

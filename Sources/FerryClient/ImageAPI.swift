@@ -7,8 +7,8 @@ public struct FerryImage: Sendable, Equatable {
     public var format: String
     public var width: Int
     public var height: Int
-    /// memory, disk or network.
-    public var source: String
+    /// Where the loader found it; nil for a word this version does not know.
+    public var source: ImageSource?
     /// The URL of the bytes, after redirects.
     public var url: String
 }
@@ -29,22 +29,22 @@ extension FerryClient {
         if !headers.isEmpty { args["headers"] = .array(headers.map { .array([.string($0.name), .string($0.value)]) }) }
         if let cache { args["cache"] = .string(cache.rawValue) }
         if let timeout { args["timeout_ms"] = .int(FerryClient.milliseconds(timeout)) }
-        let reply = try await call("image.get", args)
+        let reply = try await call(.imageGet, args)
         let r = reply.result
         return FerryImage(bytes: reply.body, format: r["format"]?.stringValue ?? "", width: Int(r["width"]?.intValue ?? 0),
-                          height: Int(r["height"]?.intValue ?? 0), source: r["source"]?.stringValue ?? "",
+                          height: Int(r["height"]?.intValue ?? 0), source: r["source"]?.stringValue.flatMap(ImageSource.init(rawValue:)),
                           url: r["url"]?.stringValue ?? url)
     }
 
     /// Queues downloads that warm the daemon's caches; returns how many were queued.
     @discardableResult
     public func prefetchImages(_ urls: [String]) async throws -> Int {
-        Int(try await call("image.prefetch", ["urls": .array(urls.map { .string($0) })]).result["queued"]?.intValue ?? 0)
+        Int(try await call(.imagePrefetch, ["urls": .array(urls.map { .string($0) })]).result["queued"]?.intValue ?? 0)
     }
 
     /// Drops a URL's image from the loader's memory tier.
     @discardableResult
     public func evictImage(_ url: String) async throws -> Bool {
-        try await call("image.evict", ["url": .string(url)]).result["evicted"]?.boolValue ?? false
+        try await call(.imageEvict, ["url": .string(url)]).result["evicted"]?.boolValue ?? false
     }
 }

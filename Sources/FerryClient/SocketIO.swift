@@ -9,7 +9,7 @@ public enum SocketIO {
     public static func connect(path: String) throws(FerryError) -> Int32 {
         if let problem = SocketPath.problem(with: path) { throw FerryError(.invalidArgument, problem) }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw FerryError(.unavailable, "socket(): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw FerryError.connection("socket(): \(String(cString: strerror(errno)))") }
         var addr = sockaddr_un()
         addr.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &addr.sun_path) { p in
@@ -23,7 +23,7 @@ public enum SocketIO {
         if rc != 0 {
             let e = errno
             close(fd)
-            throw FerryError(.unavailable, "no ferryd answers on \(path): \(String(cString: strerror(e)))")
+            throw FerryError.connection("no ferryd answers on \(path): \(String(cString: strerror(e)))")
         }
         return fd
     }

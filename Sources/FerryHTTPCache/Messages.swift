@@ -1,3 +1,5 @@
+import FerryProtocol
+
 /// A request as the cache sees it before it goes to the network.
 ///
 /// ```swift
@@ -12,7 +14,7 @@ public struct CacheRequest: Sendable, Equatable {
     /// The request header fields, e.g. `["Accept": "text/html"]`.
     public var headers: HTTPFields
     /// The Fetch cache mode: `CacheRequest(url: u, mode: .noCache).mode == .noCache`.
-    public var mode: FetchCacheMode
+    public var mode: CacheMode
 
     /// A request.
     ///
@@ -20,7 +22,7 @@ public struct CacheRequest: Sendable, Equatable {
     /// let head = CacheRequest(method: "HEAD", url: "http://a.test/")
     /// ```
     public init(
-        method: String = "GET", url: String, headers: HTTPFields = HTTPFields(), mode: FetchCacheMode = .default
+        method: String = "GET", url: String, headers: HTTPFields = HTTPFields(), mode: CacheMode = .default
     ) {
         self.method = method
         self.url = url

@@ -47,6 +47,12 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
     public var codeName: String
     public var message: String
     public var details: JSONObject?
+    /// Who raised it; never sent on the wire.
+    public var raisedBy: Raiser = .daemon
+
+    /// `.daemon`: it came in a reply (or the daemon is about to send it). `.connection`: a client raised it itself
+    /// because no daemon answered or the connection broke; a caller may reconnect or start a daemon.
+    public enum Raiser: Sendable, Equatable { case daemon, connection }
 
     public init(_ code: ErrorCode, _ message: String, details: JSONObject? = nil) {
         self.code = code

@@ -15,13 +15,16 @@ public struct FieldDescriptor: Sendable {
 
 /// What an operation takes and gives: enough for a client to discover the API through `describe`.
 public struct OperationDescriptor: Sendable {
-    public var name: String
+    public var op: OperationName
     public var summary: String
     public var args: [FieldDescriptor]
     public var result: [FieldDescriptor]
-    public var events: [String]
-    /// How the request body is used: "none", "echo", "value" or "http" (the HTTP request body).
-    public var body: String
+    public var events: [EventName]
+    /// How the request body is used.
+    public var body: BodyKind
+
+    /// The wire name (`op.rawValue`).
+    public var name: String { op.rawValue }
 
     public var json: JSONValue {
         .object([
@@ -29,8 +32,8 @@ public struct OperationDescriptor: Sendable {
             "summary": .string(summary),
             "args": .array(args.map { .object(["name": .string($0.name), "type": .string($0.type), "required": .bool($0.required), "doc": .string($0.doc)]) }),
             "result": .array(result.map { .object(["name": .string($0.name), "type": .string($0.type), "doc": .string($0.doc)]) }),
-            "events": .array(events.map { .string($0) }),
-            "body": .string(body),
+            "events": .array(events.map { .string($0.rawValue) }),
+            "body": .string(body.rawValue),
         ])
     }
 }
@@ -38,97 +41,129 @@ public struct OperationDescriptor: Sendable {
 /// The operations of protocol v1, in the order `hello` and `describe` list them.
 ///
 /// ```swift
-/// OperationCatalog.v1.map(\.name)   // ["hello", "ping", "describe", "stats", "cancel", "cache.set", …]
+/// OperationCatalog.v1.map(\.name)              // ["hello", "ping", "describe", "stats", "cancel", "cache.set", …]
+/// OperationCatalog.descriptor(.cacheGet).body   // .none
 /// ```
 public enum OperationCatalog {
-    public static let v1: [OperationDescriptor] = [
-        OperationDescriptor(
-            name: "hello", summary: "Handshake: negotiate the protocol version; must be the first request.",
-            args: [FieldDescriptor("versions", "array<integer>", required: true, "protocol versions the client speaks"),
-                   FieldDescriptor("client", "string", "a name for the server's logs")],
-            result: [FieldDescriptor("version", "integer", "the version chosen"),
-                     FieldDescriptor("server", "string", "server name and version"),
-                     FieldDescriptor("limits", "object", "handshake_frame_bytes, max_frame_bytes, max_json_bytes, max_nesting, max_in_flight"),
-                     FieldDescriptor("operations", "array<string>", "the operations this server implements")],
-            events: [], body: "none"),
-        OperationDescriptor(
-            name: "ping", summary: "Round trip; echoes the request body; can wait and send tick events.",
-            args: [FieldDescriptor("delay_ms", "integer", "answer after this many milliseconds (0-60000)"),
-                   FieldDescriptor("events", "integer", "tick events to send before the reply (0-1000)")],
-            result: [FieldDescriptor("pong", "boolean", "always true")],
-            events: ["tick"], body: "echo"),
-        OperationDescriptor(
-            name: "describe", summary: "Every operation with its arguments and result fields.",
-            args: [],
-            result: [FieldDescriptor("protocol", "integer", "the protocol version"),
-                     FieldDescriptor("operations", "array<object>", "name, summary, args, result, events, body")],
-            events: [], body: "none"),
-        OperationDescriptor(
-            name: "stats", summary: "Counters: uptime, connections, requests and errors per operation and code, bytes.",
-            args: [],
-            result: [FieldDescriptor("pid", "integer", "the daemon's process id"),
-                     FieldDescriptor("version", "string", "the daemon's version"),
-                     FieldDescriptor("uptime_ms", "integer", "time since start"),
-                     FieldDescriptor("connections", "object", "open, total, rejected"),
-                     FieldDescriptor("requests", "object", "total, in_flight, errors"),
-                     FieldDescriptor("bytes", "object", "in, out"),
-                     FieldDescriptor("ops", "object", "per operation: requests, errors"),
-                     FieldDescriptor("errors", "object", "per error code: count")],
-            events: [], body: "none"),
-        OperationDescriptor(
-            name: "cancel", summary: "Cancel a request of this connection that is still in flight.",
-            args: [FieldDescriptor("id", "integer", required: true, "the id of the request to cancel")],
-            result: [FieldDescriptor("cancelled", "boolean", "whether a request was in flight and is now cancelled")],
-            events: [], body: "none"),
-    ] + cacheOperations + [fetchOperation] + imageOperations
+    public static let v1: [OperationDescriptor] = OperationName.allCases.map { descriptor($0) }
+
+    /// The descriptor of an operation of this version (exhaustive: every name has one).
+    public static func descriptor(_ op: OperationName) -> OperationDescriptor {
+        switch op {
+        case .hello: return hello
+        case .ping: return ping
+        case .describe: return describe
+        case .stats: return stats
+        case .cancel: return cancel
+        case .cacheSet: return cacheSet
+        case .cacheGet: return cacheGet
+        case .cacheDelete: return cacheDelete
+        case .cacheTouch: return cacheTouch
+        case .cacheList: return cacheList
+        case .cacheClear: return cacheClear
+        case .fetch: return fetch
+        case .imageGet: return imageGet
+        case .imagePrefetch: return imagePrefetch
+        case .imageEvict: return imageEvict
+        }
+    }
+
+    /// The descriptor for a name from the wire, if this version has that operation.
+    public static func descriptor(named name: String) -> OperationDescriptor? { OperationName(rawValue: name).map { descriptor($0) } }
 
     static let keyArgs = [
         FieldDescriptor("key", "string", required: true, "1 to 1024 bytes of UTF-8"),
         FieldDescriptor("namespace", "string", "default \"default\"; 1 to 128 bytes of A-Z a-z 0-9 . _ -"),
     ]
 
-    static let cacheOperations: [OperationDescriptor] = [
-        OperationDescriptor(
-            name: "cache.set", summary: "Store the request body under a key, optionally with a TTL.",
-            args: keyArgs + [FieldDescriptor("ttl_ms", "integer", "expire after this many milliseconds"),
-                             FieldDescriptor("if_absent", "boolean", "store only when no live entry exists")],
-            result: [FieldDescriptor("stored", "boolean", "false when if_absent and an entry exists")],
-            events: [], body: "value"),
-        OperationDescriptor(
-            name: "cache.get", summary: "The value of a key as the reply body.",
-            args: keyArgs,
-            result: [FieldDescriptor("size", "integer", "value bytes"),
-                     FieldDescriptor("created_at", "integer", "ms since the Unix epoch"),
-                     FieldDescriptor("expires_at", "integer", "ms since the Unix epoch, when it expires"),
-                     FieldDescriptor("source", "string", "memory or disk")],
-            events: ["chunk"], body: "none"),
-        OperationDescriptor(
-            name: "cache.delete", summary: "Remove a key.",
-            args: keyArgs, result: [FieldDescriptor("deleted", "boolean", "whether the key existed")],
-            events: [], body: "none"),
-        OperationDescriptor(
-            name: "cache.touch", summary: "Set a new TTL on a live entry (null: never expire).",
-            args: keyArgs + [FieldDescriptor("ttl_ms", "integer|null", required: true, "the new TTL")],
-            result: [FieldDescriptor("expires_at", "integer", "the new expiry, absent when none")],
-            events: [], body: "none"),
-        OperationDescriptor(
-            name: "cache.list", summary: "Live keys of a namespace in byte order, one page at a time.",
-            args: [FieldDescriptor("namespace", "string", "default \"default\""),
-                   FieldDescriptor("prefix", "string", "only keys starting with this"),
-                   FieldDescriptor("limit", "integer", "1 to 1000, default 100"),
-                   FieldDescriptor("cursor", "string", "from the previous page")],
-            result: [FieldDescriptor("keys", "array<object>", "key, size, expires_at"),
-                     FieldDescriptor("cursor", "string", "present when more keys follow")],
-            events: [], body: "none"),
-        OperationDescriptor(
-            name: "cache.clear", summary: "Remove every entry of a namespace.",
-            args: [FieldDescriptor("namespace", "string", "default \"default\"")],
-            result: [FieldDescriptor("removed", "integer", "live entries removed")],
-            events: [], body: "none"),
-    ]
+    public static let hello = OperationDescriptor(
+        op: .hello, summary: "Handshake: negotiate the protocol version; must be the first request.",
+        args: [FieldDescriptor("versions", "array<integer>", required: true, "protocol versions the client speaks"),
+               FieldDescriptor("client", "string", "a name for the server's logs")],
+        result: [FieldDescriptor("version", "integer", "the version chosen"),
+                 FieldDescriptor("server", "string", "server name and version"),
+                 FieldDescriptor("limits", "object", "handshake_frame_bytes, max_frame_bytes, max_json_bytes, max_nesting, max_in_flight"),
+                 FieldDescriptor("operations", "array<string>", "the operations this server implements")],
+        events: [], body: .none)
 
-    static let fetchOperation = OperationDescriptor(
-        name: "fetch", summary: "An HTTP request made by the daemon, through its shared HTTP cache; the request body is the HTTP body.",
+    public static let ping = OperationDescriptor(
+        op: .ping, summary: "Round trip; echoes the request body; can wait and send tick events.",
+        args: [FieldDescriptor("delay_ms", "integer", "answer after this many milliseconds (0-60000)"),
+               FieldDescriptor("events", "integer", "tick events to send before the reply (0-1000)")],
+        result: [FieldDescriptor("pong", "boolean", "always true")],
+        events: [.tick], body: .echo)
+
+    public static let describe = OperationDescriptor(
+        op: .describe, summary: "Every operation with its arguments and result fields.",
+        args: [],
+        result: [FieldDescriptor("protocol", "integer", "the protocol version"),
+                 FieldDescriptor("operations", "array<object>", "name, summary, args, result, events, body")],
+        events: [], body: .none)
+
+    public static let stats = OperationDescriptor(
+        op: .stats, summary: "Counters: uptime, connections, requests and errors per operation and code, bytes.",
+        args: [],
+        result: [FieldDescriptor("pid", "integer", "the daemon's process id"),
+                 FieldDescriptor("version", "string", "the daemon's version"),
+                 FieldDescriptor("uptime_ms", "integer", "time since start"),
+                 FieldDescriptor("connections", "object", "open, total, rejected"),
+                 FieldDescriptor("requests", "object", "total, in_flight, errors"),
+                 FieldDescriptor("bytes", "object", "in, out"),
+                 FieldDescriptor("ops", "object", "per operation: requests, errors"),
+                 FieldDescriptor("errors", "object", "per error code: count")],
+        events: [], body: .none)
+
+    public static let cancel = OperationDescriptor(
+        op: .cancel, summary: "Cancel a request of this connection that is still in flight.",
+        args: [FieldDescriptor("id", "integer", required: true, "the id of the request to cancel")],
+        result: [FieldDescriptor("cancelled", "boolean", "whether a request was in flight and is now cancelled")],
+        events: [], body: .none)
+
+    public static let cacheSet = OperationDescriptor(
+        op: .cacheSet, summary: "Store the request body under a key, optionally with a TTL.",
+        args: keyArgs + [FieldDescriptor("ttl_ms", "integer", "expire after this many milliseconds"),
+                         FieldDescriptor("if_absent", "boolean", "store only when no live entry exists")],
+        result: [FieldDescriptor("stored", "boolean", "false when if_absent and an entry exists")],
+        events: [], body: .value)
+
+    public static let cacheGet = OperationDescriptor(
+        op: .cacheGet, summary: "The value of a key as the reply body.",
+        args: keyArgs,
+        result: [FieldDescriptor("size", "integer", "value bytes"),
+                 FieldDescriptor("created_at", "integer", "ms since the Unix epoch"),
+                 FieldDescriptor("expires_at", "integer", "ms since the Unix epoch, when it expires"),
+                 FieldDescriptor("source", "string", "memory or disk")],
+        events: [.chunk], body: .none)
+
+    public static let cacheDelete = OperationDescriptor(
+        op: .cacheDelete, summary: "Remove a key.",
+        args: keyArgs, result: [FieldDescriptor("deleted", "boolean", "whether the key existed")],
+        events: [], body: .none)
+
+    public static let cacheTouch = OperationDescriptor(
+        op: .cacheTouch, summary: "Set a new TTL on a live entry (null: never expire).",
+        args: keyArgs + [FieldDescriptor("ttl_ms", "integer|null", required: true, "the new TTL")],
+        result: [FieldDescriptor("expires_at", "integer", "the new expiry, absent when none")],
+        events: [], body: .none)
+
+    public static let cacheList = OperationDescriptor(
+        op: .cacheList, summary: "Live keys of a namespace in byte order, one page at a time.",
+        args: [FieldDescriptor("namespace", "string", "default \"default\""),
+               FieldDescriptor("prefix", "string", "only keys starting with this"),
+               FieldDescriptor("limit", "integer", "1 to 1000, default 100"),
+               FieldDescriptor("cursor", "string", "from the previous page")],
+        result: [FieldDescriptor("keys", "array<object>", "key, size, expires_at"),
+                 FieldDescriptor("cursor", "string", "present when more keys follow")],
+        events: [], body: .none)
+
+    public static let cacheClear = OperationDescriptor(
+        op: .cacheClear, summary: "Remove every entry of a namespace.",
+        args: [FieldDescriptor("namespace", "string", "default \"default\"")],
+        result: [FieldDescriptor("removed", "integer", "live entries removed")],
+        events: [], body: .none)
+
+    public static let fetch = OperationDescriptor(
+        op: .fetch, summary: "An HTTP request made by the daemon, through its shared HTTP cache; the request body is the HTTP body.",
         args: [FieldDescriptor("url", "string", required: true, "absolute http or https URL, at most 8192 bytes"),
                FieldDescriptor("method", "string", "default GET"),
                FieldDescriptor("headers", "array<[string, string]>", "request header fields, in order"),
@@ -144,32 +179,49 @@ public enum OperationCatalog {
                  FieldDescriptor("redirects", "integer", "redirects followed"),
                  FieldDescriptor("cache", "object", "status (hit, miss, revalidated, stale, bypass, coalesced) and age_s"),
                  FieldDescriptor("timing", "object", "total_ms, and for a network exchange dns_ms, connect_ms, tls_ms, first_byte_ms")],
-        events: ["chunk", "progress"], body: "http")
+        events: [.chunk, .progress], body: .http)
 
-    static let imageOperations: [OperationDescriptor] = [
-        OperationDescriptor(
-            name: "image.get", summary: "An image through the shared image loader (memory, disk, network); the bytes are the reply body.",
-            args: [FieldDescriptor("url", "string", required: true, "absolute http or https URL"),
-                   FieldDescriptor("headers", "array<[string, string]>", "request header fields"),
-                   FieldDescriptor("cache", "string", "the fetch cache mode (default: default)"),
-                   FieldDescriptor("timeout_ms", "integer", "for each exchange with the origin")],
-            result: [FieldDescriptor("format", "string", "png, jpeg, gif, webp, bmp, heic or avif (sniffed from the bytes)"),
-                     FieldDescriptor("width", "integer", "pixels"), FieldDescriptor("height", "integer", "pixels"),
-                     FieldDescriptor("size", "integer", "bytes"),
-                     FieldDescriptor("source", "string", "memory, disk or network"),
-                     FieldDescriptor("url", "string", "the URL of the bytes, after redirects")],
-            events: ["chunk"], body: "none"),
-        OperationDescriptor(
-            name: "image.prefetch", summary: "Queue downloads that warm the caches, behind direct requests; answers at once.",
-            args: [FieldDescriptor("urls", "array<string>", required: true, "1 to 1000 URLs")],
-            result: [FieldDescriptor("queued", "integer", "downloads queued (URLs already in memory or in flight are skipped)")],
-            events: [], body: "none"),
-        OperationDescriptor(
-            name: "image.evict", summary: "Drop a URL's images from the loader's memory tier.",
-            args: [FieldDescriptor("url", "string", required: true, "the image's URL")],
-            result: [FieldDescriptor("evicted", "boolean", "whether the memory tier held it")],
-            events: [], body: "none"),
-    ]
+    public static let imageGet = OperationDescriptor(
+        op: .imageGet, summary: "An image through the shared image loader (memory, disk, network); the bytes are the reply body.",
+        args: [FieldDescriptor("url", "string", required: true, "absolute http or https URL"),
+               FieldDescriptor("headers", "array<[string, string]>", "request header fields"),
+               FieldDescriptor("cache", "string", "the fetch cache mode (default: default)"),
+               FieldDescriptor("timeout_ms", "integer", "for each exchange with the origin")],
+        result: [FieldDescriptor("format", "string", "png, jpeg, gif, webp, bmp, heic or avif (sniffed from the bytes)"),
+                 FieldDescriptor("width", "integer", "pixels"), FieldDescriptor("height", "integer", "pixels"),
+                 FieldDescriptor("size", "integer", "bytes"),
+                 FieldDescriptor("source", "string", "memory, disk or network"),
+                 FieldDescriptor("url", "string", "the URL of the bytes, after redirects")],
+        events: [.chunk], body: .none)
 
-    public static func descriptor(named name: String) -> OperationDescriptor? { v1.first { $0.name == name } }
+    public static let imagePrefetch = OperationDescriptor(
+        op: .imagePrefetch, summary: "Queue downloads that warm the caches, behind direct requests; answers at once.",
+        args: [FieldDescriptor("urls", "array<string>", required: true, "1 to 1000 URLs")],
+        result: [FieldDescriptor("queued", "integer", "downloads queued (URLs already in memory or in flight are skipped)")],
+        events: [], body: .none)
+
+    public static let imageEvict = OperationDescriptor(
+        op: .imageEvict, summary: "Drop a URL's images from the loader's memory tier.",
+        args: [FieldDescriptor("url", "string", required: true, "the image's URL")],
+        result: [FieldDescriptor("evicted", "boolean", "whether the memory tier held it")],
+        events: [], body: .none)
+}
+
+/// The operations of protocol v1, in the order `hello` and `describe` list them; the raw value is the wire name.
+public enum OperationName: String, Sendable, CaseIterable {
+    case hello
+    case ping
+    case describe
+    case stats
+    case cancel
+    case cacheSet = "cache.set"
+    case cacheGet = "cache.get"
+    case cacheDelete = "cache.delete"
+    case cacheTouch = "cache.touch"
+    case cacheList = "cache.list"
+    case cacheClear = "cache.clear"
+    case fetch
+    case imageGet = "image.get"
+    case imagePrefetch = "image.prefetch"
+    case imageEvict = "image.evict"
 }

@@ -19,7 +19,7 @@ extension Connection {
             while body.count - offset > room {
                 let end = offset + room
                 appendFrame(body: body[(base + offset)..<(base + end)]) { out in
-                    Connection.writeEventHead(id: id, name: "chunk", to: &out)
+                    Connection.writeEventHead(id: id, name: .chunk, to: &out)
                     JSONWriter.appendASCII(",\"data\":{\"offset\":", to: &out)
                     JSONWriter.writeInt(Int64(offset), to: &out)
                     JSONWriter.appendASCII("}}", to: &out)
@@ -48,7 +48,7 @@ extension Connection {
         }
     }
 
-    func writeEvent(id: UInt64, name: String, data: JSONObject, body: [UInt8]) {
+    func writeEvent(id: UInt64, name: EventName, data: JSONObject, body: [UInt8]) {
         appendFrame(body: body[...]) { out in
             Connection.writeEventHead(id: id, name: name, to: &out)
             if !data.isEmpty {
@@ -59,11 +59,11 @@ extension Connection {
         }
     }
 
-    private static func writeEventHead(id: UInt64, name: String, to out: inout [UInt8]) {
+    private static func writeEventHead(id: UInt64, name: EventName, to out: inout [UInt8]) {
         JSONWriter.appendASCII("{\"id\":", to: &out)
         JSONWriter.writeInt(Int64(id), to: &out)
         JSONWriter.appendASCII(",\"final\":false,\"event\":", to: &out)
-        JSONWriter.writeString(name, to: &out)
+        JSONWriter.writeString(name.rawValue, to: &out)
     }
 
     private func appendFrame(body: ArraySlice<UInt8>, json: (inout [UInt8]) -> Void) {

@@ -167,7 +167,7 @@ final class Connection {
 
     /// The largest body an operation takes in several frames; nil when it takes none.
     private func streamedBodyLimit(_ op: OperationDescriptor) -> Int? {
-        ["value", "echo", "http"].contains(op.body) ? server.config.limits.maxValueBytes : nil
+        op.body.takesBody ? server.config.limits.maxValueBytes : nil
     }
 
     private func handleContinuation(_ part: ContinuationEnvelope, body: [UInt8]) {

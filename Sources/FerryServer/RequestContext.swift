@@ -8,7 +8,7 @@ import FerryProtocol
 ///
 /// ```swift
 /// func start(_ request: RequestContext) {
-///     request.event("tick", data: ["n": 0])
+///     request.event(.tick, data: ["n": 0])
 ///     request.succeed(["pong": true], body: request.body)
 /// }
 /// ```
@@ -44,7 +44,7 @@ public final class RequestContext {
     var server: Server? { connection?.server }
 
     /// Sends an event frame (`final: false`). Ignored after the request ended.
-    public func event(_ name: String, data: JSONObject = JSONObject(), body: [UInt8] = []) {
+    public func event(_ name: EventName, data: JSONObject = JSONObject(), body: [UInt8] = []) {
         guard !isFinished, let connection else { return }
         connection.writeEvent(id: id, name: name, data: data, body: body)
     }

@@ -50,11 +50,11 @@ public enum RequestGate {
         if s.idInFlight {
             return .closeConnection(WireError(.protocolError, "a request with this id is still in flight"))
         }
-        if s.phase == .awaitingHello && op != "hello" {
+        if s.phase == .awaitingHello && op != OperationName.hello.rawValue {
             return .reject(WireError(.failedPrecondition, "send hello first"))
         }
         // `cancel` finishes at once and is how a client at a limit, or waiting on a drain, gets out of it.
-        if op == "cancel" { return .admit }
+        if op == OperationName.cancel.rawValue { return .admit }
         if s.serverDraining {
             return .reject(WireError(.unavailable, "ferryd is shutting down"))
         }

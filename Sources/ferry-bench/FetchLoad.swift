@@ -39,7 +39,7 @@ func runFetch(socket: String, url: String, budget: Budget, connections: Int) asy
     var result = BenchResult(mode: "fetch", requests: latencies.count, elapsedNanos: elapsed, latencies: latencies,
                              requestBytes: 0, replyBytes: size, connections: connections, inFlight: 1)
     let mbPerSecond = Double(size) * result.opsPerSecond / 1e6
-    result.extra = "body_bytes=\(size) mb_per_s=\(decimal(mbPerSecond, 1)) cache=\(expected.cacheStatus)"
+    result.extra = "body_bytes=\(size) mb_per_s=\(decimal(mbPerSecond, 1)) cache=\(expected.cacheStatus?.rawValue ?? "")"
     return result
 }
 
@@ -54,7 +54,7 @@ func runFetchStorm(socket: String, url: String, connections: Int) async throws -
             group.addTask {
                 let r = try await client.fetch(FetchRequest(url))
                 guard r.status == 200 else { throw BenchError("\(url) answered \(r.status)") }
-                return (monoNanos() - start, r.cacheStatus)
+                return (monoNanos() - start, r.cacheStatus?.rawValue ?? "")
             }
         }
         var all = LatencySamples()
@@ -97,7 +97,7 @@ func runImage(socket: String, url: String, budget: Budget, connections: Int, dis
                         throw BenchError("image of \(image.bytes.count) bytes (\(image.format)), expected \(size) (\(first.format))")
                     }
                     samples.record(monoNanos() - t0)
-                    sources[image.source, default: 0] += 1
+                    sources[image.source?.rawValue ?? "", default: 0] += 1
                 }
                 return (samples, sources)
             }

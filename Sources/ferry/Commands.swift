@@ -15,7 +15,7 @@ struct Commands {
         do {
             return try await body()
         } catch let e as FerryError {
-            throw CommandFailure(code: e.code == .unavailable && e.message.contains("connection") ? .noDaemon : .operationFailed,
+            throw CommandFailure(code: e.raisedBy == .connection ? .noDaemon : .operationFailed,
                                  message: "\(e.codeName): \(e.message)")
         } catch let e as CommandFailure {
             throw e

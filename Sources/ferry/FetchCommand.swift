@@ -131,7 +131,7 @@ struct FetchCommand {
         return [
             "status": .int(Int64(r.status)), "url": .string(r.url), "redirects": .int(Int64(r.redirects)),
             "headers": .array(r.headers.map { .array([.string($0.name), .string($0.value)]) }),
-            "cache": .object(["status": .string(r.cacheStatus), "age_s": .int(Int64(r.age))]),
+            "cache": .object(["status": .string(r.cacheStatus?.rawValue ?? ""), "age_s": .int(Int64(r.age))]),
             "timing": .object(timing),
             "body": text.map { .string($0) } ?? .null,
             "body_base64": text == nil ? .string(Base64.encode(r.body)) : .null,

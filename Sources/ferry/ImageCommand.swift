@@ -50,7 +50,7 @@ struct ImageCommand {
         if args.has("json") {
             print(jsonLine(.object(["format": .string(image.format), "width": .int(Int64(image.width)),
                                     "height": .int(Int64(image.height)), "size": .int(Int64(image.bytes.count)),
-                                    "source": .string(image.source), "url": .string(image.url)])))
+                                    "source": .string(image.source?.rawValue ?? ""), "url": .string(image.url)])))
         } else if args.has("info") {
             print(ImageCommand.info(image))
         }
@@ -58,6 +58,6 @@ struct ImageCommand {
 
     /// `jpeg 640x360 23.1 KB (memory)`
     static func info(_ image: FerryImage) -> String {
-        "\(image.format) \(image.width)x\(image.height) \(humanBytes(Int64(image.bytes.count))) (\(image.source))"
+        "\(image.format) \(image.width)x\(image.height) \(humanBytes(Int64(image.bytes.count))) (\(image.source?.rawValue ?? "unknown"))"
     }
 }

@@ -1,3 +1,4 @@
+import FerryProtocol
 @testable import FerryHTTPCache
 
 /// A manual clock: tests move time explicitly; nothing reads the system clock.
@@ -22,7 +23,7 @@ enum Fixture {
         StoredResponse(storing: status, headers: headers, for: request, requestTime: t - delay, responseTime: t)
     }
 
-    static func request(_ headers: HTTPFields = [:], mode: FetchCacheMode = .default, method: String = "GET") -> CacheRequest {
+    static func request(_ headers: HTTPFields = [:], mode: CacheMode = .default, method: String = "GET") -> CacheRequest {
         CacheRequest(method: method, url: url, headers: headers, mode: mode)
     }
 }

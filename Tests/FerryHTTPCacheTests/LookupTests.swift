@@ -1,3 +1,4 @@
+import FerryProtocol
 import Testing
 @testable import FerryHTTPCache
 
@@ -43,7 +44,7 @@ import Testing
 
     @Test func modesNoStoreAndReloadNeverUseTheStore() {
         let s = Fixture.stored(etagged)
-        for mode in [FetchCacheMode.noStore, .reload] {
+        for mode in [CacheMode.noStore, .reload] {
             #expect(decide(s, Fixture.request(mode: mode), at: TestClock(now: t0)) == .mustFetch, "\(mode)")
         }
     }
@@ -57,7 +58,7 @@ import Testing
 
     @Test func forceCacheAndOnlyIfCachedIgnoreStalenessAndDirectives() {
         let s = Fixture.stored(["Cache-Control": "max-age=1, must-revalidate, no-cache"])
-        for mode in [FetchCacheMode.forceCache, .onlyIfCached] {
+        for mode in [CacheMode.forceCache, .onlyIfCached] {
             #expect(decide(s, Fixture.request(mode: mode), at: TestClock(now: t0 + 500)) == .fresh(age: 500))
         }
         #expect(decide(s, Fixture.request(mode: .default), at: TestClock(now: t0 + 500)) == .mustFetch)

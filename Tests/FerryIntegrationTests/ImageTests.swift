@@ -62,11 +62,11 @@ extension IntegrationTests {
                 // A misleading extension and Content-Type must not matter: the bytes decide.
                 let image = try await s.client.image(s.url(name, "cc=max-age%3D600&h=Content-Type:text/plain"))
                 #expect(image.format == format && image.width == w && image.height == h, "\(name)")
-                #expect(image.source == "network")
+                #expect(image.source == .network)
                 let original = try Data(contentsOf: URL(fileURLWithPath: ImageTests.fixtures + "/" + name))
                 #expect(image.bytes == Array(original))
                 let again = try await s.client.image(s.url(name, "cc=max-age%3D600&h=Content-Type:text/plain"))
-                #expect(again.source == "memory" && again.bytes == image.bytes)
+                #expect(again.source == .memory && again.bytes == image.bytes)
             }
             #expect(try s.origin.count(path: "/file/png-37x21.png") == 1)
         }
@@ -97,7 +97,7 @@ extension IntegrationTests {
                         defer { c.close() }
                         let image = try await c.image(url)
                         #expect(image.width == 64 && image.height == 40)
-                        return image.source
+                        return image.source?.rawValue ?? ""
                     }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
@@ -160,9 +160,9 @@ extension IntegrationTests {
             do {
                 let s = try await Setup(cacheDir: cache.path)
                 url = s.url("png-37x21.png", "cc=max-age%3D600")
-                #expect(try await s.client.image(url).source == "network")
+                #expect(try await s.client.image(url).source == .network)
                 _ = try await s.client.image(s.url("gif-19x11.gif", "cc=no-store"))
-                #expect(try await s.client.image(s.url("gif-19x11.gif", "cc=no-store")).source == "network")
+                #expect(try await s.client.image(s.url("gif-19x11.gif", "cc=no-store")).source == .network)
                 #expect(try s.origin.count(path: "/file/gif-19x11.gif") == 2)
                 s.client.close()
                 s.daemon.stop()
@@ -172,9 +172,9 @@ extension IntegrationTests {
                 let c = try await FerryClient.connect(path: d.socket)
                 defer { c.close() }
                 let image = try await c.image(url)
-                #expect(image.source == "disk" && image.format == "png")
+                #expect(image.source == .disk && image.format == "png")
                 #expect(try s.origin.count(path: "/file/png-37x21.png") == 1)
-                #expect(try await c.image(url).source == "memory")
+                #expect(try await c.image(url).source == .memory)
                 s.origin.stop()
                 s.files.remove()
             }

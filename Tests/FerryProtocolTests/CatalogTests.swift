@@ -8,9 +8,12 @@ import Testing
         for op in OperationCatalog.v1 {
             #expect(!op.summary.isEmpty)
             #expect(!op.result.isEmpty, "\(op.name) documents its result")
-            #expect(["none", "echo", "value", "http"].contains(op.body))
+            #expect(["none", "echo", "value", "http"].contains(op.json["body"]?.stringValue ?? ""))
+            #expect(OperationCatalog.descriptor(named: op.name)?.op == op.op, "look-up by wire name finds \(op.name)")
         }
-        #expect(OperationCatalog.descriptor(named: "cancel")?.args.first?.required == true)
+        #expect(OperationCatalog.descriptor(.cancel).args.first?.required == true)
+        #expect(OperationCatalog.descriptor(named: "cache.nope") == nil)
+        #expect(OperationCatalog.fetch.events == [.chunk, .progress] && OperationCatalog.fetch.body == .http)
     }
 
     @Test func limitsRoundTripThroughJSON() {

@@ -41,7 +41,7 @@ final class FakeImageFetcher: ImageFetching, @unchecked Sendable {
     /// Lets the fetches of `url` finish with `body` (or `bytes`).
     func release(_ url: String, bytes: [UInt8]? = nil) {
         let waiting = state.withLock { $0.waiting.removeValue(forKey: url) ?? [] }
-        let image = FetchedImage(body: bytes ?? body, url: url, source: "network", freshUntilMs: WallClock.nowMs() + 60_000, mayKeep: mayKeep)
+        let image = FetchedImage(body: bytes ?? body, url: url, source: .network, freshUntilMs: WallClock.nowMs() + 60_000, mayKeep: mayKeep)
         for c in waiting { c.resume(returning: .success(image)) }
     }
 
@@ -78,10 +78,10 @@ final class FakeImageFetcher: ImageFetching, @unchecked Sendable {
         try await Task.sleep(for: .milliseconds(20))
         fetcher.release(url)
         let (x, y) = try await (a, b)
-        #expect(x.info.width == 37 && y.info.height == 21 && x.source == "network")
+        #expect(x.info.width == 37 && y.info.height == 21 && x.source == .network)
         #expect(fetcher.started == [url], "one download for both")
         let again = try await l.load(ImageRequest(url: url), subscriber: ImageSubscriber(id: 3))
-        #expect(again.source == "memory")
+        #expect(again.source == .memory)
         let stats = await l.snapshot()
         #expect(stats.downloads == 1 && stats.coalesced == 1 && stats.memoryHits == 1 && stats.entries == 1)
     }

@@ -4,8 +4,6 @@ import FerryProtocol
 /// A `fetch` request, checked: everything libcurl will be given has been validated here first, so a bad argument
 /// is an `invalid_argument` with a precise message and never reaches the network.
 struct FetchSpec {
-    enum RedirectMode: String { case follow, manual, error }
-
     var url: String
     var method: String
     var headers: [(String, String)]
@@ -14,7 +12,7 @@ struct FetchSpec {
     var redirect: RedirectMode
     var maxRedirects: Int
     var maxBytes: Int
-    var cacheMode: FetchCacheMode
+    var cacheMode: CacheMode
     var progress: Bool
 
     static let maxURLBytes = 8192
@@ -64,7 +62,7 @@ struct FetchSpec {
                 spec.redirect = mode
             }
             if let c = try string(args, "cache") {
-                guard let mode = FetchCacheMode(rawValue: c) else {
+                guard let mode = CacheMode(rawValue: c) else {
                     throw .invalidArgument("\"cache\" must be default, no-store, reload, no-cache, force-cache or only-if-cached")
                 }
                 spec.cacheMode = mode

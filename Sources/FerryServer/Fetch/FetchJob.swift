@@ -51,11 +51,11 @@ final class FetchJob {
         switch evaluate(request: creq, stored: found.response, now: now) {
         case .fresh(let age):
             service.stats.hits += 1
-            serveStored(found, age: age, cacheStatus: "hit")
+            serveStored(found, age: age, cacheStatus: .hit)
         case .staleWhileRevalidate(let age):
             service.stats.stale += 1
             service.revalidateInBackground(creq, found: found, spec: spec)
-            serveStored(found, age: age, cacheStatus: "stale")
+            serveStored(found, age: age, cacheStatus: .stale)
         case .validate(let conditional):
             if creq.requiresCachedResponse { return gatewayTimeout() }
             network(creq, stored: found, validating: conditional)
@@ -98,7 +98,7 @@ final class FetchJob {
         waiter.progress = { [weak self] received, total in
             var data: JSONObject = ["received": .int(Int64(received))]
             if let total { data["total"] = .int(Int64(total)) }
-            self?.responder.event("progress", data: data, body: [])
+            self?.responder.event(.progress, data: data, body: [])
         }
         self.waiter = waiter
         group = service.join(waiter, request: outgoing, coalescingKey: alone ? nil : coalescingKey(creq, conditional))
@@ -125,13 +125,13 @@ final class FetchJob {
         case .failure(let failure):
             if let stored, staleIfErrorAllowed(stored: stored.response, request: creq, now: now, disconnected: true) {
                 service.stats.stale += 1
-                return serveStored(stored, age: currentAge(stored: stored.response, now: now), cacheStatus: "stale")
+                return serveStored(stored, age: currentAge(stored: stored.response, now: now), cacheStatus: .stale)
             }
             finish(.failure(failure))
         case .success(let response):
             if response.status >= 500, let stored, staleIfErrorAllowed(stored: stored.response, request: creq, now: now) {
                 service.stats.stale += 1
-                return serveStored(stored, age: currentAge(stored: stored.response, now: now), cacheStatus: "stale")
+                return serveStored(stored, age: currentAge(stored: stored.response, now: now), cacheStatus: .stale)
             }
             // Only the transfer's own waiter feeds the cache (a shared response is stored once); a shared 304
             // refreshes each waiter's stored response, which is how it gets served.
@@ -139,12 +139,12 @@ final class FetchJob {
                 ? nil : service.absorb(response, for: creq, stored: stored, validating: validating)
             if let refreshed {
                 service.stats.revalidated += 1
-                return serveStored(refreshed, age: currentAge(stored: refreshed.response, now: now), cacheStatus: "revalidated")
+                return serveStored(refreshed, age: currentAge(stored: refreshed.response, now: now), cacheStatus: .revalidated)
             }
             if followRedirect(response) { return }
-            let status = shared ? "coalesced" : (creq.mode.consultsCache ? "miss" : "bypass")
-            if status == "miss" { service.stats.misses += 1 }
-            if status == "bypass" { service.stats.bypass += 1 }
+            let status: CacheStatus = shared ? .coalesced : (creq.mode.consultsCache ? .miss : .bypass)
+            if status == .miss { service.stats.misses += 1 }
+            if status == .bypass { service.stats.bypass += 1 }
             serveNetwork(response, cacheStatus: status)
         }
     }
@@ -175,7 +175,7 @@ final class FetchJob {
 
     // MARK: Answers
 
-    private func serveStored(_ found: ResponseStore.Found, age: Int64, cacheStatus: String) {
+    private func serveStored(_ found: ResponseStore.Found, age: Int64, cacheStatus: CacheStatus) {
         service.stats.bytesFromCache += UInt64(found.body.count)
         let creq = cacheRequest
         if clientConditionMatches(request: creq, stored: found.response) {
@@ -186,7 +186,7 @@ final class FetchJob {
               body: found.body, cache: cacheStatus, age: age, timing: nil)
     }
 
-    private func serveNetwork(_ response: Transfer.Response, cacheStatus: String) {
+    private func serveNetwork(_ response: Transfer.Response, cacheStatus: CacheStatus) {
         reply(status: response.status, headers: FetchService.decoded(HTTPFields(response.headers)), body: response.body[...],
               cache: cacheStatus, age: 0, timing: response.timing)
     }
@@ -194,16 +194,16 @@ final class FetchJob {
     /// RFC 9111 §5.2.1.7: nothing usable stored and the request may not go to the network.
     private func gatewayTimeout() {
         service.stats.misses += 1
-        reply(status: 504, headers: HTTPFields([("Content-Length", "0")]), body: [][...], cache: "miss", age: 0, timing: nil)
+        reply(status: 504, headers: HTTPFields([("Content-Length", "0")]), body: [][...], cache: .miss, age: 0, timing: nil)
     }
 
-    private func reply(status: Int, headers: HTTPFields, body: ArraySlice<UInt8>, cache: String, age: Int64, timing: Transfer.Timing?) {
+    private func reply(status: Int, headers: HTTPFields, body: ArraySlice<UInt8>, cache: CacheStatus, age: Int64, timing: Transfer.Timing?) {
         var result: JSONObject = [
             "status": .int(Int64(status)),
             "headers": .array(headers.pairs.map { .array([.string($0.0), .string($0.1)]) }),
             "url": .string(url),
             "redirects": .int(Int64(redirects)),
-            "cache": .object(["status": .string(cache), "age_s": .int(age)]),
+            "cache": .object(["status": .string(cache.rawValue), "age_s": .int(age)]),
         ]
         // total_ms: this request in the daemon, redirects included; the rest: the last origin exchange, if any.
         var t: JSONObject = ["total_ms": .int(WallClock.nowMs() - startedMs)]

@@ -5,7 +5,7 @@ import FerryProtocol
 protocol FetchResponder: AnyObject {
     /// Set by the job; called when the responder goes away (cancel, deadline, disconnect).
     var onCancel: (() -> Void)? { get set }
-    func event(_ name: String, data: JSONObject, body: [UInt8])
+    func event(_ name: EventName, data: JSONObject, body: [UInt8])
     func succeed(_ result: JSONObject, body: ArraySlice<UInt8>)
     func fail(_ error: WireError)
 }
@@ -26,7 +26,7 @@ final class InternalFetch: FetchResponder {
 
     init(_ done: @escaping (Result<(JSONObject, [UInt8]), WireError>) -> Void) { self.done = done }
 
-    func event(_ name: String, data: JSONObject, body: [UInt8]) {}
+    func event(_ name: EventName, data: JSONObject, body: [UInt8]) {}
 
     func succeed(_ result: JSONObject, body: ArraySlice<UInt8>) { finish(.success((result, Array(body)))) }
 

@@ -1,4 +1,5 @@
 import FerryImageFormat
+import FerryProtocol
 
 /// Identifies one waiting request: a connection's request (or anything unique). Cancelling it ends only its own
 /// wait.
@@ -11,7 +12,7 @@ struct LoadedImage: Sendable {
     var bytes: [UInt8]
     var info: ImageInfo
     /// memory, disk or network.
-    var source: String
+    var source: ImageSource
     var url: String
 }
 
@@ -63,7 +64,7 @@ actor ImageLoader {
         }
         if request.cache.readsMemory, let image = memory.image(for: request.key, nowMs: WallClock.nowMs()) {
             stats.memoryHits += 1
-            return LoadedImage(bytes: image.bytes, info: image.info, source: "memory", url: image.url)
+            return LoadedImage(bytes: image.bytes, info: image.info, source: .memory, url: image.url)
         }
         let outcome: Result<LoadedImage, ImageError> = await withCheckedContinuation { continuation in
             subscribe(request, key: request.downloadKey, subscriber: subscriber, continuation)
@@ -183,7 +184,7 @@ actor ImageLoader {
                 if memory.insert(image, for: download.request.key) == .oversized { stats.oversized += 1 }
             }
             if current { inFlight[download.key] = nil }
-            if fetched.source == "disk" { stats.diskHits += 1 }
+            if fetched.source == .disk { stats.diskHits += 1 }
             let loaded = LoadedImage(bytes: image.bytes, info: image.info, source: fetched.source, url: image.url)
             finish(download, .success(loaded))
         case .failure(let error):

@@ -6,7 +6,7 @@ import FerryProtocol
 struct ImageRequest: Sendable {
     var url: String
     var headers: [HTTPHeaderPair] = []
-    var cache: FetchCacheMode = .default
+    var cache: CacheMode = .default
     var timeoutMs: Int?
 
     /// Memory key: the normalised URL (plus the headers, when any).
@@ -22,7 +22,7 @@ struct HTTPHeaderPair: Sendable, Equatable {
     var value: String
 }
 
-extension FetchCacheMode {
+extension CacheMode {
     /// Whether the image memory tier may answer: not for modes that bypass or must revalidate stored responses.
     var readsMemory: Bool { self == .default || self == .forceCache || self == .onlyIfCached }
 }
@@ -32,7 +32,7 @@ struct FetchedImage: Sendable {
     var body: [UInt8]
     var url: String
     /// disk (the HTTP cache had it) or network.
-    var source: String
+    var source: ImageSource
     /// Until when the memory tier may serve it without asking (from the response's freshness).
     var freshUntilMs: Int64
     /// False for `no-store`, `private` (this memory tier is shared by every client) and `no-cache` (no reuse without

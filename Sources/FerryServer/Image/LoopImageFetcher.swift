@@ -58,12 +58,12 @@ final class LoopImageFetcher: ImageFetching, @unchecked Sendable {
                 return (n, v)
             }
             let headers = HTTPFields(pairs)
-            let cacheStatus = result["cache"]?["status"]?.stringValue ?? "miss"
+            let cacheStatus = result["cache"]?["status"]?.stringValue.flatMap(CacheStatus.init(rawValue:)) ?? .miss
             let cc = CacheControl(responseHeaders: headers)
             let now = WallClock.nowMs()
             let stored = StoredResponse(status: status, headers: headers, requestTime: now / 1000, responseTime: now / 1000)
             let remaining = freshnessLifetime(response: stored) - (ageValue(headers) ?? 0)
-            let source = ["hit", "stale", "revalidated"].contains(cacheStatus) ? "disk" : "network"
+            let source: ImageSource = cacheStatus.servedFromStore ? .disk : .network
             return .success(FetchedImage(body: body, url: url, source: source, freshUntilMs: now + max(0, remaining) * 1000,
                                          mayKeep: !cc.noStore && !cc.noCache && !cc.isPrivate && remaining > 0))
         }

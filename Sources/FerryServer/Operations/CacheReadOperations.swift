@@ -4,7 +4,7 @@ import FerryStore
 
 /// `cache.get`: a memory hit is answered on the loop thread at once; a miss goes to the disk worker.
 final class CacheGetOperation: OperationHandler {
-    let descriptor = OperationCatalog.descriptor(named: "cache.get")!
+    let descriptor = OperationCatalog.cacheGet
 
     func start(_ request: RequestContext) {
         request.withArguments { () throws(CacheArguments.Invalid) in
@@ -25,7 +25,7 @@ final class CacheGetOperation: OperationHandler {
 
 /// `cache.list`: one page of live keys in byte order.
 final class CacheListOperation: OperationHandler {
-    let descriptor = OperationCatalog.descriptor(named: "cache.list")!
+    let descriptor = OperationCatalog.cacheList
 
     func start(_ request: RequestContext) {
         request.withArguments { () throws(CacheArguments.Invalid) in

@@ -4,7 +4,7 @@ import FerryStore
 
 /// `cache.set`: the value is the request body; acknowledged once it is on disk (journal or index).
 final class CacheSetOperation: OperationHandler {
-    let descriptor = OperationCatalog.descriptor(named: "cache.set")!
+    let descriptor = OperationCatalog.cacheSet
 
     func start(_ request: RequestContext) {
         request.withArguments { () throws(CacheArguments.Invalid) in
@@ -21,7 +21,7 @@ final class CacheSetOperation: OperationHandler {
 
 /// `cache.delete`.
 final class CacheDeleteOperation: OperationHandler {
-    let descriptor = OperationCatalog.descriptor(named: "cache.delete")!
+    let descriptor = OperationCatalog.cacheDelete
 
     func start(_ request: RequestContext) {
         request.withArguments { () throws(CacheArguments.Invalid) in
@@ -36,7 +36,7 @@ final class CacheDeleteOperation: OperationHandler {
 
 /// `cache.touch`: a new TTL (or `null`: never expire) for a live entry.
 final class CacheTouchOperation: OperationHandler {
-    let descriptor = OperationCatalog.descriptor(named: "cache.touch")!
+    let descriptor = OperationCatalog.cacheTouch
 
     func start(_ request: RequestContext) {
         request.withArguments { () throws(CacheArguments.Invalid) in
@@ -55,7 +55,7 @@ final class CacheTouchOperation: OperationHandler {
 
 /// `cache.clear`: removes every entry of a namespace.
 final class CacheClearOperation: OperationHandler {
-    let descriptor = OperationCatalog.descriptor(named: "cache.clear")!
+    let descriptor = OperationCatalog.cacheClear
 
     func start(_ request: RequestContext) {
         request.withArguments { () throws(CacheArguments.Invalid) in

@@ -2,7 +2,7 @@ import FerryProtocol
 
 /// `cancel`: ends another request of the same connection with `cancelled`, stopping its work.
 final class CancelOperation: OperationHandler {
-    let descriptor = OperationCatalog.descriptor(named: "cancel")!
+    let descriptor = OperationCatalog.cancel
 
     func start(_ request: RequestContext) {
         guard case .int(let raw)? = request.args["id"], raw >= 1, UInt64(raw) <= RequestEnvelope.maxID else {

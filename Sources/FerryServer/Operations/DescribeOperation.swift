@@ -2,7 +2,7 @@ import FerryProtocol
 
 /// `describe`: every operation this server serves, with its arguments and result fields.
 final class DescribeOperation: OperationHandler {
-    let descriptor = OperationCatalog.descriptor(named: "describe")!
+    let descriptor = OperationCatalog.describe
 
     func start(_ request: RequestContext) {
         guard let server = request.server else { return }

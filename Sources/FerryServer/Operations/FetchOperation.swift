@@ -3,7 +3,7 @@ import FerryProtocol
 /// `fetch`: an HTTP request made by the daemon on the client's behalf, through the shared HTTP cache
 /// (`FetchJob` does the work; this checks the arguments).
 final class FetchOperation: OperationHandler {
-    let descriptor = OperationCatalog.descriptor(named: "fetch")!
+    let descriptor = OperationCatalog.fetch
 
     func start(_ request: RequestContext) {
         guard let server = request.server, let service = server.fetch else {

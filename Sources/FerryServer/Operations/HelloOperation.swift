@@ -2,7 +2,7 @@ import FerryProtocol
 
 /// `hello`: picks the highest protocol version both sides speak and announces the server's limits.
 final class HelloOperation: OperationHandler {
-    let descriptor = OperationCatalog.descriptor(named: "hello")!
+    let descriptor = OperationCatalog.hello
 
     func start(_ request: RequestContext) {
         guard let connection = request.connection else { return }

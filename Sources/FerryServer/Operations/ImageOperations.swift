@@ -9,7 +9,7 @@ struct LoopBound<T>: @unchecked Sendable {
 
 /// `image.get`: one image through the shared loader; the reply body is the image's bytes.
 final class ImageGetOperation: OperationHandler {
-    let descriptor = OperationCatalog.descriptor(named: "image.get")!
+    let descriptor = OperationCatalog.imageGet
     /// Subscriber ids, unique for the daemon's life (loop thread only).
     private var nextSubscriber: UInt64 = 1
 
@@ -31,7 +31,7 @@ final class ImageGetOperation: OperationHandler {
                 post {
                     bound.value.succeed(["format": .string(image.info.format.rawValue), "width": .int(Int64(image.info.width)),
                                          "height": .int(Int64(image.info.height)), "size": .int(Int64(image.bytes.count)),
-                                         "source": .string(image.source), "url": .string(image.url)], body: image.bytes)
+                                         "source": .string(image.source.rawValue), "url": .string(image.url)], body: image.bytes)
                 }
             } catch {
                 post { bound.value.fail(error.wireError) }
@@ -47,7 +47,7 @@ final class ImageGetOperation: OperationHandler {
 
 /// `image.prefetch`: queues downloads that warm the caches and answers at once.
 final class ImagePrefetchOperation: OperationHandler {
-    let descriptor = OperationCatalog.descriptor(named: "image.prefetch")!
+    let descriptor = OperationCatalog.imagePrefetch
 
     func start(_ request: RequestContext) {
         guard let server = request.server, let loader = server.images else {
@@ -72,7 +72,7 @@ final class ImagePrefetchOperation: OperationHandler {
 
 /// `image.evict`: drops a URL's images from the loader's memory tier.
 final class ImageEvictOperation: OperationHandler {
-    let descriptor = OperationCatalog.descriptor(named: "image.evict")!
+    let descriptor = OperationCatalog.imageEvict
 
     func start(_ request: RequestContext) {
         guard let server = request.server, let loader = server.images else {

@@ -3,7 +3,7 @@ import FerryProtocol
 /// `ping`: echoes the request body; with `delay_ms` it stays in flight (on a loop timer) until then, with `events`
 /// it sends that many `tick` events first. The simplest request to cancel, time out and drain at shutdown.
 final class PingOperation: OperationHandler {
-    let descriptor = OperationCatalog.descriptor(named: "ping")!
+    let descriptor = OperationCatalog.ping
     static let maxDelayMs: Int64 = 60_000
     static let maxEvents: Int64 = 1000
     private static let pong: JSONObject = ["pong": true]
@@ -17,7 +17,7 @@ final class PingOperation: OperationHandler {
             delay = d
             events = e
         }
-        for n in 0..<events { request.event("tick", data: ["n": .int(n)]) }
+        for n in 0..<events { request.event(.tick, data: ["n": .int(n)]) }
         guard delay > 0, let server = request.server else {
             return request.succeed(PingOperation.pong, body: request.body)
         }

@@ -2,7 +2,7 @@ import FerryProtocol
 
 /// `stats`: the daemon's counters.
 final class StatsOperation: OperationHandler {
-    let descriptor = OperationCatalog.descriptor(named: "stats")!
+    let descriptor = OperationCatalog.stats
 
     func start(_ request: RequestContext) {
         guard let server = request.server else { return }

@@ -1,4 +1,7 @@
-/// How a request uses the cache, with the semantics of the WHATWG Fetch `RequestCache` modes.
+import FerryProtocol
+
+/// The caching rules of the request cache modes (`CacheMode`, a wire word of FerryProtocol), with the semantics
+/// of the WHATWG Fetch `RequestCache` modes.
 ///
 /// | mode             | look in the cache                  | store the response |
 /// |------------------|------------------------------------|--------------------|
@@ -10,42 +13,35 @@
 /// | `only-if-cached` | any matching response, even stale; never the network (no match → fail) | — |
 ///
 /// ```swift
-/// FetchCacheMode(rawValue: "force-cache")  // .forceCache
-/// FetchCacheMode.reload.consultsCache      // false
+/// CacheMode(rawValue: "force-cache")  // .forceCache
+/// CacheMode.reload.consultsCache      // false
 /// ```
-public enum FetchCacheMode: String, Sendable, CaseIterable {
-    case `default`
-    case noStore = "no-store"
-    case reload
-    case noCache = "no-cache"
-    case forceCache = "force-cache"
-    case onlyIfCached = "only-if-cached"
-
+extension CacheMode {
     /// Whether stored responses may be looked at at all.
     ///
     /// ```swift
-    /// FetchCacheMode.noStore.consultsCache  // false
+    /// CacheMode.noStore.consultsCache  // false
     /// ```
     public var consultsCache: Bool { self != .noStore && self != .reload }
 
     /// Whether a (storable) response obtained for this request may be stored.
     ///
     /// ```swift
-    /// FetchCacheMode.reload.storesResponses  // true
+    /// CacheMode.reload.storesResponses  // true
     /// ```
     public var storesResponses: Bool { self != .noStore }
 
     /// Whether a stored match is used whatever its freshness (and without validation).
     ///
     /// ```swift
-    /// FetchCacheMode.forceCache.ignoresStaleness  // true
+    /// CacheMode.forceCache.ignoresStaleness  // true
     /// ```
     public var ignoresStaleness: Bool { self == .forceCache || self == .onlyIfCached }
 
     /// Whether the network may be used; with `only-if-cached` a missing match is an error (504-like).
     ///
     /// ```swift
-    /// FetchCacheMode.onlyIfCached.mayUseNetwork  // false
+    /// CacheMode.onlyIfCached.mayUseNetwork  // false
     /// ```
     public var mayUseNetwork: Bool { self != .onlyIfCached }
 
@@ -54,7 +50,7 @@ public enum FetchCacheMode: String, Sendable, CaseIterable {
     /// `no-cache` adds `Cache-Control: max-age=0` — each only when the request has no such field already.
     ///
     /// ```swift
-    /// FetchCacheMode.noCache.outgoingHeaders([:]).first("cache-control")  // "max-age=0"
+    /// CacheMode.noCache.outgoingHeaders([:]).first("cache-control")  // "max-age=0"
     /// ```
     public func outgoingHeaders(_ headers: HTTPFields) -> HTTPFields {
         var h = headers

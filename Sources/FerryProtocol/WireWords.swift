@@ -1,0 +1,81 @@
+// The protocol's closed vocabularies: every word that travels as a string in arguments, results and events, as one
+// enum each, shared by the daemon, the Swift client and the CLI (and mirrored in the Python client's `ferry.wire`).
+// The raw values are the bytes on the wire (PROTOCOL.md); nothing else spells them.
+//
+//     CacheStatus(rawValue: "revalidated")?.servedFromStore   // true
+//     EventName.progress.rawValue                              // "progress"
+
+/// How the shared HTTP cache answered a `fetch` (`result.cache.status`).
+public enum CacheStatus: String, Sendable, CaseIterable {
+    /// A fresh stored response.
+    case hit
+    /// A stale stored response (stale-while-revalidate, stale-if-error).
+    case stale
+    /// A stored response the origin confirmed with 304.
+    case revalidated
+    /// The response of an identical request in flight, shared.
+    case coalesced
+    /// Nothing usable was stored: the origin answered.
+    case miss
+    /// The request's cache mode skipped the cache (no-store, reload).
+    case bypass
+
+    /// Whether the body came out of the store rather than off the network.
+    public var servedFromStore: Bool { self == .hit || self == .stale || self == .revalidated }
+}
+
+/// Where an `image.get` found its bytes (`result.source`).
+public enum ImageSource: String, Sendable, CaseIterable {
+    /// The image loader's memory tier.
+    case memory
+    /// The HTTP cache (memory or disk of the storage engine).
+    case disk
+    /// The origin.
+    case network
+}
+
+/// The names of event frames (`"event"`).
+public enum EventName: String, Sendable, CaseIterable {
+    /// `ping` with `events`: `{n}`.
+    case tick
+    /// A part of a body too large for one frame: `{offset}`.
+    case chunk
+    /// `fetch` with `progress`: `{received, total?}`.
+    case progress
+}
+
+/// How a `fetch` or `image.get` uses the shared HTTP cache: the WHATWG Fetch `RequestCache` modes (`"cache"`).
+/// Their caching rules are in FerryHTTPCache (`consultsCache`, `storesResponses`, …).
+public enum CacheMode: String, Sendable, CaseIterable {
+    case `default`
+    case noStore = "no-store"
+    case reload
+    case noCache = "no-cache"
+    case forceCache = "force-cache"
+    case onlyIfCached = "only-if-cached"
+}
+
+/// What a `fetch` does with a redirect (`"redirect"`).
+public enum RedirectMode: String, Sendable, CaseIterable {
+    /// Follow it, through the cache, hop by hop.
+    case follow
+    /// Answer with the 3xx itself.
+    case manual
+    /// Fail with `failed_precondition`.
+    case error
+}
+
+/// How an operation uses the request body (`describe`'s `body`).
+public enum BodyKind: String, Sendable, CaseIterable {
+    /// Takes none.
+    case none
+    /// Sends it back (`ping`).
+    case echo
+    /// Stores it as a value (`cache.set`).
+    case value
+    /// Sends it as the HTTP request body (`fetch`).
+    case http
+
+    /// Whether a body may arrive in several frames (continuation frames).
+    public var takesBody: Bool { self != .none }
+}
