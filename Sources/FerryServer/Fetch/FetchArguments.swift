@@ -3,7 +3,7 @@ import FerryProtocol
 
 /// A `fetch` request, checked: everything libcurl will be given has been validated here first, so a bad argument
 /// is an `invalid_argument` with a precise message and never reaches the network.
-struct FetchSpec {
+struct FetchSpec: Sendable {
     var url: String
     var method: String
     var headers: [(String, String)]

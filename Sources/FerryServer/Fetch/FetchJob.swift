@@ -1,11 +1,18 @@
 import FerryHTTPCache
 import FerryProtocol
 
-/// One client's `fetch`, hop by hop: for each URL of the redirect chain, consult the shared cache (RFC 9111
-/// through `FerryHTTPCache`), then serve from it, validate, or join/start an origin transfer; absorb what the origin
-/// said into the cache; follow redirects itself (so that every hop is cached under its own URL). Loop thread only.
+/// One fetch, hop by hop: for each URL of the redirect chain, consult the shared cache (RFC 9111 through
+/// `FerryHTTPCache`), then serve from it, validate, or join/start an origin transfer; absorb what the origin said
+/// into the cache; follow redirects itself (so that every hop is cached under its own URL). The answer is typed
+/// (`FetchOutcome`); who asked (a client's `fetch`, the image loader) turns it into what it needs. Loop thread only.
+///
+/// ```swift
+/// let job = FetchJob(service: service, spec: spec) { result in ... }   // Result<FetchOutcome, FetchFailure>
+/// job.onProgress = { received, total in ... }                          // when spec.progress
+/// job.start()
+/// job.cancel()   // leaves the transfer; the last waiter to leave stops it
+/// ```
 final class FetchJob {
-    private let responder: FetchResponder
     private unowned let service: FetchService
     private var spec: FetchSpec
     private var url: String
@@ -14,17 +21,19 @@ final class FetchJob {
     private var waiter: TransferGroup.Waiter?
     private var finished = false
     private let startedMs = WallClock.nowMs()
+    private var onDone: ((Result<FetchOutcome, FetchFailure>) -> Void)?
+    /// Bytes received so far and the total when known, while a transfer of this job runs (with `spec.progress`).
+    var onProgress: ((Int, Int?) -> Void)?
 
-    init(responder: FetchResponder, service: FetchService, spec: FetchSpec) {
-        self.responder = responder
+    init(service: FetchService, spec: FetchSpec, done: @escaping (Result<FetchOutcome, FetchFailure>) -> Void) {
         self.service = service
         self.spec = spec
         url = spec.url
+        onDone = done
     }
 
     func start() {
         service.stats.requests += 1
-        responder.onCancel = { [self] in cancel() }
         hop()
     }
 
@@ -95,11 +104,7 @@ final class FetchJob {
             case .retryAlone: network(creq, stored: stored, validating: conditional, alone: true)
             }
         }
-        waiter.progress = { [weak self] received, total in
-            var data: JSONObject = ["received": .int(Int64(received))]
-            if let total { data["total"] = .int(Int64(total)) }
-            self?.responder.event(.progress, data: data, body: [])
-        }
+        waiter.progress = { [weak self] received, total in self?.onProgress?(received, total) }
         self.waiter = waiter
         group = service.join(waiter, request: outgoing, coalescingKey: alone ? nil : coalescingKey(creq, conditional))
     }
@@ -198,38 +203,27 @@ final class FetchJob {
     }
 
     private func reply(status: Int, headers: HTTPFields, body: ArraySlice<UInt8>, cache: CacheStatus, age: Int64, timing: Transfer.Timing?) {
-        var result: JSONObject = [
-            "status": .int(Int64(status)),
-            "headers": .array(headers.pairs.map { .array([.string($0.0), .string($0.1)]) }),
-            "url": .string(url),
-            "redirects": .int(Int64(redirects)),
-            "cache": .object(["status": .string(cache.rawValue), "age_s": .int(age)]),
-        ]
-        // total_ms: this request in the daemon, redirects included; the rest: the last origin exchange, if any.
-        var t: JSONObject = ["total_ms": .int(WallClock.nowMs() - startedMs)]
-        if let timing {
-            t["dns_ms"] = .double(timing.dnsMs)
-            t["connect_ms"] = .double(timing.connectMs)
-            t["tls_ms"] = .double(timing.tlsMs)
-            t["first_byte_ms"] = .double(timing.firstByteMs)
-            t["transfer_ms"] = .double(timing.totalMs)
-        }
-        result["timing"] = .object(t)
-        finish(.success((result, spec.method == "HEAD" ? [][...] : body)))
+        let now = WallClock.nowMs()
+        finish(.success(FetchOutcome(status: status, headers: headers, body: spec.method == "HEAD" ? [][...] : body, url: url,
+                                     redirects: redirects, cache: cache, ageSeconds: age, totalMs: now - startedMs,
+                                     origin: timing, freshForSeconds: FetchOutcome.freshFor(status: status, headers: headers, now: now / 1000))))
     }
 
-    private func finish(_ outcome: Result<(JSONObject, ArraySlice<UInt8>), FetchFailure>) {
+    private func finish(_ outcome: Result<FetchOutcome, FetchFailure>) {
         guard !finished else { return }
         finished = true
-        switch outcome {
-        case .success(let (result, body)): responder.succeed(result, body: body)
-        case .failure(let failure): responder.fail(failure.wireError)
-        }
+        let done = onDone
+        onDone = nil
+        onProgress = nil
+        done?(outcome)
     }
 
-    /// Cancel, deadline or a closed connection: leave the transfer (the last waiter to leave stops it).
-    private func cancel() {
+    /// Cancel, deadline or a closed connection: leave the transfer (the last waiter to leave stops it); nothing is
+    /// answered.
+    func cancel() {
         finished = true
+        onDone = nil
+        onProgress = nil
         if let group, let waiter { group.remove(waiter) }
         group = nil
     }

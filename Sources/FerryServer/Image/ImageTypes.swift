@@ -2,24 +2,28 @@ import FerryHTTPCache
 import FerryImageFormat
 import FerryProtocol
 
-/// One `image.get` (or prefetch): which image, with which request headers and HTTP cache mode.
+/// One `image.get` (or prefetch): the fetch that brings the image, checked once when the request arrived
+/// (`FetchSpec.parse` for `image.get`, a plain GET for `image.prefetch`) and handed to the fetch pipeline as is.
 struct ImageRequest: Sendable {
-    var url: String
-    var headers: [HTTPHeaderPair] = []
-    var cache: CacheMode = .default
-    var timeoutMs: Int?
+    var spec: FetchSpec
+
+    init(spec: FetchSpec) { self.spec = spec }
+
+    /// A plain GET of `url` through the default cache mode (a URL already checked by `FetchSpec.urlProblem`).
+    init(url: String) {
+        spec = FetchSpec(url: url, method: "GET", headers: [], body: [], timeoutMs: nil, redirect: .follow, maxRedirects: 10,
+                         maxBytes: FetchSpec.defaultMaxBytes, cacheMode: .default, progress: false)
+    }
+
+    var url: String { spec.url }
+    var cache: CacheMode { spec.cacheMode }
 
     /// Memory key: the normalised URL (plus the headers, when any).
-    var key: String { ImageKey.make(url: CacheKeyURL.normalize(url) ?? url, headers: headers.map { ($0.name, $0.value) }) }
+    var key: String { ImageKey.make(url: CacheKeyURL.normalize(spec.url) ?? spec.url, headers: spec.headers) }
 
     /// In-flight key: requests share a download only if they would make the same fetch — same cache mode (a reload
     /// must not get a default request's cached answer) and same time limit.
-    var downloadKey: String { key + "\n#\(cache.rawValue) \(timeoutMs ?? 0)" }
-}
-
-struct HTTPHeaderPair: Sendable, Equatable {
-    var name: String
-    var value: String
+    var downloadKey: String { key + "\n#\(cache.rawValue) \(spec.timeoutMs ?? 0)" }
 }
 
 extension CacheMode {
@@ -31,7 +35,7 @@ extension CacheMode {
 struct FetchedImage: Sendable {
     var body: [UInt8]
     var url: String
-    /// disk (the HTTP cache had it) or network.
+    /// `.disk` (the HTTP cache had it) or `.network`.
     var source: ImageSource
     /// Until when the memory tier may serve it without asking (from the response's freshness).
     var freshUntilMs: Int64

@@ -94,9 +94,6 @@ enum ImageArguments {
     static func request(_ args: JSONObject) -> Result<ImageRequest, FetchFailure> {
         var shared = JSONObject()
         for name in ["url", "headers", "cache", "timeout_ms"] { if let v = args[name] { shared[name] = v } }
-        return FetchSpec.parse(shared, body: [], maxBytesLimit: Int.max).map { spec in
-            ImageRequest(url: spec.url, headers: spec.headers.map { HTTPHeaderPair(name: $0.0, value: $0.1) },
-                         cache: spec.cacheMode, timeoutMs: spec.timeoutMs)
-        }
+        return FetchSpec.parse(shared, body: [], maxBytesLimit: Int.max).map(ImageRequest.init(spec:))
     }
 }

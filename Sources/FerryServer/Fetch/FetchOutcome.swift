@@ -1,0 +1,38 @@
+import FerryHTTPCache
+import FerryProtocol
+
+/// What a fetch answered, typed: the response as it is served (from the store, or from the origin), where it came
+/// from, and how long it stays fresh. The `fetch` operation writes it as the client's JSON; the image loader reads
+/// its freshness and cache status directly.
+///
+/// ```swift
+/// let job = FetchJob(service: service, spec: spec) { result in
+///     guard case .success(let outcome) = result else { return }
+///     outcome.cache.servedFromStore   // true for hit, stale, revalidated
+///     outcome.freshForSeconds         // > 0: may be reused that long without asking the origin
+/// }
+/// ```
+struct FetchOutcome {
+    var status: Int
+    /// As served: decoded-body headers, `Age` for a stored response.
+    var headers: HTTPFields
+    /// A slice of the stored record or of the transfer's buffer; empty for HEAD.
+    var body: ArraySlice<UInt8>
+    /// The URL of this response, after `redirects` redirects.
+    var url: String
+    var redirects: Int
+    var cache: CacheStatus
+    var ageSeconds: Int64
+    /// This fetch in the daemon, redirects included.
+    var totalMs: Int64
+    /// The last exchange with the origin, when there was one.
+    var origin: Transfer.Timing?
+    /// The freshness lifetime left (RFC 9111 §4.2, from the served headers); 0 or less: reuse needs validation.
+    var freshForSeconds: Int64
+
+    /// The freshness left of a response served now with these headers: its lifetime minus its `Age`.
+    static func freshFor(status: Int, headers: HTTPFields, now: Int64) -> Int64 {
+        let served = StoredResponse(status: status, headers: headers, requestTime: now, responseTime: now)
+        return freshnessLifetime(response: served) - (ageValue(headers) ?? 0)
+    }
+}
