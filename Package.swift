@@ -40,6 +40,9 @@ let package = Package(
         // The storage engine: SQLite index (WAL) + content-addressed blob files + a disk worker thread.
         .target(name: "FerryStore", dependencies: ["FerryCache", "CSQLite"]),
         .target(name: "FerryArgs", linkerSettings: [.linkedLibrary("m")]),
+        // The event loop: libuv's loop, timers, signals, polls, pipes and the cross-thread mailbox behind small Swift
+        // types, and the wall clock. With the fetch transport, the only code that imports CLibUV.
+        .target(name: "FerryLoop", dependencies: ["CLibUV"]),
         // HTTP caching policy (RFC 9111, shared cache): parsing, freshness, validation, keys. Pure Swift, no C imports;
         // the request cache modes are wire words of FerryProtocol.
         .target(name: "FerryHTTPCache", dependencies: ["FerryProtocol"]),
@@ -47,7 +50,7 @@ let package = Package(
         .target(name: "FerryImageFormat"),
         .target(
             name: "FerryServer",
-            dependencies: ["FerryProtocol", "FerryCache", "FerryStore", "FerryHTTPCache", "FerryImageFormat", "CLibUV", "CCurl"]
+            dependencies: ["FerryProtocol", "FerryCache", "FerryStore", "FerryHTTPCache", "FerryImageFormat", "FerryLoop", "CCurl"]
         ),
         .target(name: "FerryClient", dependencies: ["FerryProtocol"]),
         .target(name: "FerryCodable", dependencies: ["FerryClient"]),
@@ -65,7 +68,7 @@ let package = Package(
         .testTarget(name: "FerryHTTPCacheTests", dependencies: ["FerryHTTPCache", "FerryProtocol"]),
         .testTarget(name: "FerryImageFormatTests", dependencies: ["FerryImageFormat"], resources: [.copy("Fixtures")]),
         .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore", "FerryCache"]),
-        .testTarget(name: "FerryServerTests", dependencies: ["FerryServer", "FerryProtocol"]),
+        .testTarget(name: "FerryServerTests", dependencies: ["FerryServer", "FerryProtocol", "FerryLoop"]),
         .testTarget(
             name: "FerryIntegrationTests",
             dependencies: ["FerryClient", "FerryCodable", "FerryProtocol"]

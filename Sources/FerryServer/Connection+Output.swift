@@ -1,4 +1,4 @@
-import CLibUV
+import FerryLoop
 import FerryProtocol
 
 /// The connection's output: replies are appended as frames and flushed once per loop iteration; unsent bytes drive
@@ -92,58 +92,32 @@ extension Connection {
         if pendingOutputBytes == 0 { close() }
     }
 
-    /// Hands buffered replies to the kernel: `uv_try_write` first (no copy, no callback), then `uv_write` with an
+    /// Hands buffered replies to the kernel: `tryWrite` first (no copy, no callback), then a queued write of an
     /// owned copy of what did not fit.
     func flush() {
         needsFlush = false
         guard !isClosed, !out.isEmpty else { return }
         var written = 0
         if queuedWriteBytes == 0 {
-            written = out.withUnsafeMutableBytes { b -> Int in
-                var buf = uv_buf_init(b.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(b.count))
-                let n = uv_try_write(stream, &buf, 1)
-                return n > 0 ? Int(n) : (n == Int32(UV_EAGAIN.rawValue) ? 0 : Int(n))
-            }
+            written = out.withUnsafeBytes { pipe.tryWrite($0) }
             if written < 0 {
-                server.log.debug("conn=\(id) write error: \(String(cString: uv_strerror(Int32(written))))")
+                server.log.debug("conn=\(id) write error: \(loopErrorText(Int32(written)))")
                 close()
                 return
             }
         }
         server.stats.bytesOut += UInt64(written)
         let rest = out.count - written
-        if rest > 0 { queueWrite(from: written) }
+        if rest > 0 {
+            let queued = out.withUnsafeBytes { pipe.write(copying: UnsafeRawBufferPointer(rebasing: $0[written...])) }
+            guard queued else { return close() }
+            queuedWriteBytes += rest
+        }
         out.removeAll(keepingCapacity: out.capacity <= 256 * 1024)
         afterOutputDrained()
     }
 
-    /// Layout of one queued write: the libuv request, then the byte count, then the bytes, in one allocation.
-    private func queueWrite(from start: Int) {
-        let count = out.count - start
-        let headerSize = MemoryLayout<uv_write_t>.stride + MemoryLayout<Int>.stride
-        let block = UnsafeMutableRawPointer.allocate(byteCount: headerSize + count, alignment: 16)
-        let request = block.assumingMemoryBound(to: uv_write_t.self)
-        (block + MemoryLayout<uv_write_t>.stride).storeBytes(of: count, as: Int.self)
-        let bytes = block + headerSize
-        out.withUnsafeBytes { b in bytes.copyMemory(from: b.baseAddress! + start, byteCount: count) }
-        request.pointee.data = Unmanaged.passUnretained(self).toOpaque()
-        var buf = uv_buf_init(bytes.assumingMemoryBound(to: CChar.self), UInt32(count))
-        queuedWriteBytes += count
-        let rc = uv_write(request, stream, &buf, 1) { req, status in
-            let block = UnsafeMutableRawPointer(req!)
-            let count = (block + MemoryLayout<uv_write_t>.stride).load(as: Int.self)
-            let me = Unmanaged<Connection>.fromOpaque(req!.pointee.data).takeUnretainedValue()
-            block.deallocate()
-            me.didWrite(count: count, status: status)
-        }
-        if rc != 0 {
-            queuedWriteBytes -= count
-            block.deallocate()
-            close()
-        }
-    }
-
-    private func didWrite(count: Int, status: Int32) {
+    func pipeDidWrite(count: Int, status: Int32) {
         queuedWriteBytes -= count
         if status == 0 { server.stats.bytesOut += UInt64(count) }
         guard !isClosed else { return }

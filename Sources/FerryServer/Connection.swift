@@ -1,22 +1,22 @@
-import CLibUV
+import FerryLoop
 import FerryProtocol
 
 /// One client connection: reads frames, admits requests through `RequestGate`, and buffers replies until the loop's
 /// iteration hook flushes them. Loop thread only.
 ///
-/// Lifetime: the server retains the object through `handle.data` from accept until libuv's close callback, so
-/// callbacks never see a freed connection; everything else holds it weakly or by id.
-final class Connection {
+/// Lifetime: its pipe holds it (as delegate) from accept until libuv's close callback, so callbacks never see a freed
+/// connection; everything else holds it weakly or by id.
+final class Connection: LoopPipeDelegate {
     let id: UInt64
     /// The server outlives every connection (it runs until the process exits), so no reference counting is needed.
     unowned(unsafe) let server: Server
-    let handle: UnsafeMutablePointer<uv_pipe_t>
+    let pipe: LoopPipe
     private var decoder: FrameDecoder
     var phase: ConnectionPhase = .awaitingHello
     private(set) var inFlight: [UInt64: RequestContext] = [:]
     /// Replies not yet handed to the kernel or to libuv.
     var out: [UInt8] = []
-    /// Bytes handed to `uv_write` whose callback has not run.
+    /// Bytes queued on the pipe (`write(copying:)`) whose write has not completed.
     var queuedWriteBytes = 0
     /// Request bodies held by requests in flight: memory a client makes the daemon keep, so it counts toward
     /// backpressure like unsent output does.
@@ -35,19 +35,15 @@ final class Connection {
     /// Read space handed to libuv per read: small enough that idle connections stay cheap.
     private static let readChunk = 16 * 1024
 
-    init(id: UInt64, server: Server, handle: UnsafeMutablePointer<uv_pipe_t>) {
+    init(id: UInt64, server: Server, pipe: LoopPipe) {
         self.id = id
         self.server = server
-        self.handle = handle
+        self.pipe = pipe
         let limits = server.config.limits
         decoder = FrameDecoder(maxFrameBytes: limits.handshakeFrameBytes, maxJSONBytes: min(limits.maxJSONBytes, limits.handshakeFrameBytes),
                                buffer: ByteBuffer(capacity: Connection.readChunk))
         backpressure = Backpressure(high: server.config.highWaterBytes, low: server.config.lowWaterBytes)
-        handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
-    }
-
-    var stream: UnsafeMutablePointer<uv_stream_t> {
-        UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_stream_t.self)
+        pipe.delegate = self
     }
 
     var pendingOutputBytes: Int { out.count + queuedWriteBytes }
@@ -62,38 +58,35 @@ final class Connection {
     func startReading() {
         guard !isReading, !isClosed, phase != .closing else { return }
         isReading = true
-        uv_read_start(stream, { h, _, buf in
-            let me = Unmanaged<Connection>.fromOpaque(h!.pointee.data).takeUnretainedValue()
-            let space = me.decoder.buffer.writableSpace(minimum: Connection.readChunk)
-            buf!.pointee = uv_buf_init(space.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(space.count))
-        }, { s, nread, _ in
-            let me = Unmanaged<Connection>.fromOpaque(s!.pointee.data).takeUnretainedValue()
-            me.didRead(nread)
-        })
+        pipe.startReading()
     }
 
     func stopReading() {
         guard isReading else { return }
         isReading = false
-        uv_read_stop(stream)
+        pipe.stopReading()
     }
 
-    private func didRead(_ nread: Int) {
+    func pipeReadSpace() -> UnsafeMutableRawBufferPointer {
+        decoder.buffer.writableSpace(minimum: Connection.readChunk)
+    }
+
+    func pipeDidRead(_ nread: Int) {
         if nread > 0 {
             decoder.buffer.didWrite(nread)
             server.stats.bytesIn += UInt64(nread)
             processFrames()
         } else if nread < 0 {
-            if nread == Int(UV_EOF.rawValue) && !decoder.hasPartialFrame {
+            if nread == LoopPipe.endOfFile && !decoder.hasPartialFrame {
                 // A clean end: requests still running are cancelled (the client is gone or done sending), but
                 // replies already produced are delivered to a client that only shut down its sending side.
                 closeAfterFlush()
                 return
             }
-            if nread == Int(UV_EOF.rawValue) {
+            if nread == LoopPipe.endOfFile {
                 server.log.info("conn=\(id) closed mid-frame (\(decoder.pendingBytes) bytes of a truncated frame dropped)")
             } else {
-                server.log.debug("conn=\(id) read error: \(String(cString: uv_strerror(Int32(nread))))")
+                server.log.debug("conn=\(id) read error: \(loopErrorText(Int32(nread)))")
             }
             close()
         }
@@ -272,9 +265,6 @@ final class Connection {
         countedUploadBytes = 0
         for request in Array(inFlight.values) { request.abandon() }
         server.connectionClosed(self)
-        uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { h in
-            let me = Unmanaged<Connection>.fromOpaque(h!.pointee.data).takeRetainedValue()
-            me.handle.deallocate()
-        }
+        pipe.close()
     }
 }

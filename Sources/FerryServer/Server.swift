@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import CLibUV
+import FerryLoop
 import FerryProtocol
 import FerryStore
 
@@ -14,7 +14,7 @@ import FerryStore
 public final class Server {
     public let config: ServerConfig
     let log: Logger
-    let loop: UnsafeMutablePointer<uv_loop_t>
+    let loop = EventLoop()
     let stats = ServerStats()
     let router = Router()
     var totalInFlight = 0
@@ -42,7 +42,7 @@ public final class Server {
     private var graceTimer: LoopTimer?
     private var iterationHook: LoopIterationHook?
     private var signals: [LoopSignal] = []
-    private var listener: UnsafeMutablePointer<uv_pipe_t>?
+    private var listener: LoopPipeListener?
     private var socketGuard: SocketGuard?
     private var readyToStop = false
     private var isStopping = false
@@ -60,19 +60,12 @@ public final class Server {
     public init(config: ServerConfig) {
         self.config = config
         log = Logger(level: config.logLevel)
-        loop = .allocate(capacity: 1)
-        uv_loop_init(loop)
         for op in [HelloOperation(), PingOperation(), DescribeOperation(), StatsOperation(), CancelOperation(),
                    CacheSetOperation(), CacheGetOperation(), CacheDeleteOperation(), CacheTouchOperation(),
                    CacheListOperation(), CacheClearOperation(), FetchOperation(),
                    ImageGetOperation(), ImagePrefetchOperation(), ImageEvictOperation()] as [OperationHandler] {
             router.register(op)
         }
-    }
-
-    deinit {
-        uv_loop_close(loop)
-        loop.deallocate()
     }
 
     /// Binds the socket and serves until a signal asks to stop and the drain is over.
@@ -96,7 +89,7 @@ public final class Server {
             store?.close()
             throw error
         }
-        startedAt = uv_now(loop)
+        startedAt = loop.nowMs
         deadlineTimer = LoopTimer(loop: loop) { [unowned self] _ in self.deadlineTimerFired() }
         iterationHook = LoopIterationHook(loop: loop) { [unowned self] in self.endOfIteration() }
         for sig in [SIGINT, SIGTERM] {
@@ -108,7 +101,7 @@ public final class Server {
         }
         sweepTimer?.start(afterMs: Server.sweepIntervalMs)
         log.info("ferryd \(ferryVersion) listening on \(config.socketPath) (pid \(getpid()))")
-        uv_run(loop, UV_RUN_DEFAULT)
+        loop.run()
         // Everything acknowledged is already on disk; this applies the journal to the index and waits for the rest of
         // the queue, then the worker ends.
         store.close()
@@ -168,40 +161,24 @@ public final class Server {
     }
 
     private func listen() throws(ServerError) {
-        let pipe = UnsafeMutablePointer<uv_pipe_t>.allocate(capacity: 1)
-        uv_pipe_init(loop, pipe, 0)
-        pipe.pointee.data = Unmanaged.passUnretained(self).toOpaque()
-        listener = pipe
-        // Mode 0600 from the start: umask around bind, so there is no moment when others could connect.
-        let oldMask = umask(0o177)
-        let rc = uv_pipe_bind(pipe, config.socketPath)
-        umask(oldMask)
-        if rc != 0 { throw .bind(path: config.socketPath, message: String(cString: uv_strerror(rc))) }
-        let stream = UnsafeMutableRawPointer(pipe).assumingMemoryBound(to: uv_stream_t.self)
-        let lrc = uv_listen(stream, 4096) { s, status in
-            let me = Unmanaged<Server>.fromOpaque(s!.pointee.data).takeUnretainedValue()
-            me.accept(status: status)
+        let listener = LoopPipeListener(loop: loop)
+        self.listener = listener
+        do throws(LoopError) {
+            try listener.bind(path: config.socketPath)
+            try listener.listen(backlog: 4096) { [unowned self] status in accept(status: status) }
+        } catch {
+            throw .bind(path: config.socketPath, message: error.description)
         }
-        if lrc != 0 { throw .bind(path: config.socketPath, message: String(cString: uv_strerror(lrc))) }
     }
 
     private func accept(status: Int32) {
-        guard status == 0, let listener else { return }
-        let handle = UnsafeMutablePointer<uv_pipe_t>.allocate(capacity: 1)
-        uv_pipe_init(loop, handle, 0)
-        let listenStream = UnsafeMutableRawPointer(listener).assumingMemoryBound(to: uv_stream_t.self)
-        guard uv_accept(listenStream, UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_stream_t.self)) == 0 else {
-            uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { h in
-                UnsafeMutableRawPointer(h!).assumingMemoryBound(to: uv_pipe_t.self).deallocate()
-            }
-            return
-        }
-        let connection = Connection(id: nextConnectionID, server: self, handle: handle)
+        guard status == 0, let pipe = listener?.accept() else { return }
+        let connection = Connection(id: nextConnectionID, server: self, pipe: pipe)
         nextConnectionID += 1
         connections[connection.id] = connection
         stats.connectionsOpen += 1
         stats.connectionsTotal += 1
-        if let refusal = admissionProblem(handle) {
+        if let refusal = admissionProblem(pipe) {
             stats.connectionsRejected += 1
             stats.countConnectionError(refusal.code)
             log.info("conn=\(connection.id) refused: \(refusal.message)")
@@ -215,14 +192,9 @@ public final class Server {
     }
 
     /// Why a new connection may not stay: another uid, or too many connections.
-    private func admissionProblem(_ handle: UnsafeMutablePointer<uv_pipe_t>) -> WireError? {
+    private func admissionProblem(_ pipe: LoopPipe) -> WireError? {
         if !config.allowOtherUsers {
-            var fd: uv_os_fd_t = -1
-            var uid: uid_t = 0
-            let handlePtr = UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)
-            if uv_fileno(handlePtr, &fd) != 0 || ferry_peer_uid(fd, &uid) != 0 {
-                return WireError(.permissionDenied, "cannot read the peer's credentials")
-            }
+            guard let uid = pipe.peerUID() else { return WireError(.permissionDenied, "cannot read the peer's credentials") }
             if uid != getuid() {
                 return WireError(.permissionDenied, "peer uid \(uid) is not the daemon's uid \(getuid()); start ferryd with --allow-other-users to allow it")
             }
@@ -247,7 +219,7 @@ public final class Server {
     }
 
     func statsJSON() -> JSONObject {
-        var json = stats.json(pid: getpid(), uptimeMs: uv_now(loop) - startedAt, inFlight: totalInFlight, operations: router.counters)
+        var json = stats.json(pid: getpid(), uptimeMs: loop.nowMs - startedAt, inFlight: totalInFlight, operations: router.counters)
         let c = store.counters
         json["cache"] = [
             "hits": .int(Int64(c.memoryHits + c.diskHits)), "memory_hits": .int(Int64(c.memoryHits)),
@@ -304,20 +276,20 @@ public final class Server {
             deadlines.compact { key in connections[key.connection]?.request(id: key.request)?.serial == key.serial }
             armedDeadline = nil
         }
-        deadlines.schedule(DeadlineKey(connection: connection, request: request.id, serial: request.serial), at: uv_now(loop) + ms)
+        deadlines.schedule(DeadlineKey(connection: connection, request: request.id, serial: request.serial), at: loop.nowMs + ms)
         armDeadlineTimer()
     }
 
     private func armDeadlineTimer() {
         guard let next = deadlines.nextDeadline, next != armedDeadline else { return }
-        let now = uv_now(loop)
+        let now = loop.nowMs
         armedDeadline = next
         deadlineTimer?.start(afterMs: next > now ? next - now : 0)
     }
 
     private func deadlineTimerFired() {
         armedDeadline = nil
-        for key in deadlines.popExpired(now: uv_now(loop)) {
+        for key in deadlines.popExpired(now: loop.nowMs) {
             guard let request = connections[key.connection]?.request(id: key.request), request.serial == key.serial else { continue }
             request.cancel(with: WireError(.deadlineExceeded, "the request's timeout_ms elapsed"))
         }
@@ -336,12 +308,8 @@ public final class Server {
         }
         isDraining = true
         log.info("signal \(signal): draining \(totalInFlight) requests in flight (grace \(config.gracePeriodMs) ms)")
-        if let listener {
-            uv_close(UnsafeMutableRawPointer(listener).assumingMemoryBound(to: uv_handle_t.self)) { h in
-                UnsafeMutableRawPointer(h!).assumingMemoryBound(to: uv_pipe_t.self).deallocate()
-            }
-            self.listener = nil
-        }
+        listener?.close()
+        listener = nil
         if totalInFlight == 0 {
             readyToStop = true
         } else {
@@ -374,12 +342,8 @@ public final class Server {
         }
         graceTimer?.close()
         deadlineTimer?.close()
-        if let listener {
-            uv_close(UnsafeMutableRawPointer(listener).assumingMemoryBound(to: uv_handle_t.self)) { h in
-                UnsafeMutableRawPointer(h!).assumingMemoryBound(to: uv_pipe_t.self).deallocate()
-            }
-            self.listener = nil
-        }
+        listener?.close()
+        listener = nil
         if connections.isEmpty { return releaseLoop() }
         finalFlushTimer = LoopTimer(loop: loop) { [unowned self] _ in self.forceStop() }
         finalFlushTimer?.start(afterMs: Server.finalFlushMs)

@@ -1,3 +1,4 @@
+import FerryLoop
 import Foundation
 import Synchronization
 import Testing

@@ -1,5 +1,5 @@
 import CCurl
-import CLibUV
+import FerryLoop
 
 /// libcurl's multi interface driven by the daemon's libuv loop, in the shape of curl's `multi-uv.c`: libcurl says
 /// which sockets to watch (`CURLMOPT_SOCKETFUNCTION` → one `uv_poll` per socket) and when to call it back
@@ -14,13 +14,13 @@ import CLibUV
 /// ```
 final class CurlMulti {
     let handle: UnsafeMutableRawPointer
-    private let loop: UnsafeMutablePointer<uv_loop_t>
+    private let loop: EventLoop
     private var timer: LoopTimer!
-    private var polls: [curl_socket_t: UnsafeMutablePointer<uv_poll_t>] = [:]
+    private var polls: [curl_socket_t: LoopPoll] = [:]
     private var transfers: [UInt: Transfer] = [:]
     private var isClosed = false
 
-    init(loop: UnsafeMutablePointer<uv_loop_t>, maxPerHost: Int, maxTotal: Int) throws(FetchFailure) {
+    init(loop: EventLoop, maxPerHost: Int, maxTotal: Int) throws(FetchFailure) {
         try CurlMulti.globalInit()
         guard let m = curl_multi_init() else { throw .internalError("curl_multi_init failed") }
         handle = m
@@ -78,7 +78,7 @@ final class CurlMulti {
             transfer.finish(CURLE_ABORTED_BY_CALLBACK, message: "the daemon is stopping")
         }
         transfers.removeAll()
-        for (_, poll) in polls { closePoll(poll) }
+        for (_, poll) in polls { poll.close() }
         polls.removeAll()
         timer.close()
         curl_multi_cleanup(handle)
@@ -89,50 +89,38 @@ final class CurlMulti {
     /// CURLMOPT_SOCKETFUNCTION: start, change or stop watching one socket.
     private func watch(_ socket: curl_socket_t, _ what: Int32) {
         if what == CURL_POLL_REMOVE {
-            if let poll = polls.removeValue(forKey: socket) { closePoll(poll) }
+            polls.removeValue(forKey: socket)?.close()
             return
         }
-        let poll: UnsafeMutablePointer<uv_poll_t>
+        let poll: LoopPoll
         if let existing = polls[socket] {
             poll = existing
         } else {
-            poll = .allocate(capacity: 1)
-            guard uv_poll_init_socket(loop, poll, socket) == 0 else {
-                poll.deallocate()
+            guard let made = LoopPoll(loop: loop, socket: socket, { [unowned self] status, events in
+                var flags: Int32 = 0
+                if status < 0 {
+                    flags = CURL_CSELECT_ERR
+                } else {
+                    if events.contains(.readable) { flags |= CURL_CSELECT_IN }
+                    if events.contains(.writable) { flags |= CURL_CSELECT_OUT }
+                }
+                action(socket, flags)
+            }) else {
                 return  // libcurl's own timeout then fails the transfer
             }
-            poll.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+            poll = made
             polls[socket] = poll
         }
-        var events: Int32 = 0
-        if what == CURL_POLL_IN || what == CURL_POLL_INOUT { events |= Int32(UV_READABLE.rawValue) }
-        if what == CURL_POLL_OUT || what == CURL_POLL_INOUT { events |= Int32(UV_WRITABLE.rawValue) }
-        uv_poll_start(poll, events) { p, status, events in
-            let me = Unmanaged<CurlMulti>.fromOpaque(p!.pointee.data).takeUnretainedValue()
-            var flags: Int32 = 0
-            if status < 0 {
-                flags = CURL_CSELECT_ERR
-            } else {
-                if events & Int32(UV_READABLE.rawValue) != 0 { flags |= CURL_CSELECT_IN }
-                if events & Int32(UV_WRITABLE.rawValue) != 0 { flags |= CURL_CSELECT_OUT }
-            }
-            var fd: uv_os_fd_t = -1
-            uv_fileno(UnsafeMutableRawPointer(p!).assumingMemoryBound(to: uv_handle_t.self), &fd)
-            me.action(fd, flags)
-        }
+        var events: LoopPoll.Events = []
+        if what == CURL_POLL_IN || what == CURL_POLL_INOUT { events.insert(.readable) }
+        if what == CURL_POLL_OUT || what == CURL_POLL_INOUT { events.insert(.writable) }
+        poll.start(events)
     }
 
     /// CURLMOPT_TIMERFUNCTION: -1 stops the timer; 0 means "call me soon" — from the loop, never from inside this
     /// callback (libcurl forbids re-entry).
     private func arm(_ timeoutMs: Int) {
         if timeoutMs < 0 { timer.stop() } else { timer.start(afterMs: UInt64(timeoutMs)) }
-    }
-
-    private func closePoll(_ poll: UnsafeMutablePointer<uv_poll_t>) {
-        uv_poll_stop(poll)
-        uv_close(UnsafeMutableRawPointer(poll).assumingMemoryBound(to: uv_handle_t.self)) { h in
-            UnsafeMutableRawPointer(h!).assumingMemoryBound(to: uv_poll_t.self).deallocate()
-        }
     }
 
     private func action(_ socket: curl_socket_t, _ flags: Int32) {

@@ -1,4 +1,5 @@
 import FerryHTTPCache
+import FerryLoop
 import FerryProtocol
 
 /// One fetch, hop by hop: for each URL of the redirect chain, consult the shared cache (RFC 9111 through

@@ -1,4 +1,4 @@
-import CLibUV
+import FerryLoop
 import FerryHTTPCache
 import FerryProtocol
 
@@ -21,7 +21,7 @@ final class FetchService {
     /// Storage keys with a background revalidation running (stale-while-revalidate: exactly one at a time).
     private var revalidating: Set<String> = []
 
-    init(loop: UnsafeMutablePointer<uv_loop_t>, responses: ResponseStore, config: Config) throws(FetchFailure) {
+    init(loop: EventLoop, responses: ResponseStore, config: Config) throws(FetchFailure) {
         self.config = config
         self.responses = responses
         multi = try CurlMulti(loop: loop, maxPerHost: config.maxPerHost, maxTotal: config.maxTotal)

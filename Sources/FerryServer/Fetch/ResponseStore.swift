@@ -1,5 +1,6 @@
 import FerryCache
 import FerryHTTPCache
+import FerryLoop
 import FerryStore
 
 /// The shared HTTP cache's storage: stored responses (headers, times and body in one value) in the project's

@@ -1,4 +1,5 @@
 import CCurl
+import FerryLoop
 
 /// One HTTP exchange with an origin: a single request and its response, never following redirects (the fetch
 /// pipeline follows them itself, so that every hop goes through the cache). Owns its libcurl easy handle.

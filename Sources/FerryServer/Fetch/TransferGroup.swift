@@ -1,3 +1,5 @@
+import FerryLoop
+
 /// One origin transfer and the requests waiting for it: the first to ask, and every identical request that arrived
 /// while it ran (coalescing). Loop thread only.
 ///

@@ -1,4 +1,5 @@
 import FerryImageFormat
+import FerryLoop
 import FerryProtocol
 
 /// Identifies one waiting request: a connection's request (or anything unique). Cancelling it ends only its own

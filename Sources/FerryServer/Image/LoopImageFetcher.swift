@@ -1,4 +1,5 @@
 import FerryHTTPCache
+import FerryLoop
 import FerryProtocol
 
 /// `ImageFetching` through the daemon's fetch pipeline: the request is handed to the loop thread (libuv is not

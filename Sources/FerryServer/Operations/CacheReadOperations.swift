@@ -1,4 +1,5 @@
 import FerryCache
+import FerryLoop
 import FerryProtocol
 import FerryStore
 

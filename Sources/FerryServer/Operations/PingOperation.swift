@@ -1,3 +1,4 @@
+import FerryLoop
 import FerryProtocol
 
 /// `ping`: echoes the request body; with `delay_ms` it stays in flight (on a loop timer) until then, with `events`

@@ -4,21 +4,27 @@ import Synchronization
 /// How other threads hand work back to the loop thread: they `post` a closure, `uv_async_send` wakes the loop, and
 /// the loop runs every queued closure (several sends coalesce into one callback, so it drains the whole queue).
 /// `post` is the only method safe to call from any thread.
-final class LoopMailbox: @unchecked Sendable {  // `handle` is touched off the loop only by uv_async_send, which libuv allows
+///
+/// ```swift
+/// let mailbox = LoopMailbox(loop: loop)
+/// let post = mailbox.post
+/// Task.detached { let r = await work(); post { deliver(r) } }   // deliver runs on the loop thread
+/// ```
+public final class LoopMailbox: @unchecked Sendable {  // `handle` is touched off the loop only by uv_async_send, which libuv allows
     private let handle: UnsafeMutablePointer<uv_async_t>
     private let queue = Mutex<[@Sendable () -> Void]>([])
     private let closed = Mutex(false)
 
-    init(loop: UnsafeMutablePointer<uv_loop_t>) {
+    public init(loop: EventLoop) {
         handle = .allocate(capacity: 1)
-        uv_async_init(loop, handle) { h in
+        uv_async_init(loop.raw, handle) { h in
             Unmanaged<LoopMailbox>.fromOpaque(h!.pointee.data).takeUnretainedValue().drain()
         }
         handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
     }
 
     /// Queues `job` to run on the loop thread. After `close`, jobs are dropped.
-    var post: @Sendable (@escaping @Sendable () -> Void) -> Void {
+    public var post: @Sendable (@escaping @Sendable () -> Void) -> Void {
         { [self] job in
             queue.withLock { $0.append(job) }
             closed.withLock { isClosed in
@@ -36,14 +42,14 @@ final class LoopMailbox: @unchecked Sendable {  // `handle` is touched off the l
     }
 
     /// Loop thread only. Runs what is queued, then releases the handle.
-    func close() {
+    public func close() {
         let already = closed.withLock { isClosed -> Bool in
             defer { isClosed = true }
             return isClosed
         }
         guard !already else { return }
         drain()
-        uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { h in
+        uv_close(handle.asHandle) { h in
             let me = Unmanaged<LoopMailbox>.fromOpaque(h!.pointee.data).takeRetainedValue()
             me.handle.deallocate()
         }

@@ -1,0 +1,117 @@
+import CLibUV
+
+/// What a `LoopPipe` tells its owner, on the loop thread.
+public protocol LoopPipeDelegate: AnyObject {
+    /// Where the next read may put its bytes.
+    func pipeReadSpace() -> UnsafeMutableRawBufferPointer
+    /// `n > 0`: that many bytes were read into the last read space; `n < 0`: a libuv error, `LoopPipe.endOfFile`
+    /// when the peer closed its side.
+    func pipeDidRead(_ n: Int)
+    /// A queued write (`write(copying:)`) of `count` bytes is done; `status < 0`: it failed.
+    func pipeDidWrite(count: Int, status: Int32)
+}
+
+/// One accepted Unix-socket connection: reads into the delegate's buffer, writes without a copy when the kernel
+/// takes the bytes at once (`tryWrite`), and with one owned copy otherwise (`write(copying:)`).
+///
+/// Lifetime: the pipe is retained by its handle from accept until libuv's close callback, and it holds its
+/// delegate strongly until then, so no callback ever reaches a freed object.
+///
+/// ```swift
+/// let pipe = listener.accept()!
+/// pipe.delegate = connection
+/// pipe.startReading()
+/// let n = bytes.withUnsafeBytes { pipe.tryWrite($0) }   // then write(copying:) the rest
+/// pipe.close()
+/// ```
+public final class LoopPipe {
+    /// The `nread` of a clean end of stream.
+    public static let endOfFile = Int(UV_EOF.rawValue)
+    /// The `tryWrite` result when the kernel takes nothing now.
+    static let wouldBlock = Int(UV_EAGAIN.rawValue)
+
+    let handle: UnsafeMutablePointer<uv_pipe_t>
+    public var delegate: LoopPipeDelegate?
+    public private(set) var isClosed = false
+
+    init(loop: EventLoop) {
+        handle = .allocate(capacity: 1)
+        uv_pipe_init(loop.raw, handle, 0)
+        handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
+    }
+
+    public func startReading() {
+        guard !isClosed else { return }
+        uv_read_start(handle.asStream, { h, _, buf in
+            let me = Unmanaged<LoopPipe>.fromOpaque(h!.pointee.data).takeUnretainedValue()
+            let space = me.delegate?.pipeReadSpace() ?? UnsafeMutableRawBufferPointer(start: nil, count: 0)
+            buf!.pointee = uv_buf_init(space.baseAddress?.assumingMemoryBound(to: CChar.self), UInt32(space.count))
+        }, { s, nread, _ in
+            let me = Unmanaged<LoopPipe>.fromOpaque(s!.pointee.data).takeUnretainedValue()
+            // libuv may report 0 (EAGAIN) after handing out space: nothing happened.
+            if nread != 0 { me.delegate?.pipeDidRead(nread) }
+        })
+    }
+
+    public func stopReading() {
+        guard !isClosed else { return }
+        uv_read_stop(handle.asStream)
+    }
+
+    /// Writes what the kernel takes now: the bytes written (0 when it would block), or a negative libuv error.
+    public func tryWrite(_ bytes: UnsafeRawBufferPointer) -> Int {
+        guard !isClosed, let base = bytes.baseAddress, bytes.count > 0 else { return 0 }
+        var buf = uv_buf_init(UnsafeMutablePointer(mutating: base.assumingMemoryBound(to: CChar.self)), UInt32(bytes.count))
+        let n = Int(uv_try_write(handle.asStream, &buf, 1))
+        return n == LoopPipe.wouldBlock ? 0 : n
+    }
+
+    /// Layout of one queued write: the libuv request, then the byte count, then the bytes, in one allocation.
+    private static let headerSize = MemoryLayout<uv_write_t>.stride + MemoryLayout<Int>.stride
+
+    /// Queues a copy of `bytes`; the delegate hears `pipeDidWrite` when it is written. False when libuv refused
+    /// the write (the caller closes the pipe).
+    public func write(copying bytes: UnsafeRawBufferPointer) -> Bool {
+        guard !isClosed, let source = bytes.baseAddress, bytes.count > 0 else { return false }
+        let count = bytes.count
+        let block = UnsafeMutableRawPointer.allocate(byteCount: LoopPipe.headerSize + count, alignment: 16)
+        let request = block.assumingMemoryBound(to: uv_write_t.self)
+        (block + MemoryLayout<uv_write_t>.stride).storeBytes(of: count, as: Int.self)
+        let copy = block + LoopPipe.headerSize
+        copy.copyMemory(from: source, byteCount: count)
+        request.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        var buf = uv_buf_init(copy.assumingMemoryBound(to: CChar.self), UInt32(count))
+        let rc = uv_write(request, handle.asStream, &buf, 1) { req, status in
+            let block = UnsafeMutableRawPointer(req!)
+            let count = (block + MemoryLayout<uv_write_t>.stride).load(as: Int.self)
+            let me = Unmanaged<LoopPipe>.fromOpaque(req!.pointee.data).takeUnretainedValue()
+            block.deallocate()
+            me.delegate?.pipeDidWrite(count: count, status: status)
+        }
+        if rc != 0 {
+            block.deallocate()
+            return false
+        }
+        return true
+    }
+
+    /// The uid of the process at the other end (SO_PEERCRED); nil when it cannot be read.
+    public func peerUID() -> UInt32? {
+        var fd: uv_os_fd_t = -1
+        var uid: uid_t = 0
+        guard uv_fileno(handle.asHandle, &fd) == 0, ferry_peer_uid(fd, &uid) == 0 else { return nil }
+        return uid
+    }
+
+    /// Closes the connection; queued writes are cancelled (their callbacks still run, with an error), then the
+    /// delegate is released.
+    public func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        uv_close(handle.asHandle) { h in
+            let me = Unmanaged<LoopPipe>.fromOpaque(h!.pointee.data).takeRetainedValue()
+            me.delegate = nil
+            me.handle.deallocate()
+        }
+    }
+}
