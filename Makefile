@@ -37,7 +37,7 @@ test-swift:
 	$(SWIFT) test --skip-build
 
 test-python:
-	FERRYD="$$($(SWIFT) build --show-bin-path)/ferryd" python3 -m unittest discover -s Clients/python -v
+	FERRYD="$$($(SWIFT) build --show-bin-path)/ferryd" python3 -m unittest discover -s Clients/python/tests -t Clients/python -v
 	python3 -m unittest discover -s Tests/Origin -v
 
 bench: deps

@@ -1,15 +1,15 @@
 """``Client.image`` (and prefetch / evict) against a real ferryd ($FERRYD) and the test origin serving the project's
 fixture images (Tests/FerryImageFormatTests/Fixtures)."""
+
 import os
-import sys
 import time
-import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ferry_client import Client, FerryError, Image  # noqa: E402
-from test_fetch import DaemonWithOrigin  # noqa: E402
+from ferry import Client, FerryError, Image
 
-FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Tests", "FerryImageFormatTests", "Fixtures")
+from .support import REPO_ROOT
+from .support.origin import DaemonWithOrigin
+
+FIXTURES = os.path.join(REPO_ROOT, "Tests", "FerryImageFormatTests", "Fixtures")
 
 
 class ImageDaemonTests(DaemonWithOrigin):
@@ -50,7 +50,3 @@ class ImageDaemonTests(DaemonWithOrigin):
         with self.assertRaises(FerryError) as cm:
             self.client.prefetch_images(["ftp://x/"])
         self.assertEqual(cm.exception.code, "invalid_argument")
-
-
-if __name__ == "__main__":
-    unittest.main()

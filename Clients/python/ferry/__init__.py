@@ -1,0 +1,60 @@
+"""Ferry client: talks to a local ``ferryd`` over its Unix socket (protocol version 1).
+
+Python 3.9+, standard library only. The wire protocol is described in ``Protocol/PROTOCOL.md``.
+
+Usage::
+
+    from ferry import CacheMode, CacheStatus, Client, FerryError
+
+    with Client(name="my-tool") as ferry:          # connects to default_socket_path() and says hello
+        print(ferry.version, ferry.limits["max_frame_bytes"])
+        result, body = ferry.call("ping", body=b"\\x00\\xff")   # -> ({"pong": True}, b"\\x00\\xff")
+
+        for item in ferry.stream("ping", {"events": 3}):       # events, then the final reply
+            print(item)   # ("event", "tick", {"n": 0}, b"") ... ("final", {"pong": True}, b"")
+
+        rid = ferry.send("ping", {"delay_ms": 5000})           # several requests may be in flight
+        ferry.cancel(rid)                                      # -> {"cancelled": True}
+        try:
+            ferry.wait(rid)
+        except FerryError as e:
+            assert e.code == "cancelled"
+
+        ferry.cache_set("build/abc", b"\\x00data", namespace="my-tool", ttl_ms=60_000)   # cache.*: bytes
+        entry = ferry.cache_get("build/abc", namespace="my-tool")  # CacheEntry(value, size, created_at, expires_at)
+
+        r = ferry.fetch("https://api.example.com/quotes/1", cache=CacheMode.default)   # HTTP via the daemon
+        r.status, r.ok, r.cache_status == CacheStatus.hit, r.json()
+
+        img = ferry.image("https://img.example.com/a.png")    # Image(bytes, format, width, height, source, url)
+
+One ``Client`` may be shared by many threads: a reader thread matches replies to requests by id. A request body too
+large for one frame is sent in parts (PROTOCOL.md section 5) by the Client itself; ``split_request`` shows the
+frames it would send.
+
+The modules: ``client`` (``Client``), ``connection`` (socket, hello, reader thread, generic requests), ``cache``,
+``fetch``, ``image`` (the operation families, as mixins of ``Client``), ``framing`` (frames, ``FrameDecoder``,
+``split_request``), ``strictjson``, ``errors``, ``wire`` (the protocol's words as ``str`` enums) and ``paths``
+(``default_socket_path``). The older single module ``ferry_client`` re-exports this package.
+"""
+
+from .cache import CacheEntry, CacheKey
+from .client import Client
+from .errors import ERROR_CODES, FerryError, FerryProtocolError
+from .fetch import FetchResponse
+from .framing import (
+    DEFAULT_HANDSHAKE_FRAME_BYTES, DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_JSON_BYTES, DEFAULT_MAX_NESTING,
+    MIN_BODY_PART_BYTES, PROTOCOL_VERSION, FrameDecoder, check_request, decode_envelope, encode_frame, encode_json,
+    split_request,
+)
+from .image import Image
+from .paths import default_socket_path
+from .wire import BodyKind, CacheMode, CacheStatus, ErrorCode, EventName, ImageSource, RedirectMode
+
+__all__ = [
+    "CacheEntry", "CacheKey", "Client", "FerryError", "FerryProtocolError", "FetchResponse", "FrameDecoder", "Image",
+    "check_request", "decode_envelope", "default_socket_path", "encode_frame", "encode_json", "split_request",
+    "PROTOCOL_VERSION", "ERROR_CODES", "MIN_BODY_PART_BYTES",
+    "DEFAULT_HANDSHAKE_FRAME_BYTES", "DEFAULT_MAX_FRAME_BYTES", "DEFAULT_MAX_JSON_BYTES", "DEFAULT_MAX_NESTING",
+    "BodyKind", "CacheMode", "CacheStatus", "ErrorCode", "EventName", "ImageSource", "RedirectMode",
+]

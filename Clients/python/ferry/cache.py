@@ -1,0 +1,162 @@
+"""The shared key-value cache (``cache.*``, PROTOCOL.md section 6): ``CacheMixin`` and its result types.
+
+Values are raw bytes and every entry lives in a namespace (``"default"`` when none is named)::
+
+    ferry.cache_set("build/abc", b"\\x00data", namespace="my-tool", ttl_ms=60_000)   # -> True (stored)
+    entry = ferry.cache_get("build/abc", namespace="my-tool")
+    entry.value, entry.size, entry.created_at, entry.expires_at     # expires_at is None: never expires
+    for item in ferry.cache_list(namespace="my-tool", prefix="build/"):   # follows the cursor page by page
+        print(item.key, item.size, item.expires_at)
+"""
+
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
+
+from .errors import FerryError
+from .wire import ErrorCode
+
+__all__ = ["CacheEntry", "CacheKey", "CacheMixin"]
+
+
+class CacheEntry(NamedTuple):
+    """A value read with ``Client.cache_get``. Times are milliseconds since the Unix epoch; ``expires_at`` is None
+    for an entry that never expires."""
+    value: bytes
+    size: int
+    created_at: Optional[int]
+    expires_at: Optional[int]
+
+
+class CacheKey(NamedTuple):
+    """One key of a ``Client.cache_list`` page; ``expires_at`` is None for an entry that never expires."""
+    key: str
+    size: Optional[int]
+    expires_at: Optional[int]
+
+
+class CacheMixin:
+    """The ``cache_*`` methods of ``ferry.Client`` (built on ``Connection.call``).
+
+    Arguments are sent as given and checked by the server, which answers ``invalid_argument`` for a wrong type, an
+    empty key or one over 1024 UTF-8 bytes, a bad namespace (1 … 128 bytes of A-Z a-z 0-9 . _ -), a ttl_ms outside
+    1 … 315360000000, or a limit outside 1 … 1000. ``namespace=None`` leaves the argument out, which means
+    "default". Only the value is checked here, since it travels as the request body: it must be bytes-like. A value
+    larger than one frame is sent in parts (PROTOCOL.md section 5); one over the server's max_value_bytes is refused
+    by the server with ``resource_exhausted`` (nothing stored).
+    """
+
+    def cache_set(self, key: str, value: bytes, namespace: Optional[str] = None, ttl_ms: Optional[int] = None,
+                  if_absent: bool = False) -> bool:
+        """Stores ``value`` under ``key``. ``ttl_ms=None``: the entry never expires. With ``if_absent`` nothing is
+        replaced when a live entry exists. Returns True when stored, False when ``if_absent`` found a live entry.
+
+        A value larger than one frame is uploaded in parts (continuation frames), transparently.
+
+        Raises TypeError when ``value`` is not bytes-like (bytes, bytearray, memoryview); FerryError
+        ``resource_exhausted`` when the value exceeds the server's ``max_value_bytes`` or the server's disk is full
+        (nothing is stored), or locally when the request's envelope is too large to send (``key`` longer than
+        max_json_bytes allows); ``invalid_argument`` for bad arguments."""
+        if not isinstance(value, (bytes, bytearray, memoryview)):
+            raise TypeError(f"a cache value must be bytes-like, not {type(value).__name__}")
+        args = self._cache_args(key, namespace)
+        if ttl_ms is not None:
+            args["ttl_ms"] = ttl_ms
+        if if_absent is not False:
+            args["if_absent"] = if_absent
+        result, _ = self.call("cache.set", args, value)
+        return result.get("stored") is True
+
+    def cache_get(self, key: str, namespace: Optional[str] = None) -> CacheEntry:
+        """Reads an entry: ``CacheEntry(value, size, created_at, expires_at)``. A value larger than a frame arrives
+        as chunk events and is put together here.
+
+        Raises FerryError with code ``not_found`` when the key is absent or expired (use
+        ``cache_get_or_none`` for None instead)."""
+        result, body = self.call("cache.get", self._cache_args(key, namespace))
+        size = result.get("size", len(body))
+        if size != len(body):
+            raise FerryError(ErrorCode.internal, f"cache.get of {key!r}: result says size {size!r} but the value "
+                                                 f"has {len(body)} bytes")
+        return CacheEntry(body, len(body), result.get("created_at"), result.get("expires_at"))
+
+    def cache_get_or_none(self, key: str, namespace: Optional[str] = None) -> Optional[CacheEntry]:
+        """Like ``cache_get``, but None when the key is absent or expired."""
+        try:
+            return self.cache_get(key, namespace)
+        except FerryError as e:
+            if e.code == ErrorCode.not_found:
+                return None
+            raise
+
+    def cache_delete(self, key: str, namespace: Optional[str] = None) -> bool:
+        """Removes an entry; True when there was one to remove."""
+        result, _ = self.call("cache.delete", self._cache_args(key, namespace))
+        return result.get("deleted") is True
+
+    def cache_touch(self, key: str, ttl_ms: Optional[int], namespace: Optional[str] = None) -> Optional[int]:
+        """Gives a live entry a new time to live, counted from now; ``ttl_ms=None`` (sent as JSON null) makes it
+        never expire. Returns the new ``expires_at`` (ms since the Unix epoch), or None for never. Raises FerryError
+        ``not_found`` when the key is absent or expired."""
+        args = self._cache_args(key, namespace)
+        args["ttl_ms"] = ttl_ms
+        result, _ = self.call("cache.touch", args)
+        return result.get("expires_at")
+
+    def cache_list(self, namespace: Optional[str] = None, prefix: Optional[str] = None,
+                   limit: Optional[int] = None) -> Iterator[CacheKey]:
+        """Every live key of a namespace (those starting with ``prefix`` if given), in byte order, as
+        ``CacheKey(key, size, expires_at)``. ``limit`` is the page size (server default 100, at most 1000): the
+        iterator fetches the next page with the server's ``cursor`` when the previous one is used up.
+
+        The first page is requested at once, so bad arguments raise here rather than on the first ``next``; later
+        pages are requested lazily. Entries written or removed while paging may or may not be seen."""
+        keys, cursor = self.cache_list_page(namespace, prefix, limit)
+        return self._cache_list_pages(keys, cursor, namespace, prefix, limit)
+
+    def cache_list_page(self, namespace: Optional[str] = None, prefix: Optional[str] = None,
+                        limit: Optional[int] = None,
+                        cursor: Optional[str] = None) -> Tuple[List[CacheKey], Optional[str]]:
+        """One page of ``cache.list``: ``(keys, cursor)``; ``cursor`` is None on the last page, else the value to
+        pass for the next page."""
+        args: Dict[str, Any] = {}
+        if namespace is not None:
+            args["namespace"] = namespace
+        if prefix is not None:
+            args["prefix"] = prefix
+        if limit is not None:
+            args["limit"] = limit
+        if cursor is not None:
+            args["cursor"] = cursor
+        result, _ = self.call("cache.list", args)
+        items = result.get("keys")
+        if not isinstance(items, list):
+            raise FerryError(ErrorCode.internal, f"cache.list result has no keys array: {result!r}")
+        keys = [CacheKey(item.get("key"), item.get("size"), item.get("expires_at"))
+                for item in items if isinstance(item, dict)]
+        return keys, result.get("cursor")
+
+    def _cache_list_pages(self, keys: List[CacheKey], cursor: Optional[str], namespace: Optional[str],
+                          prefix: Optional[str], limit: Optional[int]) -> Iterator[CacheKey]:
+        while True:
+            yield from keys
+            if cursor is None:
+                return
+            previous = cursor
+            keys, cursor = self.cache_list_page(namespace, prefix, limit, previous)
+            if cursor is not None and cursor == previous:
+                raise FerryError(ErrorCode.internal, f"cache.list returned the cursor it was given ({cursor!r}); "
+                                                     "paging would never end")
+
+    def cache_clear(self, namespace: Optional[str] = None) -> int:
+        """Removes every entry of a namespace (``"default"`` when None); returns how many were removed."""
+        args: Dict[str, Any] = {}
+        if namespace is not None:
+            args["namespace"] = namespace
+        result, _ = self.call("cache.clear", args)
+        return result.get("removed")
+
+    @staticmethod
+    def _cache_args(key: Any, namespace: Optional[str]) -> Dict[str, Any]:
+        args: Dict[str, Any] = {"key": key}
+        if namespace is not None:
+            args["namespace"] = namespace
+        return args

@@ -1,0 +1,401 @@
+"""One connection to ferryd: the socket, ``hello``, the reader thread, the requests in flight, and the generic
+requests (``send``/``wait``, ``call``, ``stream``, ``cancel``, ``ping``, ``describe``, ``stats``).
+
+``Connection`` is the base of ``ferry.Client``, which adds the operation families (``cache.*``, ``fetch``,
+``image.*``) as mixins built on ``call`` and on the internals ``_start``, ``_collect`` and ``_deadline`` here.
+"""
+
+import itertools
+import queue
+import socket
+import threading
+import time
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+from .errors import FerryError, FerryProtocolError
+from .framing import (
+    DEFAULT_HANDSHAKE_FRAME_BYTES, DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_JSON_BYTES, DEFAULT_MAX_NESTING, HEADER,
+    PROTOCOL_VERSION, FrameDecoder, _byte_view, _split_request, check_request, encode_json,
+)
+from .paths import default_socket_path
+from .wire import ErrorCode, EventName
+
+__all__ = ["Connection", "LOCAL_DEADLINE_GRACE_S"]
+
+# Extra time the local timer waits beyond a request's timeout_ms, in case the server is gone (section 7).
+LOCAL_DEADLINE_GRACE_S = 2.0
+
+# Codes of an id-0 error after which the server closes the connection (sections 4 and 8).
+_CLOSING_CODES = frozenset(code.value for code in (ErrorCode.protocol_error, ErrorCode.resource_exhausted,
+                                                   ErrorCode.permission_denied, ErrorCode.unavailable))
+
+# The kinds of item on a request's queue (and, for the first two, of the items ``stream`` yields).
+_FINAL = "final"
+_EVENT = "event"
+_CLOSED = "closed"
+
+
+class _Pending:
+    """One request in flight: the reader thread puts its replies on ``items``."""
+
+    __slots__ = ("id", "op", "timeout_ms", "items")
+
+    def __init__(self, rid: int, op: str, timeout_ms: Optional[int]):
+        self.id = rid
+        self.op = op
+        self.timeout_ms = timeout_ms
+        self.items: "queue.Queue[tuple]" = queue.Queue()
+
+
+class Connection:
+    """A connection to ferryd and its generic requests; ``ferry.Client`` is this plus the operation families.
+
+    ``path`` defaults to default_socket_path(); ``name`` is sent in ``hello``; ``timeout`` (seconds) bounds
+    connecting and is the local wait limit of requests sent without ``timeout_ms`` (None: no limit).
+    """
+
+    def __init__(self, path: Optional[str] = None, name: str = "python", timeout: Optional[float] = None):
+        self.path = path or default_socket_path()
+        self.name = name
+        self.timeout = timeout
+        self.version: Optional[int] = None
+        self.server: Optional[str] = None
+        self.limits: Dict[str, int] = {}
+        self.operations: List[str] = []
+        self._sock: Optional[socket.socket] = None
+        self._decoder = FrameDecoder()
+        self._send_limit = DEFAULT_HANDSHAKE_FRAME_BYTES
+        self._send_json_limit = DEFAULT_MAX_JSON_BYTES
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()          # guards _pending, _closed_error, _ids
+        self._send_lock = threading.Lock()     # one request (all of its frames) at a time on the socket
+        self._pending: Dict[int, _Pending] = {}
+        self._closed_error: Optional[FerryError] = None
+        self._server_error: Optional[FerryError] = None
+        self._reader: Optional[threading.Thread] = None
+
+    # ----- lifecycle
+
+    def connect(self) -> "Connection":
+        """Connects and says ``hello``; stores the server's ``version``, ``server``, ``limits`` and ``operations``.
+        Returns ``self``."""
+        if self._sock is not None:
+            raise FerryError(ErrorCode.failed_precondition, "this Client already connected once; make a new Client")
+        self._sock = self._open_socket()
+        self._reader = threading.Thread(target=self._read_loop, name=f"ferry-reader-{self.path}", daemon=True)
+        self._reader.start()
+        try:
+            result, _ = self.call("hello", {"versions": [PROTOCOL_VERSION], "client": self.name})
+        except BaseException:
+            self.close()
+            raise
+        self._accept_hello(result)
+        return self
+
+    def _open_socket(self) -> socket.socket:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        try:
+            sock.connect(self.path)
+        except OSError as e:
+            sock.close()
+            raise FerryError(ErrorCode.unavailable, f"cannot connect to ferryd at {self.path}: {e}") from e
+        sock.settimeout(None)
+        return sock
+
+    def _accept_hello(self, result: dict) -> None:
+        self.version = result.get("version")
+        self.server = result.get("server")
+        self.limits = dict(result.get("limits") or {})
+        self.operations = list(result.get("operations") or [])
+        max_frame = self.limits.get("max_frame_bytes", DEFAULT_MAX_FRAME_BYTES)
+        self._decoder.max_frame_bytes = max_frame
+        self._decoder.max_json_bytes = self.limits.get("max_json_bytes", DEFAULT_MAX_JSON_BYTES)
+        self._decoder.max_nesting = self.limits.get("max_nesting", DEFAULT_MAX_NESTING)
+        self._send_limit = max_frame
+        self._send_json_limit = self._decoder.max_json_bytes
+
+    def close(self) -> None:
+        """Closes the connection (the server cancels what is still in flight); waiters get ``unavailable``."""
+        sock = self._sock
+        if sock is None:
+            return
+        self._shutdown(FerryError(ErrorCode.unavailable, "the client closed the connection"))
+        if self._reader is not None and self._reader is not threading.current_thread():
+            self._reader.join(timeout=5)
+        sock.close()
+
+    def __enter__(self) -> "Connection":
+        if self._sock is None:
+            self.connect()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    @property
+    def closed(self) -> bool:
+        """True once the connection is closed (by either side, or after a failure)."""
+        return self._closed_error is not None
+
+    # ----- requests
+
+    def send(self, op: str, args: Optional[dict] = None, body: bytes = b"", timeout_ms: Optional[int] = None) -> int:
+        """Sends a request without waiting; returns its id for ``wait`` (which every ``send`` needs, to collect the
+        reply) and ``cancel``."""
+        return self._start(op, args, body, timeout_ms).id
+
+    def wait(self, request_id: int, timeout: Optional[float] = None) -> Tuple[dict, bytes]:
+        """Waits for the final reply of a request from ``send``; returns ``(result, body)`` or raises FerryError.
+
+        Chunk events are put together into the returned body; other events are skipped. ``timeout`` (seconds)
+        defaults to the client's local limit for the request; when it passes, the request is given up (and a
+        ``cancel`` sent) and ``deadline_exceeded`` raised."""
+        pending = self._lookup(request_id)
+        deadline = self._deadline(timeout, pending.timeout_ms)
+        return self._collect(pending, deadline)
+
+    def call(self, op: str, args: Optional[dict] = None, body: bytes = b"",
+             timeout_ms: Optional[int] = None) -> Tuple[dict, bytes]:
+        """Sends a request and waits for its final reply: ``(result, body)``; raises FerryError on an error reply."""
+        pending = self._start(op, args, body, timeout_ms)
+        return self._collect(pending, self._deadline(None, timeout_ms))
+
+    def stream(self, op: str, args: Optional[dict] = None, body: bytes = b"",
+               timeout_ms: Optional[int] = None) -> Iterator[tuple]:
+        """Sends a request (when iteration starts) and yields its replies as they come:
+        ``("event", name, data, body)`` for each event, then ``("final", result, body)``. An error reply raises
+        FerryError. Leaving the loop early cancels the request."""
+        pending = self._start(op, args, body, timeout_ms)
+        deadline = self._deadline(None, timeout_ms)
+        finished = False
+        try:
+            while True:
+                kind, *fields = self._next_item(pending, deadline)
+                if kind == _EVENT:
+                    yield (_EVENT, *fields)
+                    continue
+                finished = True
+                yield (_FINAL, *fields)
+                return
+        except FerryError:
+            finished = True
+            raise
+        finally:
+            if not finished:
+                self._abandon(pending)
+
+    def cancel(self, request_id: int) -> dict:
+        """Asks the server to cancel a request of this connection: ``{"cancelled": True}`` if it was in flight."""
+        result, _ = self.call("cancel", {"id": request_id})
+        return result
+
+    def ping(self, body: bytes = b"", **args) -> Tuple[dict, bytes]:
+        """``ping`` (args: ``delay_ms``, ``events``); returns ``({"pong": True}, echoed body)``."""
+        return self.call("ping", args, body)
+
+    def describe(self) -> dict:
+        """Every operation the server knows, with its arguments and result fields."""
+        return self.call("describe")[0]
+
+    def stats(self) -> dict:
+        """Server counters: connections, requests, bytes, per-operation and per-error counts."""
+        return self.call("stats")[0]
+
+    # ----- internals: sending
+
+    def _start(self, op: str, args: Optional[dict], body: bytes, timeout_ms: Optional[int]) -> _Pending:
+        envelope: Dict[str, Any] = {"id": 0, "op": op}
+        if args:
+            envelope["args"] = args
+        if timeout_ms is not None:
+            envelope["timeout_ms"] = timeout_ms
+        body = _byte_view(body)
+        with self._lock:
+            self._raise_if_closed()
+            rid = envelope["id"] = next(self._ids)
+            check_request(envelope)
+            pending = _Pending(rid, op, timeout_ms)
+            self._pending[rid] = pending
+        try:
+            self._write(_split_request(envelope, body, self._send_limit, self._send_json_limit))
+        except BaseException:
+            self._forget(rid)
+            raise
+        return pending
+
+    def _write(self, frames: List[Tuple[dict, bytes, memoryview]]) -> None:
+        """Writes the frames of one request back to back: no other frame comes in between."""
+        with self._send_lock:
+            self._raise_if_closed()
+            try:
+                for _, data, part in frames:
+                    head = HEADER.pack(len(data), len(part)) + data
+                    if len(part) <= 65536:
+                        self._sock.sendall(head + part)
+                    else:                                      # no copy of a large part
+                        self._sock.sendall(head)
+                        self._sock.sendall(part)
+            except OSError as e:
+                err = FerryError(ErrorCode.unavailable, f"connection to ferryd lost while sending: {e}")
+                self._shutdown(err)
+                raise err from e
+            except BaseException:
+                # interrupted (KeyboardInterrupt, …), maybe with a frame or a request half written: the byte stream
+                # can no longer be trusted
+                self._shutdown(FerryError(ErrorCode.unavailable, "interrupted while sending a request; the "
+                                                                 "connection was closed"))
+                raise
+
+    def _send_cancel_nowait(self, request_id: int) -> None:
+        """Best effort: asks the server to stop a request whose answer nobody waits for any more."""
+        with self._lock:
+            if self._closed_error is not None:
+                return
+            rid = next(self._ids)
+        envelope = {"id": rid, "op": "cancel", "args": {"id": request_id}}
+        try:
+            self._write([(envelope, encode_json(envelope), memoryview(b""))])
+        except FerryError:
+            pass
+
+    # ----- internals: waiting
+
+    def _deadline(self, timeout: Optional[float], timeout_ms: Optional[int]) -> Optional[float]:
+        if timeout is None and timeout_ms is not None:
+            timeout = timeout_ms / 1000.0 + LOCAL_DEADLINE_GRACE_S
+        if timeout is None:
+            timeout = self.timeout
+        return None if timeout is None else time.monotonic() + timeout
+
+    def _lookup(self, request_id: int) -> _Pending:
+        with self._lock:
+            pending = self._pending.get(request_id)
+        if pending is None:
+            raise FerryError(ErrorCode.not_found, f"request {request_id} is not waiting on this client "
+                                                  "(unknown id, or its reply was already collected)")
+        return pending
+
+    def _collect(self, pending: _Pending, deadline: Optional[float],
+                 on_event: Optional[Callable[[str, dict], Any]] = None) -> Tuple[dict, bytes]:
+        """The final reply, with the bodies of chunk events joined; other events go to ``on_event`` (an exception
+        from it gives the request up, sends a ``cancel``, and propagates)."""
+        parts: List[bytes] = []
+        have = 0
+        while True:
+            kind, *fields = self._next_item(pending, deadline)
+            if kind == _FINAL:
+                result, body = fields
+                parts.append(body)
+                return result, b"".join(parts)
+            name, data, body = fields
+            if name == EventName.chunk:
+                self._check_chunk(pending, data, have)
+                parts.append(body)
+                have += len(body)
+            elif on_event is not None:
+                try:
+                    on_event(name, data if isinstance(data, dict) else {})
+                except BaseException:
+                    self._abandon(pending)
+                    raise
+
+    def _check_chunk(self, pending: _Pending, data: Any, have: int) -> None:
+        offset = data.get("offset") if isinstance(data, dict) else None
+        if offset is not None and offset != have:
+            self._abandon(pending)
+            raise FerryProtocolError(f"request {pending.id}: chunk at offset {offset}, expected {have}")
+
+    def _next_item(self, pending: _Pending, deadline: Optional[float]) -> tuple:
+        """The next reply of a request; raises FerryError for an error reply, a closed connection or a timeout."""
+        try:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            item = pending.items.get(timeout=remaining)
+        except queue.Empty:
+            self._abandon(pending)
+            raise FerryError(ErrorCode.deadline_exceeded,
+                             f"no reply to request {pending.id} ({pending.op}) within the local timeout") from None
+        kind = item[0]
+        if kind == _EVENT:
+            return item
+        self._forget(pending.id)
+        if kind == _CLOSED:
+            err = item[1]   # shared by all waiters: raise a copy each
+            raise FerryError.make(err.code, err.message, err.details)
+        _, envelope, body = item
+        if "error" in envelope:
+            raise FerryError.from_wire(envelope["error"])
+        result = envelope.get("result")
+        return _FINAL, result if isinstance(result, dict) else {}, body
+
+    def _abandon(self, pending: _Pending) -> None:
+        if self._forget(pending.id):
+            self._send_cancel_nowait(pending.id)
+
+    def _forget(self, rid: int) -> bool:
+        with self._lock:
+            return self._pending.pop(rid, None) is not None
+
+    def _raise_if_closed(self) -> None:
+        if self._sock is None:
+            raise FerryError(ErrorCode.failed_precondition, "client is not connected; call connect() first")
+        if self._closed_error is not None:
+            err = self._closed_error
+            raise FerryError.make(err.code, err.message, err.details)
+
+    # ----- internals: the reader thread
+
+    def _read_loop(self) -> None:
+        reason = FerryError(ErrorCode.unavailable, "ferryd closed the connection")
+        try:
+            while True:
+                data = self._sock.recv(1 << 18)
+                if not data:
+                    break
+                for envelope, body in self._decoder.feed(data):
+                    self._dispatch(envelope, body)
+        except FerryError as e:
+            for envelope, body in getattr(e, "frames", []):
+                self._dispatch(envelope, body)
+            reason = FerryProtocolError(f"ferryd sent a malformed frame: {e.message}")
+        except OSError as e:
+            reason = FerryError(ErrorCode.unavailable, f"connection to ferryd lost: {e}")
+        if self._server_error is not None:
+            err = self._server_error
+            reason = FerryError.make(err.code, f"ferryd closed the connection after: {err.message}", err.details)
+        self._shutdown(reason)
+
+    def _dispatch(self, envelope: dict, body: bytes) -> None:
+        rid = envelope["id"]
+        if rid == 0:
+            self._note_connection_error(envelope)
+            return
+        with self._lock:
+            pending = self._pending.get(rid)
+        if pending is None:
+            return  # a reply nobody waits for any more (local timeout, abandoned stream, fire-and-forget cancel)
+        if envelope.get("final") is False:
+            pending.items.put((_EVENT, envelope.get("event"), envelope.get("data") or {}, body))
+        else:
+            pending.items.put((_FINAL, envelope, body))
+
+    def _note_connection_error(self, envelope: dict) -> None:
+        if not isinstance(envelope.get("error"), dict):
+            return
+        error = FerryError.from_wire(envelope["error"])
+        if error.code in _CLOSING_CODES:
+            self._server_error = error
+
+    def _shutdown(self, reason: FerryError) -> None:
+        """Marks the connection closed (first reason wins) and fails every waiter with ``reason``."""
+        with self._lock:
+            if self._closed_error is None:
+                self._closed_error = reason
+            reason = self._closed_error
+            waiters = list(self._pending.values())
+        for pending in waiters:
+            pending.items.put((_CLOSED, reason))
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass

@@ -1,0 +1,74 @@
+"""The daemon's shared image loader (``image.*``, PROTOCOL.md section 6): ``ImageMixin`` and ``Image``.
+
+One loader for every client: a memory tier, the HTTP cache of ``fetch`` as its disk tier, and one download per image
+however many clients ask at once::
+
+    img = ferry.image("https://img.example.com/poster/42.jpg")
+    print(img.format, img.width, img.height, len(img.bytes), img.source)   # source: "memory", "disk" or "network"
+"""
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Dict, NamedTuple, Optional, Tuple, Union
+
+__all__ = ["Image", "ImageMixin"]
+
+
+class Image(NamedTuple):
+    """An image from the daemon's shared loader (``Client.image``).
+
+    ``format`` is sniffed from the bytes (png, jpeg, gif, webp, bmp, heic, avif); ``source`` says where the daemon
+    found it: ``"memory"``, ``"disk"`` or ``"network"`` (the daemon's string, equal to an ``ImageSource`` member);
+    ``url`` is the URL of the bytes after redirects.
+
+    ::
+
+        img = ferry.image("https://img.example.com/poster/42.jpg")
+        print(img.format, img.width, img.height, len(img.bytes), img.source)
+    """
+    bytes: bytes
+    format: str
+    width: int
+    height: int
+    source: str
+    url: str
+
+
+class ImageMixin:
+    """The ``image``, ``prefetch_images`` and ``evict_image`` methods of ``ferry.Client`` (built on
+    ``Connection.call``)."""
+
+    def image(self, url: str, headers: Optional[Union[Mapping[str, str], Iterable[Tuple[str, str]]]] = None, *,
+              cache: Optional[str] = None, timeout_ms: Optional[int] = None,
+              request_timeout_ms: Optional[int] = None) -> Image:
+        """An image through the daemon's shared image loader (memory, disk, or one download shared by every client
+        asking at once). A body that is not an image raises ``FerryError("invalid_image")``.
+
+        ``cache`` is a ``fetch`` cache mode (a str or a ``CacheMode`` member), ``timeout_ms`` the limit of each
+        exchange with the origin (as for ``fetch``), ``request_timeout_ms`` the deadline of the whole request.
+
+        ::
+
+            img = ferry.image("https://img.example.com/a.png")
+            open("a." + img.format, "wb").write(img.bytes)
+        """
+        if not isinstance(url, str):
+            raise ValueError("url must be a str")
+        args: Dict[str, Any] = {"url": url}
+        if headers:
+            pairs = list(headers.items()) if isinstance(headers, Mapping) else [tuple(h) for h in headers]
+            args["headers"] = [[str(n), str(v)] for n, v in pairs]
+        if cache is not None:
+            args["cache"] = cache
+        if timeout_ms is not None:
+            args["timeout_ms"] = timeout_ms
+        result, body = self.call("image.get", args, timeout_ms=request_timeout_ms)
+        return Image(body, result.get("format", ""), int(result.get("width", 0)), int(result.get("height", 0)),
+                     result.get("source", ""), result.get("url", url))
+
+    def prefetch_images(self, urls: Iterable[str]) -> int:
+        """Queues downloads that warm the daemon's caches; returns how many were queued."""
+        return int(self.call("image.prefetch", {"urls": list(urls)})[0].get("queued", 0))
+
+    def evict_image(self, url: str) -> bool:
+        """Drops a URL's image from the loader's memory tier; returns whether it was there."""
+        return bool(self.call("image.evict", {"url": url})[0].get("evicted", False))
