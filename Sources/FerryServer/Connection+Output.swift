@@ -13,7 +13,7 @@ extension Connection {
         var finalBody = body
         let base = body.startIndex
         // Room for the final frame's envelope; anything beyond goes ahead as chunk events.
-        let room = server.config.limits.maxFrameBytes - ProtocolLimits.headerBytes - 4096
+        let room = table.config.limits.maxFrameBytes - ProtocolLimits.headerBytes - 4096
         if body.count > room && room > 0 {
             var offset = 0
             while body.count - offset > room {
@@ -71,23 +71,23 @@ extension Connection {
         body.withUnsafeBytes { b in FrameEncoder.append(to: &out, body: b, writeJSON: json) }
         if !needsFlush {
             needsFlush = true
-            server.scheduleFlush(self)
+            table.scheduleFlush(self)
         }
         applyBackpressure()
     }
 
     /// Answers a protocol error, then closes once the answer is written.
     func protocolError(_ error: WireError, id requestID: UInt64) {
-        server.log.info("conn=\(id) protocol error: \(error.message)")
+        table.log.info("conn=\(id) protocol error: \(error.message)")
         writeError(id: requestID, error: error)
         closeAfterFlush()
     }
 
     /// Sends what is buffered, then closes: used after a protocol error and to refuse a connection.
     func closeAfterFlush() {
-        phase = .closing
+        guard life == .open else { return }
+        life = .closingAfterFlush
         stopReading()
-        closeWhenFlushed = true
         for request in Array(inFlight.values) { request.abandon() }
         if pendingOutputBytes == 0 { close() }
     }
@@ -101,12 +101,12 @@ extension Connection {
         if queuedWriteBytes == 0 {
             written = out.withUnsafeBytes { pipe.tryWrite($0) }
             if written < 0 {
-                server.log.debug("conn=\(id) write error: \(loopErrorText(Int32(written)))")
+                table.log.debug("conn=\(id) write error: \(loopErrorText(Int32(written)))")
                 close()
                 return
             }
         }
-        server.stats.bytesOut += UInt64(written)
+        table.stats.bytesOut += UInt64(written)
         let rest = out.count - written
         if rest > 0 {
             let queued = out.withUnsafeBytes { pipe.write(copying: UnsafeRawBufferPointer(rebasing: $0[written...])) }
@@ -119,7 +119,7 @@ extension Connection {
 
     func pipeDidWrite(count: Int, status: Int32) {
         queuedWriteBytes -= count
-        if status == 0 { server.stats.bytesOut += UInt64(count) }
+        if status == 0 { table.stats.bytesOut += UInt64(count) }
         guard !isClosed else { return }
         if status < 0 {
             close()
@@ -129,7 +129,7 @@ extension Connection {
     }
 
     private func afterOutputDrained() {
-        if closeWhenFlushed && pendingOutputBytes == 0 {
+        if life == .closingAfterFlush && pendingOutputBytes == 0 {
             close()
             return
         }
@@ -139,11 +139,11 @@ extension Connection {
     func applyBackpressure() {
         switch backpressure.update(pendingBytes: heldBytes) {
         case .pause:
-            server.log.debug("conn=\(id) paused: \(pendingOutputBytes) bytes unsent")
+            table.log.debug("conn=\(id) paused: \(pendingOutputBytes) bytes unsent")
             stopReading()
         case .resume:
-            server.log.debug("conn=\(id) resumed")
-            guard phase != .closing else { return }
+            table.log.debug("conn=\(id) resumed")
+            guard life == .open else { return }
             processFrames()
             if !backpressure.isPaused { startReading() }
         case .none:

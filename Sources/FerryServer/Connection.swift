@@ -7,12 +7,26 @@ import FerryProtocol
 /// Lifetime: its pipe holds it (as delegate) from accept until libuv's close callback, so callbacks never see a freed
 /// connection; everything else holds it weakly or by id.
 final class Connection: LoopPipeDelegate {
+    /// Where a connection is on its way out: one state, so reading, admitting and writing ask one question.
+    enum Life: Equatable {
+        case open
+        /// After a protocol error, a refusal, the client's end of stream or the daemon's stop: nothing more is
+        /// read or admitted; the connection closes once its replies are written.
+        case closingAfterFlush
+        /// The pipe is closed (or closing): nothing is written any more.
+        case closed
+    }
+
     let id: UInt64
-    /// The server outlives every connection (it runs until the process exits), so no reference counting is needed.
-    unowned(unsafe) let server: Server
+    /// The table outlives every connection (the daemon's life), so no reference counting is needed.
+    unowned(unsafe) let table: ConnectionTable
     let pipe: LoopPipe
     private var decoder: FrameDecoder
-    var phase: ConnectionPhase = .awaitingHello
+    var life = Life.open
+    private var handshaken = false
+    /// What `RequestGate` sees.
+    var phase: ConnectionPhase { life != .open ? .closing : (handshaken ? .ready : .awaitingHello) }
+    var isClosed: Bool { life == .closed }
     private(set) var inFlight: [UInt64: RequestContext] = [:]
     /// Replies not yet handed to the kernel or to libuv.
     var out: [UInt8] = []
@@ -26,23 +40,23 @@ final class Connection: LoopPipeDelegate {
     private var countedUploadBytes = 0
     var backpressure: Backpressure
     var isReading = false
+    /// Re-entrancy guard: a reply flushed inside `processFrames` can resume reading, which must not recurse.
     private var isProcessing = false
+    /// Entered in the table's list of connections to flush this iteration.
     var needsFlush = false
-    var closeWhenFlushed = false
-    private(set) var isClosed = false
     var clientName = ""
 
     /// Read space handed to libuv per read: small enough that idle connections stay cheap.
     private static let readChunk = 16 * 1024
 
-    init(id: UInt64, server: Server, pipe: LoopPipe) {
+    init(id: UInt64, table: ConnectionTable, pipe: LoopPipe) {
         self.id = id
-        self.server = server
+        self.table = table
         self.pipe = pipe
-        let limits = server.config.limits
+        let limits = table.config.limits
         decoder = FrameDecoder(maxFrameBytes: limits.handshakeFrameBytes, maxJSONBytes: min(limits.maxJSONBytes, limits.handshakeFrameBytes),
                                buffer: ByteBuffer(capacity: Connection.readChunk))
-        backpressure = Backpressure(high: server.config.highWaterBytes, low: server.config.lowWaterBytes)
+        backpressure = Backpressure(high: table.config.highWaterBytes, low: table.config.lowWaterBytes)
         pipe.delegate = self
     }
 
@@ -56,7 +70,7 @@ final class Connection: LoopPipeDelegate {
     // MARK: Reading
 
     func startReading() {
-        guard !isReading, !isClosed, phase != .closing else { return }
+        guard !isReading, life == .open else { return }
         isReading = true
         pipe.startReading()
     }
@@ -74,7 +88,7 @@ final class Connection: LoopPipeDelegate {
     func pipeDidRead(_ nread: Int) {
         if nread > 0 {
             decoder.buffer.didWrite(nread)
-            server.stats.bytesIn += UInt64(nread)
+            table.stats.bytesIn += UInt64(nread)
             processFrames()
         } else if nread < 0 {
             if nread == LoopPipe.endOfFile && !decoder.hasPartialFrame {
@@ -84,9 +98,9 @@ final class Connection: LoopPipeDelegate {
                 return
             }
             if nread == LoopPipe.endOfFile {
-                server.log.info("conn=\(id) closed mid-frame (\(decoder.pendingBytes) bytes of a truncated frame dropped)")
+                table.log.info("conn=\(id) closed mid-frame (\(decoder.pendingBytes) bytes of a truncated frame dropped)")
             } else {
-                server.log.debug("conn=\(id) read error: \(loopErrorText(Int32(nread)))")
+                table.log.debug("conn=\(id) read error: \(loopErrorText(Int32(nread)))")
             }
             close()
         }
@@ -97,11 +111,11 @@ final class Connection: LoopPipeDelegate {
         guard !isProcessing else { return }
         isProcessing = true
         defer { isProcessing = false }
-        while !isClosed && phase != .closing && !backpressure.isPaused {
+        while life == .open && !backpressure.isPaused {
             do {
                 guard try decoder.nextView({ handleFrame($0) }) != nil else { break }
             } catch {
-                server.stats.countConnectionError(.protocolError)
+                table.stats.countConnectionError(.protocolError)
                 protocolError(WireError(.protocolError, "\(error)"), id: 0)
                 return
             }
@@ -111,45 +125,45 @@ final class Connection: LoopPipeDelegate {
 
     private func handleFrame(_ frame: FrameView) {
         // Continuation frames exist only while an upload is open, so the common path never looks for them.
-        if !uploads.isEmpty, let part = ContinuationEnvelope.parse(frame.json, maxNesting: server.config.limits.maxNesting) {
+        if !uploads.isEmpty, let part = ContinuationEnvelope.parse(frame.json, maxNesting: table.config.limits.maxNesting) {
             return handleContinuation(part, body: Array(frame.body))
         }
         let envelope: RequestEnvelope
         do {
-            envelope = try RequestEnvelope.parse(frame.json, maxNesting: server.config.limits.maxNesting)
+            envelope = try RequestEnvelope.parse(frame.json, maxNesting: table.config.limits.maxNesting)
         } catch {
-            server.stats.requestsTotal += 1
-            server.stats.countError(error.error.code, op: nil)
+            table.stats.requestsTotal += 1
+            table.stats.countError(error.error.code, op: nil)
             writeError(id: error.id, error: error.error)
             return
         }
-        server.stats.requestsTotal += 1
+        table.stats.requestsTotal += 1
         uploads.newRequest(envelope.id)
-        let entry = server.router.entry(envelope.op)
+        let entry = table.router.entry(envelope.op)
         let situation = RequestGate.Situation(
-            phase: phase, serverDraining: server.isDraining, idInFlight: inFlight[envelope.id] != nil || uploads.contains(envelope.id),
-            connectionInFlight: inFlight.count, totalInFlight: server.totalInFlight,
-            maxConnectionInFlight: server.config.limits.maxInFlight, maxTotalInFlight: server.config.maxTotalInFlight,
+            phase: phase, serverDraining: table.isDraining, idInFlight: inFlight[envelope.id] != nil || uploads.contains(envelope.id),
+            connectionInFlight: inFlight.count, totalInFlight: table.totalInFlight,
+            maxConnectionInFlight: table.config.limits.maxInFlight, maxTotalInFlight: table.config.maxTotalInFlight,
             operationKnown: entry != nil)
         entry?.counters.requests += 1
         switch RequestGate.decide(op: envelope.op, situation) {
         case .closeConnection(let error):
-            server.stats.countError(error.code, op: entry?.counters)
+            table.stats.countError(error.code, op: entry?.counters)
             protocolError(error, id: envelope.id)
         case .reject(let error):
-            server.stats.countError(error.code, op: entry?.counters)
+            table.stats.countError(error.code, op: entry?.counters)
             writeError(id: envelope.id, error: error)
             if envelope.more { uploads.discard(envelope.id) }
         case .admit where envelope.more:
             guard let limit = streamedBodyLimit(entry!.handler.descriptor) else {
                 uploads.discard(envelope.id)
                 let error = WireError(.invalidArgument, "\(envelope.op) does not take a body in several frames")
-                server.stats.countError(error.code, op: entry?.counters)
+                table.stats.countError(error.code, op: entry?.counters)
                 return writeError(id: envelope.id, error: error)
             }
             if let refusal = uploadRefusal(adding: frame.body.count, newUpload: true) {
                 uploads.discard(envelope.id)
-                server.stats.countError(refusal.code, op: entry?.counters)
+                table.stats.countError(refusal.code, op: entry?.counters)
                 return writeError(id: envelope.id, error: refusal)
             }
             uploadStep(envelope.id, uploads.begin(envelope, firstPart: Array(frame.body), limit: limit))
@@ -160,14 +174,14 @@ final class Connection: LoopPipeDelegate {
 
     /// The largest body an operation takes in several frames; nil when it takes none.
     private func streamedBodyLimit(_ op: OperationDescriptor) -> Int? {
-        op.body.takesBody ? server.config.limits.maxValueBytes : nil
+        op.body.takesBody ? table.config.limits.maxValueBytes : nil
     }
 
     private func handleContinuation(_ part: ContinuationEnvelope, body: [UInt8]) {
         if uploads.contains(part.id), let refusal = uploadRefusal(adding: body.count, newUpload: false) {
             _ = uploads.cancel(part.id)
             syncUploadBytes()
-            server.stats.countError(refusal.code, op: nil)
+            table.stats.countError(refusal.code, op: nil)
             if !part.more { _ = uploads.next(part, body: []) }  // the last part: stop discarding
             return writeError(id: part.id, error: refusal)
         }
@@ -179,8 +193,8 @@ final class Connection: LoopPipeDelegate {
         if newUpload && uploads.count >= Connection.maxUploadsPerConnection {
             return WireError(.resourceExhausted, "at most \(Connection.maxUploadsPerConnection) bodies may be arriving at once on one connection")
         }
-        if server.uploadBytes + bytes > server.config.maxUploadBytes {
-            return WireError(.resourceExhausted, "ferryd is receiving \(server.config.maxUploadBytes) bytes of request bodies already; try again")
+        if table.uploadBytes + bytes > table.config.maxUploadBytes {
+            return WireError(.resourceExhausted, "ferryd is receiving \(table.config.maxUploadBytes) bytes of request bodies already; try again")
         }
         return nil
     }
@@ -191,10 +205,10 @@ final class Connection: LoopPipeDelegate {
         case .pending, .dropped:
             applyBackpressure()
         case .failed(let error):
-            server.stats.countError(error.code, op: nil)
+            table.stats.countError(error.code, op: nil)
             writeError(id: id, error: error)
         case .complete(let envelope, let body):
-            guard let entry = server.router.entry(envelope.op) else { return }
+            guard let entry = table.router.entry(envelope.op) else { return }
             startRequest(envelope, body: body, entry: entry)
         }
     }
@@ -203,19 +217,19 @@ final class Connection: LoopPipeDelegate {
     func cancelUpload(_ id: UInt64) -> Bool {
         guard uploads.cancel(id) else { return false }
         syncUploadBytes()
-        server.stats.countError(.cancelled, op: nil)
+        table.stats.countError(.cancelled, op: nil)
         writeError(id: id, error: WireError(.cancelled, "cancelled by the client"))
         return true
     }
 
     /// Keeps the server-wide count of upload bytes in step with this connection's table.
     private func syncUploadBytes() {
-        server.uploadBytes += uploads.heldBytes - countedUploadBytes
+        table.uploadBytes += uploads.heldBytes - countedUploadBytes
         countedUploadBytes = uploads.heldBytes
     }
 
     private func startRequest(_ envelope: RequestEnvelope, body: [UInt8], entry: Router.Entry) {
-        let request = RequestContext(envelope: envelope, body: body, serial: server.nextSerial(),
+        let request = RequestContext(envelope: envelope, body: body, serial: table.nextSerial(),
                                      counters: entry.counters, connection: self)
         entry.handler.start(request)
         // Most requests end inside `start`; only those still running are tracked (for cancel, deadlines,
@@ -224,19 +238,16 @@ final class Connection: LoopPipeDelegate {
             request.isRegistered = true
             inFlight[envelope.id] = request
             heldBodyBytes += request.body.count
-            server.totalInFlight += 1
-            if let ms = envelope.timeoutMs {
-                server.scheduleDeadline(connection: id, request: request, afterMs: UInt64(ms))
-            }
+            table.requestStarted(request, on: id, timeoutMs: envelope.timeoutMs)
         }
     }
 
     /// `hello` succeeded: lift the handshake frame limit.
     func didHandshake(clientName: String) {
-        phase = .ready
+        handshaken = true
         self.clientName = clientName
-        decoder.maxFrameBytes = server.config.limits.maxFrameBytes
-        decoder.maxJSONBytes = server.config.limits.maxJSONBytes
+        decoder.maxFrameBytes = table.config.limits.maxFrameBytes
+        decoder.maxJSONBytes = table.config.limits.maxJSONBytes
     }
 
     func requestEnded(_ request: RequestContext) {
@@ -245,26 +256,29 @@ final class Connection: LoopPipeDelegate {
         if inFlight[request.id] === request {
             inFlight[request.id] = nil
             heldBodyBytes -= request.body.count
-            server.totalInFlight -= 1
-            server.requestEnded()
+            table.requestEnded()
             if !isClosed { applyBackpressure() }
         }
     }
 
     func request(id: UInt64) -> RequestContext? { inFlight[id] }
 
+    /// Answers every request in flight with `error` (the daemon is stopping), stopping its work.
+    func cancelEveryRequest(with error: WireError) {
+        for request in Array(inFlight.values) { request.cancel(with: error) }
+    }
+
     // MARK: Closing
 
     /// Closes now: requests in flight are cancelled, unsent replies dropped.
     func close() {
-        guard !isClosed else { return }
-        isClosed = true
-        phase = .closing
+        guard life != .closed else { return }
+        life = .closed
         isReading = false
-        server.uploadBytes -= countedUploadBytes
+        table.uploadBytes -= countedUploadBytes
         countedUploadBytes = 0
         for request in Array(inFlight.values) { request.abandon() }
-        server.connectionClosed(self)
+        table.closed(self)
         pipe.close()
     }
 }

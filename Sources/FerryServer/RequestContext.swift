@@ -40,9 +40,6 @@ public final class RequestContext {
         self.connection = connection
     }
 
-    /// The server this request arrived on; `nil` once its connection is gone.
-    var server: Server? { connection?.server }
-
     /// Sends an event frame (`final: false`). Ignored after the request ended.
     public func event(_ name: EventName, data: JSONObject = JSONObject(), body: [UInt8] = []) {
         guard !isFinished, let connection else { return }
@@ -64,7 +61,7 @@ public final class RequestContext {
     /// Ends the request with an error.
     public func fail(_ error: WireError) {
         guard let connection = end() else { return }
-        connection.server.stats.countError(error.code, op: counters)
+        connection.table.stats.countError(error.code, op: counters)
         connection.writeError(id: id, error: error)
     }
 
@@ -85,7 +82,7 @@ public final class RequestContext {
         runCancelHandler()
         isFinished = true
         if let connection {
-            connection.server.stats.countError(.cancelled, op: counters)
+            connection.table.stats.countError(.cancelled, op: counters)
             connection.requestEnded(self)
         }
         connection = nil

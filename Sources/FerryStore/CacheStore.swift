@@ -34,12 +34,9 @@ public final class CacheStore: @unchecked Sendable {
     private var worker: DiskWorker!
     private let lockFD: Int32
     private var completions: [(DiskResult) -> Void] = []
-    /// Jobs not yet handed to the worker: handed over once per loop iteration (`flushSubmissions`), so one wake-up
+    /// Jobs not yet handed to the worker: handed over once per loop iteration (`endOfIteration`), so one wake-up
     /// and one lock carry everything the iteration produced, and batches (transactions) grow with the load.
     private var unsubmitted: [DiskJob] = []
-    /// When true, `flushSubmissions` must be called (the daemon does it at the end of each loop iteration); when
-    /// false, every job goes to the worker at once (tests drive the store without a loop).
-    public var batchesSubmissions = false
     private var completionsHead = 0
     /// Keys read from the disk tier since the last sweep (memory hits are marked in `memory`).
     private var accessed = Set<CacheKey>()
@@ -147,7 +144,6 @@ public final class CacheStore: @unchecked Sendable {
             journalAcks.append((done, key, mutations.beginShort(key)))
             remember(key, entry)
             uncountedJournalBytes += cost
-            if !batchesSubmissions { flushSubmissions() }
             return
         }
         guard queuedValueBytes + value.count <= CacheStore.maxQueuedValueBytes else {
@@ -245,12 +241,12 @@ public final class CacheStore: @unchecked Sendable {
     // MARK: Journal
 
     /// Whether journaled sets wait for `writeJournal` (to be written, or to be acknowledged).
-    public var hasJournalWork: Bool { journal.hasBuffered || !writtenSets.isEmpty }
+    private var hasJournalWork: Bool { journal.hasBuffered || !writtenSets.isEmpty }
 
     /// Writes the small sets buffered since the last write in one append and acknowledges every set written since
-    /// the last call (or fails them). The daemon calls it at the end of each loop iteration, before replies are
+    /// the last call (or fails them), at the end of each loop iteration (`endOfIteration`), before replies are
     /// flushed.
-    public func writeJournal() {
+    private func writeJournal() {
         writeBufferedSets()
         let settled = writtenSets
         writtenSets.removeAll(keepingCapacity: true)
@@ -311,11 +307,27 @@ public final class CacheStore: @unchecked Sendable {
         handOffJournaled()
         completions.append(done)
         unsubmitted.append(job)
-        if !batchesSubmissions { flushSubmissions() }
+    }
+
+    /// Once per loop iteration, before the loop sleeps (the daemon's iteration hook; a test's loop after each pass):
+    /// writes the journaled sets in one append and acknowledges them, which produces their replies; runs
+    /// `flushReplies`; repeats while that produced more journaled sets (a connection resumed by the flush handles
+    /// its buffered frames at once), so the loop never sleeps on unacknowledged sets; then hands the iteration's
+    /// disk work to the worker in one batch. Ends because a connection that produces too much pauses again.
+    ///
+    /// ```swift
+    /// let hook = LoopIterationHook(loop: loop) { store.endOfIteration { flushConnections() } }
+    /// ```
+    public func endOfIteration(flushReplies: () -> Void) {
+        repeat {
+            writeJournal()
+            flushReplies()
+        } while hasJournalWork
+        flushSubmissions()
     }
 
     /// Hands the jobs queued since the last call to the disk worker.
-    public func flushSubmissions() {
+    private func flushSubmissions() {
         writeJournal()
         guard !unsubmitted.isEmpty else { return }
         worker.submit(unsubmitted)

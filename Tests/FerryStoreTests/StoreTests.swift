@@ -12,13 +12,16 @@ final class ManualLoop: Sendable {
         { job in self.queue.withLock { $0.append(job) } }
     }
 
-    /// Runs posted work until `done()` holds (or 10 s pass).
-    func run(until done: () -> Bool) {
+    /// Runs posted work until `done()` holds (or 10 s pass), with `endOfIteration` after each pass as the daemon's
+    /// loop runs it.
+    func run(until done: () -> Bool, endOfIteration: () -> Void) {
         let deadline = Date().addingTimeInterval(10)
+        endOfIteration()
         while !done() && Date() < deadline {
             let jobs = queue.withLock { q in defer { q.removeAll() }; return q }
             if jobs.isEmpty { usleep(200) }
             for job in jobs { job() }
+            endOfIteration()
         }
     }
 }
@@ -39,8 +42,13 @@ struct StoreHarness {
     func wait<T>(_ call: (@escaping (T) -> Void) -> Void) -> T {
         var out: T?
         call { out = $0 }
-        loop.run { out != nil }
+        run { out != nil }
         return out!
+    }
+
+    /// Runs the loop, the store's end of iteration included, until `done()` holds.
+    func run(until done: () -> Bool) {
+        loop.run(until: done) { store.endOfIteration {} }
     }
 
     func set(_ k: String, _ v: [UInt8], ns: String = "default", ttl: Int64? = nil, ifAbsent: Bool = false, now: Int64 = 1000) throws -> Bool {
@@ -290,14 +298,11 @@ func tempDir() -> String {
         let key = try CacheKey(key: "k")
         // One loop iteration: a pipelined set, then a delete of the same key. The set's record is written (and the
         // set acknowledged) at the end of the iteration, after the delete was queued.
-        h.store.batchesSubmissions = true
         var acknowledged = false
         var deleted: Bool?
         h.store.set(key, value: [1], ttlMs: nil, ifAbsent: false, now: 1000) { _ in acknowledged = true }
         h.store.delete(key, now: 1000) { deleted = try? $0.get() }
-        h.store.flushSubmissions()
-        h.loop.run { acknowledged && deleted != nil }
-        h.store.batchesSubmissions = false
+        h.run { acknowledged && deleted != nil }
         #expect(try h.get("k") == nil, "the delete came last: nothing to return, from memory or disk")
     }
 
@@ -312,15 +317,12 @@ func tempDir() -> String {
         let h = try StoreHarness(dir: dir)  // memory tier empty: the first get goes to the disk
         defer { h.store.close() }
         let key = try CacheKey(key: "k")
-        h.store.batchesSubmissions = true
         var read: [UInt8]?
         var stored = false
         h.store.get(key, now: 2000) { read = (try? $0.get())??.0.value }
         h.store.set(key, value: [2], ttlMs: nil, ifAbsent: false, now: 2000) { stored = (try? $0.get()) ?? false }
-        h.store.flushSubmissions()
-        h.loop.run { read != nil && stored }
+        h.run { read != nil && stored }
         #expect(read == [1], "the read was issued before the set")
-        h.store.batchesSubmissions = false
         #expect(try h.get("k", now: 2000)?.0.value == [2], "and its late answer did not replace the newer value in memory")
     }
 }

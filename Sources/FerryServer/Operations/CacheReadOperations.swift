@@ -6,12 +6,14 @@ import FerryStore
 /// `cache.get`: a memory hit is answered on the loop thread at once; a miss goes to the disk worker.
 final class CacheGetOperation: OperationHandler {
     let descriptor = OperationCatalog.cacheGet
+    private let store: CacheStore
+
+    init(store: CacheStore) { self.store = store }
 
     func start(_ request: RequestContext) {
         request.withArguments { () throws(CacheArguments.Invalid) in
             let key = try CacheArguments.key(request.args)
-            guard let server = request.server else { return }
-            server.store.get(key, now: WallClock.nowMs()) { result in
+            store.get(key, now: WallClock.nowMs()) { result in
                 request.answer(result) { found in
                     guard let (entry, source) = found else { return request.failNotFound(key) }
                     var reply: JSONObject = ["size": .int(Int64(entry.value.count)), "created_at": .int(entry.createdAt)]
@@ -27,6 +29,9 @@ final class CacheGetOperation: OperationHandler {
 /// `cache.list`: one page of live keys in byte order.
 final class CacheListOperation: OperationHandler {
     let descriptor = OperationCatalog.cacheList
+    private let store: CacheStore
+
+    init(store: CacheStore) { self.store = store }
 
     func start(_ request: RequestContext) {
         request.withArguments { () throws(CacheArguments.Invalid) in
@@ -34,8 +39,7 @@ final class CacheListOperation: OperationHandler {
             let prefix = try CacheArguments.string(request.args, "prefix") ?? ""
             let cursor = try CacheArguments.string(request.args, "cursor")
             let limit = try CacheArguments.limit(request.args)
-            guard let server = request.server else { return }
-            server.store.list(namespace: namespace, prefix: prefix, cursor: cursor, limit: limit, now: WallClock.nowMs()) { result in
+            store.list(namespace: namespace, prefix: prefix, cursor: cursor, limit: limit, now: WallClock.nowMs()) { result in
                 request.answer(result) { page in
                     var reply: JSONObject = ["keys": .array(page.keys.map { k in
                         var o: JSONObject = ["key": .string(k.key), "size": .int(Int64(k.size))]

@@ -6,14 +6,16 @@ import FerryStore
 /// `cache.set`: the value is the request body; acknowledged once it is on disk (journal or index).
 final class CacheSetOperation: OperationHandler {
     let descriptor = OperationCatalog.cacheSet
+    private let store: CacheStore
+
+    init(store: CacheStore) { self.store = store }
 
     func start(_ request: RequestContext) {
         request.withArguments { () throws(CacheArguments.Invalid) in
             let key = try CacheArguments.key(request.args)
             let ttl = try CacheArguments.ttl(request.args) ?? nil
             let ifAbsent = try CacheArguments.bool(request.args, "if_absent")
-            guard let server = request.server else { return }
-            server.store.set(key, value: request.body, ttlMs: ttl, ifAbsent: ifAbsent, now: WallClock.nowMs()) { result in
+            store.set(key, value: request.body, ttlMs: ttl, ifAbsent: ifAbsent, now: WallClock.nowMs()) { result in
                 request.answer(result) { request.succeed(["stored": .bool($0)]) }
             }
         }
@@ -23,12 +25,14 @@ final class CacheSetOperation: OperationHandler {
 /// `cache.delete`.
 final class CacheDeleteOperation: OperationHandler {
     let descriptor = OperationCatalog.cacheDelete
+    private let store: CacheStore
+
+    init(store: CacheStore) { self.store = store }
 
     func start(_ request: RequestContext) {
         request.withArguments { () throws(CacheArguments.Invalid) in
             let key = try CacheArguments.key(request.args)
-            guard let server = request.server else { return }
-            server.store.delete(key, now: WallClock.nowMs()) { result in
+            store.delete(key, now: WallClock.nowMs()) { result in
                 request.answer(result) { request.succeed(["deleted": .bool($0)]) }
             }
         }
@@ -38,13 +42,15 @@ final class CacheDeleteOperation: OperationHandler {
 /// `cache.touch`: a new TTL (or `null`: never expire) for a live entry.
 final class CacheTouchOperation: OperationHandler {
     let descriptor = OperationCatalog.cacheTouch
+    private let store: CacheStore
+
+    init(store: CacheStore) { self.store = store }
 
     func start(_ request: RequestContext) {
         request.withArguments { () throws(CacheArguments.Invalid) in
             let key = try CacheArguments.key(request.args)
             let ttl = try CacheArguments.ttl(request.args, required: true) ?? nil
-            guard let server = request.server else { return }
-            server.store.touch(key, ttlMs: ttl, now: WallClock.nowMs()) { result in
+            store.touch(key, ttlMs: ttl, now: WallClock.nowMs()) { result in
                 request.answer(result) { touched in
                     guard let expiresAt = touched else { return request.failNotFound(key) }
                     request.succeed(expiresAt.map { ["expires_at": .int($0)] } ?? JSONObject())
@@ -57,12 +63,14 @@ final class CacheTouchOperation: OperationHandler {
 /// `cache.clear`: removes every entry of a namespace.
 final class CacheClearOperation: OperationHandler {
     let descriptor = OperationCatalog.cacheClear
+    private let store: CacheStore
+
+    init(store: CacheStore) { self.store = store }
 
     func start(_ request: RequestContext) {
         request.withArguments { () throws(CacheArguments.Invalid) in
             let namespace = try CacheArguments.namespace(request.args)
-            guard let server = request.server else { return }
-            server.store.clear(namespace: namespace, now: WallClock.nowMs()) { result in
+            store.clear(namespace: namespace, now: WallClock.nowMs()) { result in
                 request.answer(result) { request.succeed(["removed": .int(Int64($0))]) }
             }
         }

@@ -1,14 +1,14 @@
 import FerryProtocol
 
-/// `describe`: every operation this server serves, with its arguments and result fields.
+/// `describe`: every operation this daemon serves, with its arguments and result fields.
 final class DescribeOperation: OperationHandler {
     let descriptor = OperationCatalog.describe
+    private let operations: JSONValue
+
+    /// `served`: the descriptors of the operations registered, in the order `hello` lists them.
+    init(served: [OperationDescriptor]) { operations = .array(served.map(\.json)) }
 
     func start(_ request: RequestContext) {
-        guard let server = request.server else { return }
-        request.succeed([
-            "protocol": .int(ProtocolLimits.versions.max()!),
-            "operations": .array(server.router.descriptors.map(\.json)),
-        ])
+        request.succeed(["protocol": .int(ProtocolLimits.versions.max()!), "operations": operations])
     }
 }

@@ -4,9 +4,13 @@ import FerryProtocol
 /// (`FetchJob` does the work; this checks the arguments and writes the typed outcome as the reply).
 final class FetchOperation: OperationHandler {
     let descriptor = OperationCatalog.fetch
+    private let service: FetchService?
+
+    /// `service` nil: the daemon could not start libcurl; every fetch answers `unavailable`.
+    init(service: FetchService?) { self.service = service }
 
     func start(_ request: RequestContext) {
-        guard let server = request.server, let service = server.fetch else {
+        guard let service else {
             return request.fail(.unavailable, "fetch is not available in this daemon")
         }
         let spec: FetchSpec

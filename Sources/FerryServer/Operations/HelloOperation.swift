@@ -1,8 +1,18 @@
 import FerryProtocol
 
-/// `hello`: picks the highest protocol version both sides speak and announces the server's limits.
+/// `hello`: picks the highest protocol version both sides speak and announces the daemon's limits.
 final class HelloOperation: OperationHandler {
     let descriptor = OperationCatalog.hello
+    private let limits: JSONValue
+    private let operations: JSONValue
+    private let log: Logger
+
+    /// `served`: the names of the operations registered, in order.
+    init(limits: ProtocolLimits, served: [String], log: Logger) {
+        self.limits = .object(limits.json)
+        operations = .array(served.map { .string($0) })
+        self.log = log
+    }
 
     func start(_ request: RequestContext) {
         guard let connection = request.connection else { return }
@@ -29,14 +39,9 @@ final class HelloOperation: OperationHandler {
                                 "no common protocol version: the client speaks \(offered), ferryd speaks \(ProtocolLimits.versions)",
                                 details: ["server_versions": .array(ProtocolLimits.versions.map { .int($0) })])
         }
-        let server = connection.server
         connection.didHandshake(clientName: clientName)
-        server.log.debug("conn=\(connection.id) hello client=\(clientName) version=\(version)")
-        request.succeed([
-            "version": .int(version),
-            "server": .string("ferryd \(ferryVersion)"),
-            "limits": .object(server.config.limits.json),
-            "operations": .array(server.router.names.map { .string($0) }),
-        ])
+        log.debug("conn=\(connection.id) hello client=\(clientName) version=\(version)")
+        request.succeed(["version": .int(version), "server": .string("ferryd \(ferryVersion)"), "limits": limits,
+                         "operations": operations])
     }
 }

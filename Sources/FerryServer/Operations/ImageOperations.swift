@@ -7,14 +7,25 @@ struct LoopBound<T>: @unchecked Sendable {
     let value: T
 }
 
+/// Runs a closure on the loop thread, from any thread (`LoopMailbox.post`).
+typealias LoopPost = @Sendable (@escaping @Sendable () -> Void) -> Void
+
 /// `image.get`: one image through the shared loader; the reply body is the image's bytes.
 final class ImageGetOperation: OperationHandler {
     let descriptor = OperationCatalog.imageGet
+    private let loader: ImageLoader?
+    private let post: LoopPost
+
+    /// `loader` nil: the daemon has no image loader; every request answers `unavailable`.
+    init(loader: ImageLoader?, post: @escaping LoopPost) {
+        self.loader = loader
+        self.post = post
+    }
     /// Subscriber ids, unique for the daemon's life (loop thread only).
     private var nextSubscriber: UInt64 = 1
 
     func start(_ request: RequestContext) {
-        guard let server = request.server, let loader = server.images else {
+        guard let loader else {
             return request.fail(.unavailable, "images are not available in this daemon")
         }
         let imageRequest: ImageRequest
@@ -24,7 +35,7 @@ final class ImageGetOperation: OperationHandler {
         }
         let subscriber = ImageSubscriber(id: nextSubscriber)
         nextSubscriber += 1
-        let post = server.post, bound = LoopBound(value: request)
+        let post = self.post, bound = LoopBound(value: request)
         let task = Task {
             do throws(ImageError) {
                 let image = try await loader.load(imageRequest, subscriber: subscriber)
@@ -48,9 +59,17 @@ final class ImageGetOperation: OperationHandler {
 /// `image.prefetch`: queues downloads that warm the caches and answers at once.
 final class ImagePrefetchOperation: OperationHandler {
     let descriptor = OperationCatalog.imagePrefetch
+    private let loader: ImageLoader?
+    private let post: LoopPost
+
+    /// `loader` nil: the daemon has no image loader; every request answers `unavailable`.
+    init(loader: ImageLoader?, post: @escaping LoopPost) {
+        self.loader = loader
+        self.post = post
+    }
 
     func start(_ request: RequestContext) {
-        guard let server = request.server, let loader = server.images else {
+        guard let loader else {
             return request.fail(.unavailable, "images are not available in this daemon")
         }
         guard case .array(let items)? = request.args["urls"], !items.isEmpty, items.count <= 1000 else {
@@ -62,7 +81,7 @@ final class ImagePrefetchOperation: OperationHandler {
             if let problem = FetchSpec.urlProblem(url) { return request.fail(.invalidArgument, problem) }
             requests.append(ImageRequest(url: url))
         }
-        let post = server.post, bound = LoopBound(value: request)
+        let post = self.post, bound = LoopBound(value: request)
         Task {
             let queued = await loader.prefetch(requests)
             post { bound.value.succeed(["queued": .int(Int64(queued))]) }
@@ -73,14 +92,22 @@ final class ImagePrefetchOperation: OperationHandler {
 /// `image.evict`: drops a URL's images from the loader's memory tier.
 final class ImageEvictOperation: OperationHandler {
     let descriptor = OperationCatalog.imageEvict
+    private let loader: ImageLoader?
+    private let post: LoopPost
+
+    /// `loader` nil: the daemon has no image loader; every request answers `unavailable`.
+    init(loader: ImageLoader?, post: @escaping LoopPost) {
+        self.loader = loader
+        self.post = post
+    }
 
     func start(_ request: RequestContext) {
-        guard let server = request.server, let loader = server.images else {
+        guard let loader else {
             return request.fail(.unavailable, "images are not available in this daemon")
         }
         guard case .string(let url)? = request.args["url"] else { return request.fail(.invalidArgument, "\"url\" is required (a string)") }
         let key = CacheKeyURL.normalize(url) ?? url
-        let post = server.post, bound = LoopBound(value: request)
+        let post = self.post, bound = LoopBound(value: request)
         Task {
             let evicted = await loader.evict(url: key)
             post { bound.value.succeed(["evicted": .bool(evicted)]) }

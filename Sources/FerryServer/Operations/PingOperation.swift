@@ -8,6 +8,9 @@ final class PingOperation: OperationHandler {
     static let maxDelayMs: Int64 = 60_000
     static let maxEvents: Int64 = 1000
     private static let pong: JSONObject = ["pong": true]
+    private let loop: EventLoop
+
+    init(loop: EventLoop) { self.loop = loop }
 
     func start(_ request: RequestContext) {
         var delay: Int64 = 0
@@ -19,10 +22,8 @@ final class PingOperation: OperationHandler {
             events = e
         }
         for n in 0..<events { request.event(.tick, data: ["n": .int(n)]) }
-        guard delay > 0, let server = request.server else {
-            return request.succeed(PingOperation.pong, body: request.body)
-        }
-        let timer = LoopTimer(loop: server.loop) { [weak request] timer in
+        guard delay > 0 else { return request.succeed(PingOperation.pong, body: request.body) }
+        let timer = LoopTimer(loop: loop) { [weak request] timer in
             timer.close()
             request?.succeed(PingOperation.pong, body: request?.body ?? [])
         }

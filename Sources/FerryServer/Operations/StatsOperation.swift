@@ -3,14 +3,22 @@ import FerryProtocol
 /// `stats`: the daemon's counters.
 final class StatsOperation: OperationHandler {
     let descriptor = OperationCatalog.stats
+    private let report: StatsReport
+    private let loader: ImageLoader?
+    private let post: LoopPost
+
+    init(report: StatsReport, loader: ImageLoader?, post: @escaping LoopPost) {
+        self.report = report
+        self.loader = loader
+        self.post = post
+    }
 
     func start(_ request: RequestContext) {
-        guard let server = request.server else { return }
-        guard let loader = server.images else { return request.succeed(server.statsJSON()) }
+        guard let loader else { return request.succeed(report.json()) }
         // The loop's counters as of now (this request not counted in flight), then the image counters, which live
         // in the loader's actor; the answer goes out on the loop thread.
-        let json = server.statsJSON()
-        let post = server.post, bound = LoopBound(value: (request, json))
+        let json = report.json()
+        let post = self.post, bound = LoopBound(value: (request, json))
         Task {
             let images = await loader.snapshot()
             post {

@@ -1,0 +1,110 @@
+import FerryLoop
+import FerryProtocol
+
+/// Every open connection and what they share: the daemon-wide counts that admission and limits read (requests in
+/// flight, upload bytes), the list of connections with replies to flush this iteration, the request deadlines, and
+/// the services a connection needs (configuration, log, counters, operations). Connections reach it, never the
+/// server. Loop thread only.
+///
+/// ```swift
+/// let table = ConnectionTable(loop: loop, config: config, log: log, stats: stats, router: router)
+/// let connection = table.open(pipe)   // from the listener
+/// table.flushPending()                // once per loop iteration
+/// ```
+final class ConnectionTable {
+    let config: ServerConfig
+    let log: Logger
+    let stats: ServerStats
+    let router: Router
+    private(set) var deadlines: RequestDeadlines!
+    private var connections: [UInt64: Connection] = [:]
+    private var needFlush: [Connection] = []
+    private var nextConnectionID: UInt64 = 1
+    private var serialCounter: UInt64 = 0
+    /// Requests in flight across connections.
+    var totalInFlight = 0
+    /// Bytes of request bodies still arriving in continuation frames, across connections.
+    var uploadBytes = 0
+    /// New requests are answered `unavailable` (the daemon is stopping).
+    var isDraining = false
+    /// The last request in flight ended.
+    var onDrained: () -> Void = {}
+    /// The last connection closed.
+    var onEmpty: () -> Void = {}
+
+    init(loop: EventLoop, config: ServerConfig, log: Logger, stats: ServerStats, router: Router) {
+        self.config = config
+        self.log = log
+        self.stats = stats
+        self.router = router
+        deadlines = RequestDeadlines(loop: loop) { [unowned self] connection, id in connections[connection]?.request(id: id) }
+    }
+
+    var count: Int { connections.count }
+
+    /// A new connection on an accepted pipe, counted and entered in the table.
+    func open(_ pipe: LoopPipe) -> Connection {
+        let connection = Connection(id: nextConnectionID, table: self, pipe: pipe)
+        nextConnectionID += 1
+        connections[connection.id] = connection
+        stats.connectionsOpen += 1
+        stats.connectionsTotal += 1
+        return connection
+    }
+
+    func closed(_ connection: Connection) {
+        guard connections.removeValue(forKey: connection.id) != nil else { return }
+        stats.connectionsOpen -= 1
+        log.debug("conn=\(connection.id) closed")
+        if connections.isEmpty { onEmpty() }
+    }
+
+    /// Tells a deadline entry for a request from one for a later request that reuses its id.
+    func nextSerial() -> UInt64 {
+        serialCounter += 1
+        return serialCounter
+    }
+
+    func requestStarted(_ request: RequestContext, on connection: UInt64, timeoutMs: Int64?) {
+        totalInFlight += 1
+        if let ms = timeoutMs { deadlines.schedule(connection: connection, request: request, afterMs: UInt64(ms), live: totalInFlight) }
+    }
+
+    func requestEnded() {
+        totalInFlight -= 1
+        if totalInFlight == 0 && isDraining { onDrained() }
+    }
+
+    // MARK: Output
+
+    func scheduleFlush(_ connection: Connection) { needFlush.append(connection) }
+
+    /// Flushes every connection that has replies waiting (a flush may produce more: drained until none is left).
+    func flushPending() {
+        while !needFlush.isEmpty {
+            let batch = needFlush
+            needFlush.removeAll(keepingCapacity: true)
+            for connection in batch { connection.flush() }
+        }
+    }
+
+    // MARK: Stopping
+
+    /// Answers every request in flight on every connection with `error`, stopping its work.
+    func cancelEveryRequest(with error: WireError) {
+        for connection in Array(connections.values) { connection.cancelEveryRequest(with: error) }
+    }
+
+    /// Writes what each connection has buffered, then closes it once the kernel took it.
+    func closeEachAfterFlush() {
+        for connection in Array(connections.values) {
+            connection.flush()
+            connection.closeAfterFlush()
+        }
+    }
+
+    /// Closes every connection now, unsent replies dropped.
+    func closeAllNow() {
+        for connection in Array(connections.values) { connection.close() }
+    }
+}

@@ -1,0 +1,68 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FerryLoop
+import FerryProtocol
+
+/// The listening socket: accepts each connection, checks that it may stay (`admission`), and hands it to the
+/// connection table, or answers the refusal and closes it. Loop thread only.
+///
+/// ```swift
+/// let listener = try Listener(loop: loop, config: config, table: table, log: log)   // bound and listening
+/// listener.close()                                                                  // at the first signal
+/// ```
+final class Listener {
+    private let config: ServerConfig
+    private let table: ConnectionTable
+    private let log: Logger
+    private let socket: LoopPipeListener
+    private let daemonUID = getuid()
+
+    init(loop: EventLoop, config: ServerConfig, table: ConnectionTable, log: Logger) throws(ServerError) {
+        self.config = config
+        self.table = table
+        self.log = log
+        socket = LoopPipeListener(loop: loop)
+        do throws(LoopError) {
+            try socket.bind(path: config.socketPath)
+            try socket.listen(backlog: 4096) { [unowned self] status in accept(status: status) }
+        } catch {
+            throw .bind(path: config.socketPath, message: error.description)
+        }
+    }
+
+    func close() { socket.close() }
+
+    private func accept(status: Int32) {
+        guard status == 0, let pipe = socket.accept() else { return }
+        let connection = table.open(pipe)
+        let refusal = Listener.admission(peerUID: pipe.peerUID(), daemonUID: daemonUID, allowOtherUsers: config.allowOtherUsers,
+                                         open: table.count, maxConnections: config.maxConnections)
+        if let refusal {
+            table.stats.connectionsRejected += 1
+            table.stats.countConnectionError(refusal.code)
+            log.info("conn=\(connection.id) refused: \(refusal.message)")
+            connection.writeError(id: 0, error: refusal)
+            connection.flush()
+            connection.closeAfterFlush()
+            return
+        }
+        log.debug("conn=\(connection.id) open")
+        connection.startReading()
+    }
+
+    /// Why a new connection may not stay, or nil: another uid (unless allowed), unreadable credentials, or more
+    /// connections open (this one included) than the limit.
+    static func admission(peerUID: UInt32?, daemonUID: UInt32, allowOtherUsers: Bool, open: Int, maxConnections: Int) -> WireError? {
+        if !allowOtherUsers {
+            guard let uid = peerUID else { return WireError(.permissionDenied, "cannot read the peer's credentials") }
+            if uid != daemonUID {
+                return WireError(.permissionDenied, "peer uid \(uid) is not the daemon's uid \(daemonUID); start ferryd with --allow-other-users to allow it")
+            }
+        }
+        if open > maxConnections {
+            return WireError(.resourceExhausted, "ferryd serves at most \(maxConnections) connections")
+        }
+        return nil
+    }
+}

@@ -1,0 +1,123 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FerryLoop
+import FerryProtocol
+import FerryStore
+
+/// How the daemon's parts are made and connected, once, in `Server.run`: the store first (everything else keeps its
+/// data there), then the fetch engine on the loop, the image loader on top of it, and every operation with exactly
+/// the services it uses. The one place to add an operation: build it here.
+///
+/// ```swift
+/// let store = try Wiring.openStore(config, post: mailbox.post, log: log)
+/// let ops = Wiring.operations(config, loop: loop, log: log, store: store, fetch: fetch, images: images,
+///                             report: report, post: mailbox.post)
+/// ```
+enum Wiring {
+    static func openStore(_ config: ServerConfig, post: @escaping LoopPost, log: Logger) throws(ServerError) -> CacheStore {
+        var storeConfig = StoreConfig(directory: config.cacheDirectory)
+        storeConfig.memoryBudget = config.memoryLimit
+        storeConfig.diskBudget = config.diskLimit
+        storeConfig.maxValueBytes = config.limits.maxValueBytes
+        let store: CacheStore
+        do {
+            try DaemonProcess.makeDirectories(config.cacheDirectory)
+            store = try CacheStore(config: storeConfig, post: post)
+        } catch {
+            throw .store("cannot open the cache in \(config.cacheDirectory): \(error)")
+        }
+        for notice in store.notices { log.error(notice) }
+        log.info("cache: \(config.cacheDirectory), \(store.counters.diskEntries) entries on disk")
+        return store
+    }
+
+    /// libcurl's multi on the loop, with the HTTP cache stored in `store`.
+    static func startFetch(_ config: ServerConfig, loop: EventLoop, store: CacheStore) throws(ServerError) -> FetchService {
+        var fetchConfig = FetchService.Config()
+        fetchConfig.caFile = config.caFile
+        fetchConfig.maxPerHost = config.fetchPerHost
+        fetchConfig.maxTotal = config.fetchTotal
+        do {
+            return try FetchService(loop: loop, responses: ResponseStore(store: store), config: fetchConfig)
+        } catch {
+            throw .store("cannot start the HTTP client: \(error)")
+        }
+    }
+
+    static func startImages(_ config: ServerConfig, fetch: FetchService, post: @escaping LoopPost) -> ImageLoader {
+        var imageConfig = ImageLoader.Config()
+        imageConfig.memoryBudget = config.imageMemoryLimit
+        imageConfig.maxEntries = config.imageMaxEntries
+        imageConfig.maxPixels = config.imageMaxPixels
+        imageConfig.maxConcurrent = config.imageDownloads
+        return ImageLoader(fetcher: LoopImageFetcher(service: fetch, post: post), config: imageConfig)
+    }
+
+    /// Every operation of protocol v1, in the catalog's order (the order `hello` and `describe` list them).
+    static func operations(_ config: ServerConfig, loop: EventLoop, log: Logger, store: CacheStore, fetch: FetchService?,
+                           images: ImageLoader?, report: StatsReport, post: @escaping LoopPost) -> [OperationHandler] {
+        let served = OperationCatalog.v1
+        let ops: [OperationHandler] = [
+            HelloOperation(limits: config.limits, served: served.map(\.name), log: log),
+            PingOperation(loop: loop),
+            DescribeOperation(served: served),
+            StatsOperation(report: report, loader: images, post: post),
+            CancelOperation(),
+            CacheSetOperation(store: store), CacheGetOperation(store: store), CacheDeleteOperation(store: store),
+            CacheTouchOperation(store: store), CacheListOperation(store: store), CacheClearOperation(store: store),
+            FetchOperation(service: fetch),
+            ImageGetOperation(loader: images, post: post), ImagePrefetchOperation(loader: images, post: post),
+            ImageEvictOperation(loader: images, post: post),
+        ]
+        precondition(ops.map(\.descriptor.name) == served.map(\.name), "every operation of the catalog, in its order")
+        return ops
+    }
+}
+
+/// What a daemon process sets up for itself before serving.
+enum DaemonProcess {
+    /// Raises the file limit, ignores SIGPIPE (a closed peer is an error return, not a death), and unblocks the
+    /// shutdown signals, which whoever started us may have left blocked.
+    static func prepare() {
+        raiseFileLimit()
+        signal(SIGPIPE, SIG_IGN)
+        var shutdownSignals = sigset_t()
+        sigemptyset(&shutdownSignals)
+        sigaddset(&shutdownSignals, SIGINT)
+        sigaddset(&shutdownSignals, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &shutdownSignals, nil)
+    }
+
+    /// `mkdir -p` with mode 0700 for the parts it creates.
+    static func makeDirectories(_ path: String) throws(StoreError) {
+        var prefix = path.hasPrefix("/") ? "" : (currentDirectory() ?? ".")
+        for part in path.split(separator: "/", omittingEmptySubsequences: true) {
+            prefix += "/" + part
+            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
+                let e = errno
+                let text = "mkdir \(prefix): \(String(cString: strerror(e)))"
+                throw e == EROFS || e == EACCES || e == EPERM ? .readOnly(text) : .io(text)
+            }
+        }
+    }
+
+    static func currentDirectory() -> String? {
+        var buf = [CChar](repeating: 0, count: 4096)
+        guard getcwd(&buf, buf.count) != nil else { return nil }
+        return String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Lets a daemon hold as many connections as the hard limit allows (the soft limit is often 1024).
+    private static func raiseFileLimit() {
+        var limit = rlimit()
+        if getrlimit(RLIMIT_NOFILE_VALUE, &limit) == 0 && limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max
+            _ = setrlimit(RLIMIT_NOFILE_VALUE, &limit)
+        }
+    }
+}
+
+#if canImport(Glibc)
+private let RLIMIT_NOFILE_VALUE = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+#endif
