@@ -48,9 +48,16 @@ let package = Package(
         .target(name: "FerryHTTPCache", dependencies: ["FerryProtocol"]),
         // Image format and pixel size from the bytes (PNG, JPEG, GIF, WebP, BMP, HEIC, AVIF). Pure Swift.
         .target(name: "FerryImageFormat"),
+        // The fetch engine: libcurl's multi on the loop (the origin transport), transfers, coalescing, redirects,
+        // revalidation and the HTTP cache's records. Typed in (FetchSpec), typed out (FetchOutcome); no JSON.
+        .target(
+            name: "FerryFetch",
+            dependencies: ["FerryProtocol", "FerryHTTPCache", "FerryCache", "FerryStore", "FerryLoop", "CCurl"]
+        ),
         .target(
             name: "FerryServer",
-            dependencies: ["FerryProtocol", "FerryCache", "FerryStore", "FerryHTTPCache", "FerryImageFormat", "FerryLoop", "CCurl"]
+            dependencies: ["FerryProtocol", "FerryCache", "FerryStore", "FerryHTTPCache", "FerryImageFormat", "FerryLoop",
+                           "FerryFetch"]
         ),
         .target(name: "FerryClient", dependencies: ["FerryProtocol"]),
         .target(name: "FerryCodable", dependencies: ["FerryClient"]),
@@ -68,7 +75,8 @@ let package = Package(
         .testTarget(name: "FerryHTTPCacheTests", dependencies: ["FerryHTTPCache", "FerryProtocol"]),
         .testTarget(name: "FerryImageFormatTests", dependencies: ["FerryImageFormat"], resources: [.copy("Fixtures")]),
         .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore", "FerryCache"]),
-        .testTarget(name: "FerryServerTests", dependencies: ["FerryServer", "FerryProtocol", "FerryLoop"]),
+        .testTarget(name: "FerryServerTests", dependencies: ["FerryServer", "FerryProtocol", "FerryLoop", "FerryFetch"]),
+        .testTarget(name: "FerryFetchTests", dependencies: ["FerryFetch", "FerryHTTPCache", "FerryProtocol"]),
         .testTarget(
             name: "FerryIntegrationTests",
             dependencies: ["FerryClient", "FerryCodable", "FerryProtocol"]

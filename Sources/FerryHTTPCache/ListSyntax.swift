@@ -134,3 +134,17 @@ enum ListSyntax {
         return true
     }
 }
+
+/// The pieces of HTTP syntax other modules check requests with (the same rules the cache parses by).
+///
+/// ```swift
+/// HTTPSyntax.isToken("X-Api-Version")   // true: a valid field name or method
+/// HTTPSyntax.trimmingOWS("  gzip\t")     // "gzip"
+/// ```
+public enum HTTPSyntax {
+    /// RFC 9110 `token`: the characters of methods and field names.
+    public static func isToken(_ s: String) -> Bool { ListSyntax.isToken(s) }
+
+    /// Without leading and trailing spaces and tabs (HTTP's optional whitespace).
+    public static func trimmingOWS(_ s: String) -> String { ListSyntax.trimOWS(s) }
+}

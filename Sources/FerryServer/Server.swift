@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import FerryFetch
 import FerryLoop
 import FerryProtocol
 import FerryStore
@@ -21,7 +22,7 @@ public final class Server {
     /// Set in `run`, in the order they start.
     private var store: CacheStore?
     private var mailbox: LoopMailbox?
-    private var fetch: FetchService?
+    private var fetch: FetchEngine?
     private var table: ConnectionTable?
     private var listener: Listener?
     private var handles: [LoopHandle] = []

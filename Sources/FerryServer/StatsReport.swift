@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import FerryFetch
 import FerryLoop
 import FerryProtocol
 import FerryStore
@@ -18,10 +19,10 @@ final class StatsReport {
     private let router: Router
     private let table: ConnectionTable
     private let store: CacheStore
-    private let fetch: FetchService?
+    private let fetch: FetchEngine?
     private let startedAt: UInt64
 
-    init(loop: EventLoop, stats: ServerStats, router: Router, table: ConnectionTable, store: CacheStore, fetch: FetchService?) {
+    init(loop: EventLoop, stats: ServerStats, router: Router, table: ConnectionTable, store: CacheStore, fetch: FetchEngine?) {
         self.loop = loop
         self.stats = stats
         self.router = router
@@ -44,11 +45,16 @@ final class StatsReport {
             "disk": ["bytes": .int(Int64(c.diskBytes)), "entries": .int(Int64(c.diskEntries)),
                      "budget": .int(Int64(store.config.diskBudget))],
         ]
-        if let fetch {
-            var f = fetch.stats.json
-            f["transfers_active"] = .int(Int64(fetch.multi.activeTransfers))
-            json["fetch"] = .object(f)
-        }
+        if let fetch { json["fetch"] = .object(StatsReport.json(fetch.stats, active: fetch.activeTransfers)) }
         return json
+    }
+
+    static func json(_ f: FetchStats, active: Int) -> JSONObject {
+        ["requests": .int(Int64(f.requests)), "hits": .int(Int64(f.hits)), "misses": .int(Int64(f.misses)),
+         "revalidated": .int(Int64(f.revalidated)), "stale": .int(Int64(f.stale)), "coalesced": .int(Int64(f.coalesced)),
+         "bypass": .int(Int64(f.bypass)), "origin_requests": .int(Int64(f.originRequests)),
+         "background_revalidations": .int(Int64(f.backgroundRevalidations)),
+         "bytes_from_cache": .int(Int64(f.bytesFromCache)), "bytes_from_origin": .int(Int64(f.bytesFromOrigin)),
+         "transfers_active": .int(Int64(active))]
     }
 }

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import FerryFetch
 import FerryLoop
 import FerryProtocol
 import FerryStore
@@ -33,29 +34,30 @@ enum Wiring {
     }
 
     /// libcurl's multi on the loop, with the HTTP cache stored in `store`.
-    static func startFetch(_ config: ServerConfig, loop: EventLoop, store: CacheStore) throws(ServerError) -> FetchService {
-        var fetchConfig = FetchService.Config()
-        fetchConfig.caFile = config.caFile
-        fetchConfig.maxPerHost = config.fetchPerHost
-        fetchConfig.maxTotal = config.fetchTotal
+    static func startFetch(_ config: ServerConfig, loop: EventLoop, store: CacheStore) throws(ServerError) -> FetchEngine {
+        var transportConfig = CurlTransport.Config()
+        transportConfig.caFile = config.caFile
+        transportConfig.maxPerHost = config.fetchPerHost
+        transportConfig.maxTotal = config.fetchTotal
         do {
-            return try FetchService(loop: loop, responses: ResponseStore(store: store), config: fetchConfig)
+            let transport = try CurlTransport(loop: loop, config: transportConfig)
+            return FetchEngine(transport: transport, responses: ResponseStore(storage: CacheStoreResponses(store: store)))
         } catch {
             throw .store("cannot start the HTTP client: \(error)")
         }
     }
 
-    static func startImages(_ config: ServerConfig, fetch: FetchService, post: @escaping LoopPost) -> ImageLoader {
+    static func startImages(_ config: ServerConfig, fetch: FetchEngine, post: @escaping LoopPost) -> ImageLoader {
         var imageConfig = ImageLoader.Config()
         imageConfig.memoryBudget = config.imageMemoryLimit
         imageConfig.maxEntries = config.imageMaxEntries
         imageConfig.maxPixels = config.imageMaxPixels
         imageConfig.maxConcurrent = config.imageDownloads
-        return ImageLoader(fetcher: LoopImageFetcher(service: fetch, post: post), config: imageConfig)
+        return ImageLoader(fetcher: LoopImageFetcher(engine: fetch, post: post), config: imageConfig)
     }
 
     /// Every operation of protocol v1, in the catalog's order (the order `hello` and `describe` list them).
-    static func operations(_ config: ServerConfig, loop: EventLoop, log: Logger, store: CacheStore, fetch: FetchService?,
+    static func operations(_ config: ServerConfig, loop: EventLoop, log: Logger, store: CacheStore, fetch: FetchEngine?,
                            images: ImageLoader?, report: StatsReport, post: @escaping LoopPost) -> [OperationHandler] {
         let served = OperationCatalog.v1
         let ops: [OperationHandler] = [
@@ -66,7 +68,7 @@ enum Wiring {
             CancelOperation(),
             CacheSetOperation(store: store), CacheGetOperation(store: store), CacheDeleteOperation(store: store),
             CacheTouchOperation(store: store), CacheListOperation(store: store), CacheClearOperation(store: store),
-            FetchOperation(service: fetch),
+            FetchOperation(engine: fetch),
             ImageGetOperation(loader: images, post: post), ImagePrefetchOperation(loader: images, post: post),
             ImageEvictOperation(loader: images, post: post),
         ]

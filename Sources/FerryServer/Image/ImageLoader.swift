@@ -1,3 +1,4 @@
+import FerryFetch
 import FerryImageFormat
 import FerryLoop
 import FerryProtocol

@@ -1,9 +1,10 @@
+import FerryFetch
 import FerryHTTPCache
 import FerryImageFormat
 import FerryProtocol
 
 /// One `image.get` (or prefetch): the fetch that brings the image, checked once when the request arrived
-/// (`FetchSpec.parse` for `image.get`, a plain GET for `image.prefetch`) and handed to the fetch pipeline as is.
+/// (`ImageArguments` for `image.get`, a plain GET for `image.prefetch`) and handed to the fetch pipeline as is.
 struct ImageRequest: Sendable {
     var spec: FetchSpec
 
@@ -11,8 +12,7 @@ struct ImageRequest: Sendable {
 
     /// A plain GET of `url` through the default cache mode (a URL already checked by `FetchSpec.urlProblem`).
     init(url: String) {
-        spec = FetchSpec(url: url, method: "GET", headers: [], body: [], timeoutMs: nil, redirect: .follow, maxRedirects: 10,
-                         maxBytes: FetchSpec.defaultMaxBytes, cacheMode: .default, progress: false)
+        spec = FetchSpec(url: url)
     }
 
     var url: String { spec.url }

@@ -1,3 +1,4 @@
+import FerryFetch
 import FerryHTTPCache
 import FerryLoop
 import FerryProtocol
@@ -10,12 +11,12 @@ final class LoopImageFetcher: ImageFetching, @unchecked Sendable {
     /// Runs a closure on the loop thread (the server's mailbox).
     private let post: @Sendable (@escaping @Sendable () -> Void) -> Void
     /// Touched on the loop thread only.
-    private unowned(unsafe) let service: FetchService
+    private unowned(unsafe) let engine: FetchEngine
 
     static let defaultTimeoutMs = 60_000
 
-    init(service: FetchService, post: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) {
-        self.service = service
+    init(engine: FetchEngine, post: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) {
+        self.engine = engine
         self.post = post
     }
 
@@ -40,7 +41,7 @@ final class LoopImageFetcher: ImageFetching, @unchecked Sendable {
         var spec = request.spec
         spec.timeoutMs = spec.timeoutMs ?? LoopImageFetcher.defaultTimeoutMs
         spec.maxBytes = maxBytes
-        let job = FetchJob(service: service, spec: spec) { result in handle.resume(LoopImageFetcher.image(from: result)) }
+        let job = FetchJob(engine: engine, spec: spec) { result in handle.resume(LoopImageFetcher.image(from: result)) }
         handle.job = job
         job.start()
     }

@@ -1,24 +1,25 @@
+import FerryFetch
 import FerryProtocol
 
 /// `fetch`: an HTTP request made by the daemon on the client's behalf, through the shared HTTP cache
 /// (`FetchJob` does the work; this checks the arguments and writes the typed outcome as the reply).
 final class FetchOperation: OperationHandler {
     let descriptor = OperationCatalog.fetch
-    private let service: FetchService?
+    private let engine: FetchEngine?
 
-    /// `service` nil: the daemon could not start libcurl; every fetch answers `unavailable`.
-    init(service: FetchService?) { self.service = service }
+    /// `engine` nil: the daemon has no fetch engine; every fetch answers `unavailable`.
+    init(engine: FetchEngine?) { self.engine = engine }
 
     func start(_ request: RequestContext) {
-        guard let service else {
+        guard let engine else {
             return request.fail(.unavailable, "fetch is not available in this daemon")
         }
         let spec: FetchSpec
-        switch FetchSpec.parse(request.args, body: request.body, maxBytesLimit: service.config.maxBytesLimit) {
+        switch FetchArguments.parse(request.args, body: request.body, maxBytesLimit: engine.config.maxBytesLimit) {
         case .failure(let failure): return request.fail(failure.wireError)
         case .success(let s): spec = s
         }
-        let job = FetchJob(service: service, spec: spec) { result in
+        let job = FetchJob(engine: engine, spec: spec) { result in
             switch result {
             case .success(let outcome): request.succeed(FetchOperation.result(outcome), body: outcome.body)
             case .failure(let failure): request.fail(failure.wireError)

@@ -1,3 +1,4 @@
+import FerryFetch
 import FerryHTTPCache
 import FerryProtocol
 
@@ -116,11 +117,15 @@ final class ImageEvictOperation: OperationHandler {
 }
 
 /// Reading `image.get` arguments: the ones it shares with `fetch` (url, headers, cache, timeout_ms), checked by
-/// `FetchSpec.parse`, so both operations refuse the same things with the same messages.
+/// `FetchArguments`, so both operations refuse the same things with the same messages.
 enum ImageArguments {
     static func request(_ args: JSONObject) -> Result<ImageRequest, FetchFailure> {
-        var shared = JSONObject()
-        for name in ["url", "headers", "cache", "timeout_ms"] { if let v = args[name] { shared[name] = v } }
-        return FetchSpec.parse(shared, body: [], maxBytesLimit: Int.max).map(ImageRequest.init(spec:))
+        do throws(FetchFailure) {
+            let spec = FetchSpec(url: try FetchArguments.url(args), headers: try FetchArguments.headers(args),
+                                 timeoutMs: try FetchArguments.timeoutMs(args), cacheMode: try FetchArguments.cacheMode(args))
+            return .success(ImageRequest(spec: spec))
+        } catch {
+            return .failure(error)
+        }
     }
 }

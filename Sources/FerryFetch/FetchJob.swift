@@ -1,5 +1,4 @@
 import FerryHTTPCache
-import FerryLoop
 import FerryProtocol
 
 /// One fetch, hop by hop: for each URL of the redirect chain, consult the shared cache (RFC 9111 through
@@ -8,33 +7,34 @@ import FerryProtocol
 /// (`FetchOutcome`); who asked (a client's `fetch`, the image loader) turns it into what it needs. Loop thread only.
 ///
 /// ```swift
-/// let job = FetchJob(service: service, spec: spec) { result in ... }   // Result<FetchOutcome, FetchFailure>
+/// let job = FetchJob(engine: engine, spec: spec) { result in ... }   // Result<FetchOutcome, FetchFailure>
 /// job.onProgress = { received, total in ... }                          // when spec.progress
 /// job.start()
 /// job.cancel()   // leaves the transfer; the last waiter to leave stops it
 /// ```
-final class FetchJob {
-    private unowned let service: FetchService
+public final class FetchJob {
+    private unowned let engine: FetchEngine
     private var spec: FetchSpec
     private var url: String
     private var redirects = 0
     private var group: TransferGroup?
     private var waiter: TransferGroup.Waiter?
     private var finished = false
-    private let startedMs = WallClock.nowMs()
+    private let startedMs: Int64
     private var onDone: ((Result<FetchOutcome, FetchFailure>) -> Void)?
     /// Bytes received so far and the total when known, while a transfer of this job runs (with `spec.progress`).
-    var onProgress: ((Int, Int?) -> Void)?
+    public var onProgress: ((Int, Int?) -> Void)?
 
-    init(service: FetchService, spec: FetchSpec, done: @escaping (Result<FetchOutcome, FetchFailure>) -> Void) {
-        self.service = service
+    public init(engine: FetchEngine, spec: FetchSpec, done: @escaping (Result<FetchOutcome, FetchFailure>) -> Void) {
+        self.engine = engine
+        startedMs = engine.now()
         self.spec = spec
         url = spec.url
         onDone = done
     }
 
-    func start() {
-        service.stats.requests += 1
+    public func start() {
+        engine.stats.requests += 1
         hop()
     }
 
@@ -46,25 +46,25 @@ final class FetchJob {
     private func hop() {
         let creq = cacheRequest
         guard creq.mode.consultsCache, creq.lookupKey != nil else { return network(creq, stored: nil, validating: nil) }
-        service.responses.lookup(creq) { [self] found in
+        engine.responses.lookup(creq) { [self] found in
             guard !finished else { return }
             decide(creq, found)
         }
     }
 
     private func decide(_ creq: CacheRequest, _ found: ResponseStore.Found?) {
-        let now = WallClock.nowMs() / 1000
+        let now = engine.now() / 1000
         guard let found else {
             if creq.requiresCachedResponse { return gatewayTimeout() }
             return network(creq, stored: nil, validating: nil)
         }
         switch evaluate(request: creq, stored: found.response, now: now) {
         case .fresh(let age):
-            service.stats.hits += 1
+            engine.stats.hits += 1
             serveStored(found, age: age, cacheStatus: .hit)
         case .staleWhileRevalidate(let age):
-            service.stats.stale += 1
-            service.revalidateInBackground(creq, found: found, spec: spec)
+            engine.stats.stale += 1
+            engine.revalidateInBackground(creq, found: found, spec: spec)
             serveStored(found, age: age, cacheStatus: .stale)
         case .validate(let conditional):
             if creq.requiresCachedResponse { return gatewayTimeout() }
@@ -80,11 +80,12 @@ final class FetchJob {
         var headers = HTTPFields(spec.headers)
         if let conditional {
             // Our validators replace the client's; the client's own condition is answered afterwards.
-            for name in ["if-none-match", "if-modified-since", "if-match", "if-unmodified-since"] { headers.removeAll(name) }
+            for name in FetchEngine.clientConditions { headers.removeAll(name) }
             headers = headers.appending(contentsOf: conditional)
         }
-        let outgoing = Transfer.Request(url: url, method: spec.method, headers: headers.pairs, body: spec.body,
-                                        timeoutMs: spec.timeoutMs, maxBytes: spec.maxBytes)
+        let outgoing = OriginRequest(url: url, method: spec.method, headers: headers.pairs, body: spec.body,
+                                     timeoutMs: spec.timeoutMs, maxBytes: spec.maxBytes)
+        let clock = engine.now
         let waiter = TransferGroup.Waiter(wantsProgress: spec.progress, accepts: { response in
             // Someone else's response is ours only if the cache could have stored it for our request and would now
             // serve it to us without asking the origin (RFC 9111 §4: collapsed requests get reusable responses).
@@ -94,7 +95,7 @@ final class FetchJob {
             guard storageVerdict(request: creq, status: response.status, responseHeaders: headers).isStorable else { return false }
             let stored = StoredResponse(storing: response.status, headers: headers, for: creq, requestTime: response.requestTime,
                                         responseTime: response.responseTime, bodySize: response.body.count)
-            if case .fresh = evaluate(request: creq, stored: stored, now: WallClock.nowMs() / 1000) { return true }
+            if case .fresh = evaluate(request: creq, stored: stored, now: clock() / 1000) { return true }
             return false
         }) { [self] outcome in
             group = nil
@@ -107,7 +108,7 @@ final class FetchJob {
         }
         waiter.progress = { [weak self] received, total in self?.onProgress?(received, total) }
         self.waiter = waiter
-        group = service.join(waiter, request: outgoing, coalescingKey: alone ? nil : coalescingKey(creq, conditional))
+        group = engine.join(waiter, request: outgoing, coalescingKey: alone ? nil : coalescingKey(creq, conditional))
     }
 
     /// Identical requests share a transfer: same method, URL and headers (validators included), no body, and a
@@ -124,44 +125,44 @@ final class FetchJob {
         return parts.joined(separator: "\n")
     }
 
-    private func received(_ result: Result<Transfer.Response, FetchFailure>, creq: CacheRequest, stored: ResponseStore.Found?,
+    private func received(_ result: Result<OriginResponse, FetchFailure>, creq: CacheRequest, stored: ResponseStore.Found?,
                           validating: Bool, shared: Bool) {
-        let now = WallClock.nowMs() / 1000
+        let now = engine.now() / 1000
         switch result {
         case .failure(let failure):
             if let stored, staleIfErrorAllowed(stored: stored.response, request: creq, now: now, disconnected: true) {
-                service.stats.stale += 1
+                engine.stats.stale += 1
                 return serveStored(stored, age: currentAge(stored: stored.response, now: now), cacheStatus: .stale)
             }
             finish(.failure(failure))
         case .success(let response):
             if response.status >= 500, let stored, staleIfErrorAllowed(stored: stored.response, request: creq, now: now) {
-                service.stats.stale += 1
+                engine.stats.stale += 1
                 return serveStored(stored, age: currentAge(stored: stored.response, now: now), cacheStatus: .stale)
             }
             // Only the transfer's own waiter feeds the cache (a shared response is stored once); a shared 304
             // refreshes each waiter's stored response, which is how it gets served.
             let refreshed = shared && response.status != 304
-                ? nil : service.absorb(response, for: creq, stored: stored, validating: validating)
+                ? nil : engine.absorb(response, for: creq, stored: stored, validating: validating)
             if let refreshed {
-                service.stats.revalidated += 1
+                engine.stats.revalidated += 1
                 return serveStored(refreshed, age: currentAge(stored: refreshed.response, now: now), cacheStatus: .revalidated)
             }
-            if followRedirect(response) { return }
+            if followRedirect(status: response.status, headers: HTTPFields(response.headers)) { return }
             let status: CacheStatus = shared ? .coalesced : (creq.mode.consultsCache ? .miss : .bypass)
-            if status == .miss { service.stats.misses += 1 }
-            if status == .bypass { service.stats.bypass += 1 }
+            if status == .miss { engine.stats.misses += 1 }
+            if status == .bypass { engine.stats.bypass += 1 }
             serveNetwork(response, cacheStatus: status)
         }
     }
 
     /// Follows a redirect the way browsers and curl do (RFC 9110 §15.4); true when a new hop started (or the
     /// request failed on it).
-    private func followRedirect(_ response: Transfer.Response) -> Bool {
-        guard [301, 302, 303, 307, 308].contains(response.status), spec.redirect != .manual,
-              let location = HTTPFields(response.headers).first("location") else { return false }
+    private func followRedirect(status: Int, headers: HTTPFields) -> Bool {
+        guard [301, 302, 303, 307, 308].contains(status), spec.redirect != .manual,
+              let location = headers.first("location") else { return false }
         if spec.redirect == .error {
-            finish(.failure(.redirect("the origin redirected (\(response.status) to \(location.truncatedForMessages)) and \"redirect\" is \"error\"")))
+            finish(.failure(.redirect("the origin redirected (\(status) to \(location.truncatedForMessages)) and \"redirect\" is \"error\"")))
             return true
         }
         guard redirects < spec.maxRedirects else {
@@ -173,7 +174,7 @@ final class FetchJob {
             return true
         }
         redirects += 1
-        RedirectRules.apply(status: response.status, from: url, to: next, spec: &spec)
+        RedirectRules.apply(status: status, from: url, to: next, spec: &spec)
         url = next
         hop()
         return true
@@ -182,7 +183,9 @@ final class FetchJob {
     // MARK: Answers
 
     private func serveStored(_ found: ResponseStore.Found, age: Int64, cacheStatus: CacheStatus) {
-        service.stats.bytesFromCache += UInt64(found.body.count)
+        // A stored redirect is followed like one from the origin: the next hop goes through the cache too.
+        if followRedirect(status: found.response.status, headers: found.response.headers) { return }
+        engine.stats.bytesFromCache += UInt64(found.body.count)
         let creq = cacheRequest
         if clientConditionMatches(request: creq, stored: found.response) {
             return reply(status: 304, headers: notModifiedHeaders(stored: found.response, age: age), body: [][...],
@@ -192,19 +195,19 @@ final class FetchJob {
               body: found.body, cache: cacheStatus, age: age, timing: nil)
     }
 
-    private func serveNetwork(_ response: Transfer.Response, cacheStatus: CacheStatus) {
-        reply(status: response.status, headers: FetchService.decoded(HTTPFields(response.headers)), body: response.body[...],
+    private func serveNetwork(_ response: OriginResponse, cacheStatus: CacheStatus) {
+        reply(status: response.status, headers: FetchEngine.decoded(HTTPFields(response.headers)), body: response.body[...],
               cache: cacheStatus, age: 0, timing: response.timing)
     }
 
     /// RFC 9111 §5.2.1.7: nothing usable stored and the request may not go to the network.
     private func gatewayTimeout() {
-        service.stats.misses += 1
+        engine.stats.misses += 1
         reply(status: 504, headers: HTTPFields([("Content-Length", "0")]), body: [][...], cache: .miss, age: 0, timing: nil)
     }
 
-    private func reply(status: Int, headers: HTTPFields, body: ArraySlice<UInt8>, cache: CacheStatus, age: Int64, timing: Transfer.Timing?) {
-        let now = WallClock.nowMs()
+    private func reply(status: Int, headers: HTTPFields, body: ArraySlice<UInt8>, cache: CacheStatus, age: Int64, timing: OriginTiming?) {
+        let now = engine.now()
         finish(.success(FetchOutcome(status: status, headers: headers, body: spec.method == "HEAD" ? [][...] : body, url: url,
                                      redirects: redirects, cache: cache, ageSeconds: age, totalMs: now - startedMs,
                                      origin: timing, freshForSeconds: FetchOutcome.freshFor(status: status, headers: headers, now: now / 1000))))
@@ -221,7 +224,7 @@ final class FetchJob {
 
     /// Cancel, deadline or a closed connection: leave the transfer (the last waiter to leave stops it); nothing is
     /// answered.
-    func cancel() {
+    public func cancel() {
         finished = true
         onDone = nil
         onProgress = nil

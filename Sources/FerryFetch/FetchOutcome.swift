@@ -6,29 +6,29 @@ import FerryProtocol
 /// its freshness and cache status directly.
 ///
 /// ```swift
-/// let job = FetchJob(service: service, spec: spec) { result in
+/// let job = FetchJob(engine: engine, spec: spec) { result in
 ///     guard case .success(let outcome) = result else { return }
 ///     outcome.cache.servedFromStore   // true for hit, stale, revalidated
 ///     outcome.freshForSeconds         // > 0: may be reused that long without asking the origin
 /// }
 /// ```
-struct FetchOutcome {
-    var status: Int
+public struct FetchOutcome: Sendable {
+    public var status: Int
     /// As served: decoded-body headers, `Age` for a stored response.
-    var headers: HTTPFields
+    public var headers: HTTPFields
     /// A slice of the stored record or of the transfer's buffer; empty for HEAD.
-    var body: ArraySlice<UInt8>
+    public var body: ArraySlice<UInt8>
     /// The URL of this response, after `redirects` redirects.
-    var url: String
-    var redirects: Int
-    var cache: CacheStatus
-    var ageSeconds: Int64
+    public var url: String
+    public var redirects: Int
+    public var cache: CacheStatus
+    public var ageSeconds: Int64
     /// This fetch in the daemon, redirects included.
-    var totalMs: Int64
+    public var totalMs: Int64
     /// The last exchange with the origin, when there was one.
-    var origin: Transfer.Timing?
+    public var origin: OriginTiming?
     /// The freshness lifetime left (RFC 9111 §4.2, from the served headers); 0 or less: reuse needs validation.
-    var freshForSeconds: Int64
+    public var freshForSeconds: Int64
 
     /// The freshness left of a response served now with these headers: its lifetime minus its `Age`.
     static func freshFor(status: Int, headers: HTTPFields, now: Int64) -> Int64 {

@@ -1,44 +1,20 @@
 import CCurl
 import FerryLoop
+import FerryHTTPCache
 
 /// One HTTP exchange with an origin: a single request and its response, never following redirects (the fetch
 /// pipeline follows them itself, so that every hop goes through the cache). Owns its libcurl easy handle.
 ///
 /// ```swift
-/// let t = try Transfer(request, limits: limits) { result in ... }
+/// let t = try Transfer(request, caFile: nil) { result in ... }   // Result<OriginResponse, FetchFailure>
 /// multi.add(t)
 /// ```
 final class Transfer {
-    /// The outgoing request, as the pipeline built it.
-    struct Request {
-        var url: String
-        var method: String
-        var headers: [(String, String)]
-        var body: [UInt8]
-        var timeoutMs: Int?
-        var maxBytes: Int
-    }
-
-    /// What came back: the final (non-1xx) response.
-    struct Response {
-        var status: Int
-        var headers: [(String, String)]
-        var body: [UInt8]
-        /// When the request was sent and the response headers arrived (Unix seconds, for RFC 9111 age).
-        var requestTime: Int64
-        var responseTime: Int64
-        var timing: Timing
-    }
-
-    struct Timing {
-        var dnsMs = 0.0, connectMs = 0.0, tlsMs = 0.0, firstByteMs = 0.0, totalMs = 0.0
-    }
-
     /// Transfer ids for libcurl's private pointer; only the loop thread creates transfers.
     nonisolated(unsafe) private static var nextKey: UInt = 1
     let key: UInt
     let easy: UnsafeMutableRawPointer
-    let request: Request
+    let request: OriginRequest
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private var body: [UInt8] = []
     private var status = 0
@@ -46,11 +22,11 @@ final class Transfer {
     private var exceeded = false
     private var requestTime: Int64
     private var responseTime: Int64 = 0
-    private var onDone: ((Result<Response, FetchFailure>) -> Void)?
+    private var onDone: ((Result<OriginResponse, FetchFailure>) -> Void)?
     /// Called with (received, total if known) as the body arrives.
     var onProgress: ((Int, Int?) -> Void)?
 
-    init(_ request: Request, caFile: String?, _ done: @escaping (Result<Response, FetchFailure>) -> Void) throws(FetchFailure) {
+    init(_ request: OriginRequest, caFile: String?, _ done: @escaping (Result<OriginResponse, FetchFailure>) -> Void) throws(FetchFailure) {
         guard let easy = curl_easy_init() else { throw .internalError("curl_easy_init failed") }
         self.easy = easy
         self.request = request
@@ -170,11 +146,11 @@ final class Transfer {
         if line.isEmpty { return }
         if line.first == " " || line.first == "\t" {
             // obs-fold (RFC 9112 §5.2): a continuation of the previous field's value.
-            if !headers.isEmpty { headers[headers.count - 1].1 += " " + line.trimmingWhitespace() }
+            if !headers.isEmpty { headers[headers.count - 1].1 += " " + HTTPSyntax.trimmingOWS(line) }
             return
         }
         guard let colon = line.firstIndex(of: ":") else { return }
-        headers.append((String(line[..<colon]), String(line[line.index(after: colon)...]).trimmingWhitespace()))
+        headers.append((String(line[..<colon]), HTTPSyntax.trimmingOWS(String(line[line.index(after: colon)...]))))
     }
 
     /// Called by `CurlMulti` once, when libcurl is done with the transfer (or it was aborted).
@@ -183,7 +159,7 @@ final class Transfer {
         onDone = nil
         onProgress = nil
         if code == CURLE_OK {
-            return done(.success(Response(status: status, headers: headers, body: body, requestTime: requestTime,
+            return done(.success(OriginResponse(status: status, headers: headers, body: body, requestTime: requestTime,
                                           responseTime: responseTime == 0 ? WallClock.nowMs() / 1000 : responseTime,
                                           timing: timing())))
         }
@@ -191,20 +167,10 @@ final class Transfer {
         done(.failure(FetchFailure.from(code, text, exceeded: exceeded, maxBytes: request.maxBytes)))
     }
 
-    private func timing() -> Timing {
+    private func timing() -> OriginTiming {
         func ms(_ info: CURLINFO) -> Double { Double(ferry_info_off(easy, info)) / 1000 }
-        return Timing(dnsMs: ms(CURLINFO_NAMELOOKUP_TIME_T), connectMs: ms(CURLINFO_CONNECT_TIME_T),
+        return OriginTiming(dnsMs: ms(CURLINFO_NAMELOOKUP_TIME_T), connectMs: ms(CURLINFO_CONNECT_TIME_T),
                       tlsMs: ms(CURLINFO_APPCONNECT_TIME_T), firstByteMs: ms(CURLINFO_STARTTRANSFER_TIME_T),
                       totalMs: ms(CURLINFO_TOTAL_TIME_T))
-    }
-}
-
-extension String {
-    /// Without leading and trailing spaces and tabs (HTTP's optional whitespace).
-    func trimmingWhitespace() -> String {
-        var s = Substring(self)
-        while let f = s.first, f == " " || f == "\t" { s.removeFirst() }
-        while let l = s.last, l == " " || l == "\t" { s.removeLast() }
-        return String(s)
     }
 }

@@ -1,13 +1,12 @@
 import CCurl
-import FerryProtocol
 
 /// Why a fetch failed (an HTTP status, even 500, is a result, not a failure). Each case maps to one protocol error
-/// code; libcurl's code and message travel in `details`.
+/// code at the operation edge (`FetchFailure.wireError` in FerryServer); libcurl's code and message travel along.
 ///
 /// ```swift
-/// request.fail(FetchFailure.timeout("operation timed out after 2000 ms").wireError)
+/// job.start()   // … done(.failure(.tooLarge(limit: 1 << 20))): the body passed max_bytes, nothing was stored
 /// ```
-enum FetchFailure: Error, Equatable {
+public enum FetchFailure: Error, Equatable, Sendable {
     /// A bad URL, scheme, method or header: `invalid_argument`.
     case invalidArgument(String)
     /// DNS, connect, TLS, reset, a truncated response: `unavailable`.
@@ -26,19 +25,6 @@ enum FetchFailure: Error, Equatable {
         case CURLE_OPERATION_TIMEDOUT: return .timeout(message)
         case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL: return .invalidArgument(message)
         default: return .unavailable(curlCode: Int(code.rawValue), message: message)
-        }
-    }
-
-    var wireError: WireError {
-        switch self {
-        case .invalidArgument(let m): return WireError(.invalidArgument, m)
-        case .unavailable(let code, let m):
-            return WireError(.unavailable, m, details: ["curl_code": .int(Int64(code)), "curl_message": .string(m)])
-        case .timeout(let m): return WireError(.deadlineExceeded, m)
-        case .tooLarge(let limit):
-            return WireError(.resourceExhausted, "the response body is larger than max_bytes (\(limit))", details: ["max_bytes": .int(Int64(limit))])
-        case .redirect(let m): return WireError(.failedPrecondition, m)
-        case .internalError(let m): return WireError(.internal, m)
         }
     }
 }

@@ -1,56 +1,72 @@
-import FerryLoop
 import FerryHTTPCache
+import FerryLoop
 import FerryProtocol
 
-/// The daemon's fetch machinery, shared by every client: the libcurl multi on the loop, the HTTP cache's storage,
-/// and the table of transfers in flight that identical requests join (coalescing). Loop thread only.
-final class FetchService {
-    struct Config {
-        var caFile: String?
-        var maxPerHost = 6
-        var maxTotal = 64
+/// The daemon's fetch machinery, shared by every client: an origin transport (libcurl on the loop), the HTTP cache's
+/// storage, and the table of transfers in flight that identical requests join (coalescing). Its API is typed: a
+/// `FetchSpec` in (through `FetchJob`), a `FetchOutcome` out; it knows nothing of the protocol's JSON. Loop thread
+/// only.
+///
+/// ```swift
+/// let engine = FetchEngine(transport: try CurlTransport(loop: loop, config: .init()),
+///                          responses: ResponseStore(storage: CacheStoreResponses(store: store)))
+/// FetchJob(engine: engine, spec: FetchSpec(url: "https://a.test/x")) { result in … }.start()
+/// ```
+public final class FetchEngine {
+    public struct Config: Sendable {
         /// Largest `max_bytes` a request may ask for.
-        var maxBytesLimit = 1 << 30
+        public var maxBytesLimit = 1 << 30
+        public init() {}
     }
 
-    let config: Config
-    let multi: CurlMulti
+    public let config: Config
+    let transport: OriginTransport
     let responses: ResponseStore
-    let stats = FetchStats()
+    public let stats = FetchStats()
+    /// Wall-clock milliseconds (injected: tests run the cache rules on a clock of their own).
+    let now: () -> Int64
     private var groups: [String: TransferGroup] = [:]
     /// Storage keys with a background revalidation running (stale-while-revalidate: exactly one at a time).
     private var revalidating: Set<String> = []
 
-    init(loop: EventLoop, responses: ResponseStore, config: Config) throws(FetchFailure) {
+    /// The request's own conditions, replaced by the engine's validators when it validates a stored response.
+    static let clientConditions = ["if-none-match", "if-modified-since", "if-match", "if-unmodified-since"]
+
+    public init(transport: OriginTransport, responses: ResponseStore, config: Config = Config(),
+                now: @escaping () -> Int64 = WallClock.nowMs) {
         self.config = config
+        self.transport = transport
         self.responses = responses
-        multi = try CurlMulti(loop: loop, maxPerHost: config.maxPerHost, maxTotal: config.maxTotal)
+        self.now = now
     }
 
-    func close() { multi.close() }
+    /// Exchanges with origins running now.
+    public var activeTransfers: Int { transport.activeTransfers }
+
+    public func close() { transport.close() }
 
     /// Joins the transfer in flight for `coalescingKey` or starts one; `nil` key: a transfer of its own.
-    func join(_ waiter: TransferGroup.Waiter, request: Transfer.Request, coalescingKey: String?) -> TransferGroup? {
+    func join(_ waiter: TransferGroup.Waiter, request: OriginRequest, coalescingKey: String?) -> TransferGroup? {
         if let key = coalescingKey, let group = groups[key] {
             stats.coalesced += 1
             group.add(waiter)
             return group
         }
-        let group = TransferGroup(key: coalescingKey, service: self)
-        let transfer: Transfer
+        let group = TransferGroup(key: coalescingKey, engine: self)
+        group.add(waiter)
+        if let key = coalescingKey { groups[key] = group }
         do {
-            // The transfer holds its group until it finishes (a background revalidation's group has no other owner);
-            // the group drops the transfer when it finishes or its last waiter leaves, which ends the cycle.
-            transfer = try Transfer(request, caFile: config.caFile) { result in group.finished(result) }
+            // The exchange holds its group until it finishes (a background revalidation's group has no other owner);
+            // the group drops the exchange when it finishes or its last waiter leaves, which ends the cycle.
+            let exchange = try transport.start(request, progress: { received, total in group.progressed(received, total) },
+                                               done: { result in group.finished(result) })
+            stats.originRequests += 1
+            group.started(exchange)
         } catch {
+            forget(group)
             waiter.receive(.own(.failure(error)))
             return nil
         }
-        group.transfer = transfer
-        group.add(waiter)
-        if let key = coalescingKey { groups[key] = group }
-        stats.originRequests += 1
-        multi.add(transfer)
         return group
     }
 
@@ -66,11 +82,9 @@ final class FetchService {
         stats.backgroundRevalidations += 1
         var headers = HTTPFields(spec.headers)
         // Only our validators: the client's own conditions and ranges were for its request, not for the refresh.
-        for name in ["if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range", "range"] {
-            headers.removeAll(name)
-        }
+        for name in FetchEngine.clientConditions + ["if-range", "range"] { headers.removeAll(name) }
         headers = headers.appending(contentsOf: conditionalHeaders(for: found.response))
-        let outgoing = Transfer.Request(url: request.url, method: "GET", headers: headers.pairs, body: [],
+        let outgoing = OriginRequest(url: request.url, method: "GET", headers: headers.pairs, body: [],
                                         timeoutMs: 60_000, maxBytes: spec.maxBytes)
         let storageKey = found.storageKey
         let waiter = TransferGroup.Waiter(wantsProgress: false, accepts: { _ in true }) { [weak self] outcome in
@@ -85,7 +99,7 @@ final class FetchService {
     /// What a response from the origin does to the cache: a 304 for a validation refreshes the stored response
     /// (returned, to be served); a storable response is stored; a successful unsafe method invalidates. Returns
     /// the stored response to serve instead of `response` (after a 304), or nil.
-    func absorb(_ response: Transfer.Response, for request: CacheRequest, stored: ResponseStore.Found?,
+    func absorb(_ response: OriginResponse, for request: CacheRequest, stored: ResponseStore.Found?,
                 validating: Bool) -> ResponseStore.Found? {
         let headers = HTTPFields(response.headers)
         if response.status == 304, validating, let stored {
@@ -120,24 +134,16 @@ final class FetchService {
 }
 
 /// Counters for `stats`.
-final class FetchStats {
-    var requests: UInt64 = 0
-    var hits: UInt64 = 0
-    var misses: UInt64 = 0
-    var revalidated: UInt64 = 0
-    var stale: UInt64 = 0
-    var coalesced: UInt64 = 0
-    var bypass: UInt64 = 0
-    var originRequests: UInt64 = 0
-    var backgroundRevalidations: UInt64 = 0
-    var bytesFromCache: UInt64 = 0
-    var bytesFromOrigin: UInt64 = 0
-
-    var json: JSONObject {
-        ["requests": .int(Int64(requests)), "hits": .int(Int64(hits)), "misses": .int(Int64(misses)),
-         "revalidated": .int(Int64(revalidated)), "stale": .int(Int64(stale)), "coalesced": .int(Int64(coalesced)),
-         "bypass": .int(Int64(bypass)), "origin_requests": .int(Int64(originRequests)),
-         "background_revalidations": .int(Int64(backgroundRevalidations)),
-         "bytes_from_cache": .int(Int64(bytesFromCache)), "bytes_from_origin": .int(Int64(bytesFromOrigin))]
-    }
+public final class FetchStats {
+    public internal(set) var requests: UInt64 = 0
+    public internal(set) var hits: UInt64 = 0
+    public internal(set) var misses: UInt64 = 0
+    public internal(set) var revalidated: UInt64 = 0
+    public internal(set) var stale: UInt64 = 0
+    public internal(set) var coalesced: UInt64 = 0
+    public internal(set) var bypass: UInt64 = 0
+    public internal(set) var originRequests: UInt64 = 0
+    public internal(set) var backgroundRevalidations: UInt64 = 0
+    public internal(set) var bytesFromCache: UInt64 = 0
+    public internal(set) var bytesFromOrigin: UInt64 = 0
 }

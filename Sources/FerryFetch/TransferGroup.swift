@@ -1,4 +1,3 @@
-import FerryLoop
 
 /// One origin transfer and the requests waiting for it: the first to ask, and every identical request that arrived
 /// while it ran (coalescing). Loop thread only.
@@ -10,26 +9,26 @@ import FerryLoop
 /// away (cancel, deadline, disconnect) leaves the others alone; the transfer stops when its last waiter goes.
 ///
 /// ```swift
-/// let group = service.join(waiter, request: outgoing, coalescingKey: "GET http://a.test/x …")
+/// let group = engine.join(waiter, request: outgoing, coalescingKey: "GET http://a.test/x …")
 /// group?.remove(waiter)   // on cancel
 /// ```
 final class TransferGroup {
     enum Outcome {
         /// The transfer made for this waiter (or a failure every waiter shares).
-        case own(Result<Transfer.Response, FetchFailure>)
+        case own(Result<OriginResponse, FetchFailure>)
         /// A response fetched for another request, usable by this one.
-        case shared(Transfer.Response)
+        case shared(OriginResponse)
         /// Not usable by this waiter: make a request of your own.
         case retryAlone
     }
 
     final class Waiter {
         let wantsProgress: Bool
-        let accepts: (Transfer.Response) -> Bool
+        let accepts: (OriginResponse) -> Bool
         let receive: (Outcome) -> Void
         var progress: ((Int, Int?) -> Void)?
 
-        init(wantsProgress: Bool, accepts: @escaping (Transfer.Response) -> Bool, receive: @escaping (Outcome) -> Void) {
+        init(wantsProgress: Bool, accepts: @escaping (OriginResponse) -> Bool, receive: @escaping (Outcome) -> Void) {
             self.wantsProgress = wantsProgress
             self.accepts = accepts
             self.receive = receive
@@ -37,17 +36,22 @@ final class TransferGroup {
     }
 
     let key: String?
-    unowned let service: FetchService
-    var transfer: Transfer? {
-        didSet { transfer?.reportProgress { [unowned self] received, total in progressed(received, total) } }
-    }
+    unowned let engine: FetchEngine
+    /// The exchange with the origin, from `started` until it finishes or the last waiter leaves.
+    private var exchange: OriginExchange?
+    private var isFinished = false
     private(set) var waiters: [Waiter] = []
     private var lastProgressMs: Int64 = 0
     private var lastReceived = -1
 
-    init(key: String?, service: FetchService) {
+    init(key: String?, engine: FetchEngine) {
         self.key = key
-        self.service = service
+        self.engine = engine
+    }
+
+    /// The transport started the exchange (it may have finished already, inside `start`).
+    func started(_ exchange: OriginExchange) {
+        if !isFinished { self.exchange = exchange }
     }
 
     func add(_ waiter: Waiter) { waiters.append(waiter) }
@@ -55,19 +59,20 @@ final class TransferGroup {
     /// A waiter leaves; the last one to leave stops the transfer.
     func remove(_ waiter: Waiter) {
         waiters.removeAll { $0 === waiter }
-        guard waiters.isEmpty, let transfer else { return }
-        self.transfer = nil
-        service.multi.remove(transfer)
-        service.forget(self)
+        guard waiters.isEmpty, let exchange else { return }
+        self.exchange = nil
+        exchange.cancel()
+        engine.forget(self)
     }
 
     /// The transfer ended: hand the outcome to every waiter, in arrival order.
-    func finished(_ result: Result<Transfer.Response, FetchFailure>) {
-        service.forget(self)
-        transfer = nil
+    func finished(_ result: Result<OriginResponse, FetchFailure>) {
+        engine.forget(self)
+        isFinished = true
+        exchange = nil
         let all = waiters
         waiters.removeAll()
-        if case .success(let r) = result { service.stats.bytesFromOrigin += UInt64(r.body.count) }
+        if case .success(let r) = result { engine.stats.bytesFromOrigin += UInt64(r.body.count) }
         for (i, waiter) in all.enumerated() {
             guard i > 0, case .success(let response) = result else {
                 waiter.receive(.own(result))
@@ -78,10 +83,10 @@ final class TransferGroup {
     }
 
     /// Progress to the waiters that asked for it, at most every 100 ms.
-    private func progressed(_ received: Int, _ total: Int?) {
+    func progressed(_ received: Int, _ total: Int?) {
         // libcurl calls back often, also with nothing new (and several times once the transfer is complete): only
         // new byte counts are news, the last one (all of it) at once, the others at most every 100 ms.
-        let now = WallClock.nowMs()
+        let now = engine.now()
         guard received != lastReceived, now - lastProgressMs >= 100 || (total != nil && received == total) else { return }
         lastProgressMs = now
         lastReceived = received

@@ -1,11 +1,7 @@
-import FerryCache
 import FerryHTTPCache
-import FerryLoop
-import FerryStore
 
-/// The shared HTTP cache's storage: stored responses (headers, times and body in one value) in the project's
-/// storage engine, under a namespace no client can name (`cache.*` namespaces may not contain `:`), so they share
-/// the memory and disk budgets, survive restarts, and large bodies become content-addressed blob files.
+/// The shared HTTP cache's records: stored responses (headers, times and body in one value) in a
+/// `ResponseStorage`.
 ///
 /// Layout per primary key (`GET <normalised url>`): a response without `Vary` is stored right there; a response
 /// with `Vary` leaves a marker there holding the `Vary` value and a random generation, and the variant itself under
@@ -14,14 +10,14 @@ import FerryStore
 /// unreachable at once; they age out of the store's LRU.
 ///
 /// ```swift
-/// responses.lookup(request) { found in ... }           // found: (StoredResponse, body)?
+/// let responses = ResponseStore(storage: CacheStoreResponses(store: store))
+/// responses.lookup(request) { found in ... }           // found: Found(response, body, storageKey)?
 /// responses.store(stored, body: bytes, key: key)
 /// ```
-final class ResponseStore {
-    static let namespace = "fetch:v1"
-    private let store: CacheStore
+public final class ResponseStore {
+    private let storage: ResponseStorage
 
-    init(store: CacheStore) { self.store = store }
+    public init(storage: ResponseStorage) { self.storage = storage }
 
     struct Found {
         var response: StoredResponse
@@ -57,7 +53,7 @@ final class ResponseStore {
     func store(_ response: StoredResponse, body: [UInt8], key: HTTPCacheKey) {
         let primary = key.description
         let vary = response.headers.combined("vary")
-        if let vary, !vary.trimmingWhitespace().isEmpty {
+        if let vary, !HTTPSyntax.trimmingOWS(vary).isEmpty {
             // Join the variants already stored under the same Vary; anything else starts a new generation.
             let record = StoredRecord.encode(response, body: body)
             get(primary) { [self] existing in
@@ -84,7 +80,7 @@ final class ResponseStore {
     func invalidate(urls: [String]) {
         for url in urls {
             guard let key = HTTPCacheKey(lookupFor: "GET", url: url) else { continue }
-            store.delete(CacheKey(trusted: ResponseStore.namespace, key.description), now: WallClock.nowMs()) { _ in }
+            storage.delete(key.description)
         }
     }
 
@@ -93,16 +89,10 @@ final class ResponseStore {
     }
 
     private func get(_ key: String, _ done: @escaping (StoredRecord?) -> Void) {
-        store.get(CacheKey(trusted: ResponseStore.namespace, key), now: WallClock.nowMs()) { result in
-            guard case .success(let found?) = result else { return done(nil) }
-            done(StoredRecord.decode(found.0.value))
-        }
+        storage.get(key) { value in done(value.flatMap(StoredRecord.decode)) }
     }
 
-    private func put(_ key: String, _ value: [UInt8]) {
-        store.set(CacheKey(trusted: ResponseStore.namespace, key), value: value, ttlMs: nil, ifAbsent: false,
-                  now: WallClock.nowMs()) { _ in }
-    }
+    private func put(_ key: String, _ value: [UInt8]) { storage.put(key, value) }
 }
 
 /// The byte format of a stored record: `[u8 kind]` then, for a response, `[u16 status][i64 request time]
