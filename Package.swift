@@ -54,10 +54,13 @@ let package = Package(
             name: "FerryFetch",
             dependencies: ["FerryProtocol", "FerryHTTPCache", "FerryCache", "FerryStore", "FerryLoop", "CCurl"]
         ),
+        // The image loader: an actor with its memory tier, the in-flight table and the sniffing stage, fed through
+        // `ImageFetching` (which the server implements with the fetch engine). Knows nothing of loops or libcurl.
+        .target(name: "FerryImages", dependencies: ["FerryProtocol", "FerryCache", "FerryHTTPCache", "FerryImageFormat"]),
         .target(
             name: "FerryServer",
             dependencies: ["FerryProtocol", "FerryCache", "FerryStore", "FerryHTTPCache", "FerryImageFormat", "FerryLoop",
-                           "FerryFetch"]
+                           "FerryFetch", "FerryImages"]
         ),
         .target(name: "FerryClient", dependencies: ["FerryProtocol"]),
         .target(name: "FerryCodable", dependencies: ["FerryClient"]),
@@ -75,8 +78,9 @@ let package = Package(
         .testTarget(name: "FerryHTTPCacheTests", dependencies: ["FerryHTTPCache", "FerryProtocol"]),
         .testTarget(name: "FerryImageFormatTests", dependencies: ["FerryImageFormat"], resources: [.copy("Fixtures")]),
         .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore", "FerryCache"]),
-        .testTarget(name: "FerryServerTests", dependencies: ["FerryServer", "FerryProtocol", "FerryLoop", "FerryFetch"]),
+        .testTarget(name: "FerryServerTests", dependencies: ["FerryServer", "FerryProtocol", "FerryLoop", "FerryFetch", "FerryImages"]),
         .testTarget(name: "FerryFetchTests", dependencies: ["FerryFetch", "FerryHTTPCache", "FerryProtocol"]),
+        .testTarget(name: "FerryImagesTests", dependencies: ["FerryImages", "FerryImageFormat", "FerryProtocol"]),
         .testTarget(
             name: "FerryIntegrationTests",
             dependencies: ["FerryClient", "FerryCodable", "FerryProtocol"]

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import FerryFetch
 import FerryLoop
+import FerryImages
 import FerryProtocol
 import FerryStore
 
@@ -53,7 +54,7 @@ enum Wiring {
         imageConfig.maxEntries = config.imageMaxEntries
         imageConfig.maxPixels = config.imageMaxPixels
         imageConfig.maxConcurrent = config.imageDownloads
-        return ImageLoader(fetcher: LoopImageFetcher(engine: fetch, post: post), config: imageConfig)
+        return ImageLoader(fetcher: LoopImageFetcher(engine: fetch, post: post), config: imageConfig, now: WallClock.nowMs)
     }
 
     /// Every operation of protocol v1, in the catalog's order (the order `hello` and `describe` list them).

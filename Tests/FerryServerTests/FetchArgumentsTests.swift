@@ -1,5 +1,6 @@
 import Testing
 import FerryFetch
+import FerryImages
 import FerryProtocol
 @testable import FerryServer
 
@@ -67,6 +68,29 @@ import FerryProtocol
             Issue.record("a good image request")
             return
         }
-        #expect(r.spec.cacheMode == .reload && r.spec.timeoutMs == 9 && r.spec.method == "GET")
+        #expect(r.cache == .reload && r.timeoutMs == 9 && r.url == "https://a.test/i.png")
+    }
+}
+
+/// The protocol codes of the engines' typed failures, at the operation edge.
+@Suite struct WireErrorMappingTests {
+    @Test func fetchFailures() {
+        #expect(FetchFailure.invalidArgument("x").wireError.code == .invalidArgument)
+        let down = FetchFailure.unavailable(curlCode: 7, message: "refused").wireError
+        #expect(down.code == .unavailable && down.details?["curl_code"] == .int(7))
+        #expect(FetchFailure.timeout("t").wireError.code == .deadlineExceeded)
+        #expect(FetchFailure.tooLarge(limit: 9).wireError.details?["max_bytes"] == .int(9))
+        #expect(FetchFailure.redirect("r").wireError.code == .failedPrecondition)
+        #expect(FetchFailure.internalError("i").wireError.code == .internal)
+    }
+
+    @Test func imageErrors() {
+        #expect(ImageError.invalidImage(.notAnImage("html")).wireError.code == .invalidImage)
+        #expect(ImageError.invalidImage(.tooLarge(width: 10, height: 10, limit: 5)).wireError.details?["max_pixels"] == .int(5))
+        #expect(ImageError.httpStatus(404, url: "u").wireError.code == .notFound)
+        #expect(ImageError.httpStatus(410, url: "u").wireError.code == .notFound)
+        #expect(ImageError.httpStatus(500, url: "u").wireError.code == .unavailable)
+        #expect(ImageError.fetch(WireError(.deadlineExceeded, "t")).wireError.code == .deadlineExceeded)
+        #expect(ImageError.cancelled.wireError.code == .cancelled)
     }
 }

@@ -1,5 +1,6 @@
 import FerryFetch
 import FerryHTTPCache
+import FerryImages
 import FerryProtocol
 
 /// Carries a loop-thread object through a task that hops to the image loader and back; only the loop thread
@@ -121,9 +122,10 @@ final class ImageEvictOperation: OperationHandler {
 enum ImageArguments {
     static func request(_ args: JSONObject) -> Result<ImageRequest, FetchFailure> {
         do throws(FetchFailure) {
-            let spec = FetchSpec(url: try FetchArguments.url(args), headers: try FetchArguments.headers(args),
-                                 timeoutMs: try FetchArguments.timeoutMs(args), cacheMode: try FetchArguments.cacheMode(args))
-            return .success(ImageRequest(spec: spec))
+            // In fetch's order, so both refuse the first problem alike.
+            let url = try FetchArguments.url(args), headers = try FetchArguments.headers(args)
+            let timeoutMs = try FetchArguments.timeoutMs(args), cache = try FetchArguments.cacheMode(args)
+            return .success(ImageRequest(url: url, headers: headers, cache: cache, timeoutMs: timeoutMs))
         } catch {
             return .failure(error)
         }

@@ -1,3 +1,4 @@
+import FerryImages
 import FerryProtocol
 
 /// `stats`: the daemon's counters.

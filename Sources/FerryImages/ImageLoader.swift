@@ -1,21 +1,20 @@
-import FerryFetch
 import FerryImageFormat
-import FerryLoop
 import FerryProtocol
 
 /// Identifies one waiting request: a connection's request (or anything unique). Cancelling it ends only its own
 /// wait.
-struct ImageSubscriber: Hashable, Sendable {
-    let id: UInt64
+public struct ImageSubscriber: Hashable, Sendable {
+    public let id: UInt64
+    public init(id: UInt64) { self.id = id }
 }
 
 /// What `image.get` answers with.
-struct LoadedImage: Sendable {
-    var bytes: [UInt8]
-    var info: ImageInfo
-    /// memory, disk or network.
-    var source: ImageSource
-    var url: String
+public struct LoadedImage: Sendable {
+    public var bytes: [UInt8]
+    public var info: ImageInfo
+    public var source: ImageSource
+    /// The URL of the bytes, after redirects.
+    public var url: String
 }
 
 /// The daemon's image loader, shared by every client: a memory tier (exact byte budget and entry count), the disk
@@ -29,21 +28,24 @@ struct LoadedImage: Sendable {
 /// At most `maxConcurrent` downloads run at once; the rest wait in order, prefetches behind direct requests.
 ///
 /// ```swift
-/// let loader = ImageLoader(fetcher: fetcher, config: .init())
+/// let loader = ImageLoader(fetcher: fetcher, config: .init(), now: WallClock.nowMs)
 /// let image = try await loader.load(ImageRequest(url: u), subscriber: ImageSubscriber(id: 7))
 /// await loader.cancel(ImageSubscriber(id: 7))
 /// ```
-actor ImageLoader {
-    struct Config: Sendable {
-        var memoryBudget = 128 * 1024 * 1024
-        var maxEntries = 1000
-        var maxPixels = 100_000_000
-        var maxConcurrent = 6
-        var maxBytes = 64 * 1024 * 1024
+public actor ImageLoader {
+    public struct Config: Sendable {
+        public var memoryBudget = 128 * 1024 * 1024
+        public var maxEntries = 1000
+        public var maxPixels = 100_000_000
+        public var maxConcurrent = 6
+        public var maxBytes = 64 * 1024 * 1024
+        public init() {}
     }
 
     private let fetcher: ImageFetching
-    let config: Config
+    public nonisolated let config: Config
+    /// Wall-clock milliseconds, for the freshness of what the memory tier holds (injected: tests move it).
+    private let now: @Sendable () -> Int64
     private var memory: ImageMemoryCache
     private var inFlight: [String: Download] = [:]
     private var subscriptions: [ImageSubscriber: String] = [:]
@@ -51,20 +53,21 @@ actor ImageLoader {
     private var running = 0
     private(set) var stats = ImageStats()
 
-    init(fetcher: ImageFetching, config: Config) {
+    public init(fetcher: ImageFetching, config: Config, now: @escaping @Sendable () -> Int64) {
         self.fetcher = fetcher
         self.config = config
+        self.now = now
         memory = ImageMemoryCache(budget: config.memoryBudget, maxEntries: config.maxEntries)
     }
 
     /// The image, from memory, or through one shared download.
-    func load(_ request: ImageRequest, subscriber: ImageSubscriber) async throws(ImageError) -> LoadedImage {
+    public func load(_ request: ImageRequest, subscriber: ImageSubscriber) async throws(ImageError) -> LoadedImage {
         // Cancelled before it got here (the client's cancel raced this call): never subscribe.
         if Task.isCancelled {
             stats.cancelled += 1
             throw .cancelled
         }
-        if request.cache.readsMemory, let image = memory.image(for: request.key, nowMs: WallClock.nowMs()) {
+        if request.cache.readsMemory, let image = memory.image(for: request.key, nowMs: now()) {
             stats.memoryHits += 1
             return LoadedImage(bytes: image.bytes, info: image.info, source: .memory, url: image.url)
         }
@@ -75,7 +78,7 @@ actor ImageLoader {
     }
 
     /// Ends one subscriber's wait (cancelled); the download stops when nobody else waits for it.
-    func cancel(_ subscriber: ImageSubscriber) {
+    public func cancel(_ subscriber: ImageSubscriber) {
         guard let key = subscriptions.removeValue(forKey: subscriber), let download = inFlight[key],
               let continuation = download.subscribers.removeValue(forKey: subscriber) else { return }
         stats.cancelled += 1
@@ -88,11 +91,11 @@ actor ImageLoader {
     }
 
     /// Queues downloads that warm the caches, behind every direct request; returns how many were queued.
-    func prefetch(_ requests: [ImageRequest]) -> Int {
+    public func prefetch(_ requests: [ImageRequest]) -> Int {
         var queued = 0
         for request in requests {
             let key = request.downloadKey
-            if inFlight[key] != nil || memory.image(for: request.key, nowMs: WallClock.nowMs()) != nil { continue }
+            if inFlight[key] != nil || memory.image(for: request.key, nowMs: now()) != nil { continue }
             let download = Download(request: request, key: key, isPrefetch: true)
             inFlight[key] = download
             queue.append(download)
@@ -104,13 +107,13 @@ actor ImageLoader {
     }
 
     /// Drops the memory tier's copies of a URL; returns whether there were any.
-    func evict(url: String) -> Bool {
+    public func evict(url: String) -> Bool {
         let keys = memory.keys(forURL: url)
         for key in keys { memory.remove(key) }
         return !keys.isEmpty
     }
 
-    func snapshot() -> ImageStats {
+    public func snapshot() -> ImageStats {
         var s = stats
         s.bytes = memory.bytes
         s.entries = memory.count
@@ -202,58 +205,5 @@ actor ImageLoader {
             continuation.resume(returning: outcome)
         }
         download.subscribers.removeAll()
-    }
-}
-
-/// One download and who waits for it.
-final class Download {
-    let request: ImageRequest
-    let key: String
-    var isPrefetch: Bool
-    var subscribers: [ImageSubscriber: CheckedContinuation<Result<LoadedImage, ImageError>, Never>] = [:]
-    var task: Task<Void, Never>?
-
-    init(request: ImageRequest, key: String, isPrefetch: Bool) {
-        self.request = request
-        self.key = key
-        self.isPrefetch = isPrefetch
-    }
-}
-
-/// Downloads waiting for a slot: direct requests first, in order; prefetches after them, in order.
-struct DownloadQueue {
-    private var direct: [Download] = []
-    private var prefetches: [Download] = []
-
-    var count: Int { direct.count + prefetches.count }
-
-    mutating func append(_ d: Download) {
-        if d.isPrefetch { prefetches.append(d) } else { direct.append(d) }
-    }
-
-    mutating func next() -> Download? {
-        if !direct.isEmpty { return direct.removeFirst() }
-        if !prefetches.isEmpty { return prefetches.removeFirst() }
-        return nil
-    }
-
-    /// A prefetch asked for directly joins the direct line (at its end); false if it was not waiting.
-    mutating func promote(_ d: Download) {
-        guard let i = prefetches.firstIndex(where: { $0 === d }) else { return }
-        prefetches.remove(at: i)
-        direct.append(d)
-    }
-
-    /// Drops a download that has not started; false when it was not waiting (it runs).
-    mutating func remove(_ d: Download) -> Bool {
-        if let i = direct.firstIndex(where: { $0 === d }) {
-            direct.remove(at: i)
-            return true
-        }
-        if let i = prefetches.firstIndex(where: { $0 === d }) {
-            prefetches.remove(at: i)
-            return true
-        }
-        return false
     }
 }

@@ -18,7 +18,7 @@ struct CachedImage: Sendable {
 ///
 /// ```swift
 /// var cache = ImageMemoryCache(budget: 128 << 20, maxEntries: 1000)
-/// cache.insert(image, for: key)          // .stored, .oversized or .notKept
+/// cache.insert(image, for: key)          // .stored, or .oversized (more than a tenth of the budget: not kept)
 /// cache.image(for: key, nowMs: now)      // nil once stale
 /// ```
 struct ImageMemoryCache {
@@ -70,19 +70,5 @@ struct ImageMemoryCache {
     /// Every key whose URL is `url` (an image may be stored once per set of request headers).
     func keys(forURL url: String) -> [String] {
         lru.keysLeastRecentFirst.filter { ImageKey.url(of: $0) == url }
-    }
-}
-
-/// The loader's key: the normalised URL, plus the request headers when there are any (an `Authorization` or
-/// `Accept` header can change the image).
-enum ImageKey {
-    static func make(url: String, headers: [(String, String)]) -> String {
-        guard !headers.isEmpty else { return url }
-        let sorted = headers.map { ($0.0.lowercased(), $0.1) }.sorted { $0 < $1 }
-        return url + "\n" + sorted.map { "\($0.0): \($0.1)" }.joined(separator: "\n")
-    }
-
-    static func url(of key: String) -> String {
-        key.firstIndex(of: "\n").map { String(key[..<$0]) } ?? key
     }
 }

@@ -1,8 +1,16 @@
-import FerryLoop
+import FerryImageFormat
+import FerryProtocol
 import Foundation
 import Synchronization
 import Testing
-@testable import FerryServer
+@testable import FerryImages
+
+/// Wall-clock time the test moves by hand.
+final class ManualClock: Sendable {
+    private let ms = Mutex<Int64>(1_800_000_000_000)
+    var now: Int64 { ms.withLock { $0 } }
+    func advance(ms delta: Int64) { ms.withLock { $0 += delta } }
+}
 
 /// A fetcher the test drives: each fetch waits until the test releases its URL (or the fetch is cancelled).
 final class FakeImageFetcher: ImageFetching, @unchecked Sendable {
@@ -13,9 +21,13 @@ final class FakeImageFetcher: ImageFetching, @unchecked Sendable {
     }
     private let state = Mutex(State())
     let body: [UInt8]
+    let clock: ManualClock
     var mayKeep = true
 
-    init(body: [UInt8]) { self.body = body }
+    init(body: [UInt8], clock: ManualClock = ManualClock()) {
+        self.body = body
+        self.clock = clock
+    }
 
     func fetch(_ request: ImageRequest, maxBytes: Int) async throws(ImageError) -> FetchedImage {
         state.withLock { $0.started.append(request.url) }
@@ -42,7 +54,7 @@ final class FakeImageFetcher: ImageFetching, @unchecked Sendable {
     /// Lets the fetches of `url` finish with `body` (or `bytes`).
     func release(_ url: String, bytes: [UInt8]? = nil) {
         let waiting = state.withLock { $0.waiting.removeValue(forKey: url) ?? [] }
-        let image = FetchedImage(body: bytes ?? body, url: url, source: .network, freshUntilMs: WallClock.nowMs() + 60_000, mayKeep: mayKeep)
+        let image = FetchedImage(body: bytes ?? body, url: url, source: .network, freshUntilMs: clock.now + 60_000, mayKeep: mayKeep)
         for c in waiting { c.resume(returning: .success(image)) }
     }
 
@@ -66,7 +78,25 @@ final class FakeImageFetcher: ImageFetching, @unchecked Sendable {
     func loader(_ fetcher: FakeImageFetcher, concurrent: Int = 6) -> ImageLoader {
         var config = ImageLoader.Config()
         config.maxConcurrent = concurrent
-        return ImageLoader(fetcher: fetcher, config: config)
+        let clock = fetcher.clock
+        return ImageLoader(fetcher: fetcher, config: config, now: { clock.now })
+    }
+
+    @Test func aMemoryEntryPastItsFreshnessIsNotServed() async throws {
+        let fetcher = FakeImageFetcher(body: Self.png)
+        let l = loader(fetcher)
+        let url = "http://a.test/fresh.png"
+        async let first = l.load(ImageRequest(url: url), subscriber: ImageSubscriber(id: 1))
+        await fetcher.waitStarted(1)
+        fetcher.release(url)
+        _ = try await first
+        #expect(try await l.load(ImageRequest(url: url), subscriber: ImageSubscriber(id: 2)).source == .memory)
+        fetcher.clock.advance(ms: 60_001)
+        async let later = l.load(ImageRequest(url: url), subscriber: ImageSubscriber(id: 3))
+        await fetcher.waitStarted(2)
+        fetcher.release(url)
+        #expect(try await later.source == .network, "stale: downloaded again (the fetch path revalidates)")
+        #expect(fetcher.started == [url, url])
     }
 
     @Test func concurrentRequestsShareOneDownloadAndTheMemoryTierAnswersAfter() async throws {
@@ -144,7 +174,7 @@ final class FakeImageFetcher: ImageFetching, @unchecked Sendable {
             _ = try await t.value
             Issue.record("an HTML page was accepted as an image")
         } catch let e as ImageError {
-            #expect(e.wireError.code == .invalidImage)
+            guard case .invalidImage = e else { Issue.record("invalid_image expected, got \(e)"); return }
         }
         #expect(await l.snapshot().entries == 0)
     }

@@ -1,21 +1,26 @@
 import FerryFetch
 import FerryHTTPCache
+import FerryImages
 import FerryLoop
 import FerryProtocol
 
 /// `ImageFetching` through the daemon's fetch pipeline: the request is handed to the loop thread (libuv is not
 /// thread-safe, so only the loop touches transfers), runs as a `FetchJob` with its HTTP cache rules, and its typed
-/// outcome comes back to the awaiting task. Cancelling that task cancels the job (the transfer stops when no other waiter
-/// shares it).
+/// outcome comes back to the awaiting task. Cancelling that task cancels the job (the transfer stops when no other
+/// waiter shares it).
+///
+/// ```swift
+/// let loader = ImageLoader(fetcher: LoopImageFetcher(engine: engine, post: mailbox.post), config: .init(), now: WallClock.nowMs)
+/// ```
 final class LoopImageFetcher: ImageFetching, @unchecked Sendable {
     /// Runs a closure on the loop thread (the server's mailbox).
-    private let post: @Sendable (@escaping @Sendable () -> Void) -> Void
+    private let post: LoopPost
     /// Touched on the loop thread only.
     private unowned(unsafe) let engine: FetchEngine
 
     static let defaultTimeoutMs = 60_000
 
-    init(engine: FetchEngine, post: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) {
+    init(engine: FetchEngine, post: @escaping LoopPost) {
         self.engine = engine
         self.post = post
     }
@@ -36,11 +41,10 @@ final class LoopImageFetcher: ImageFetching, @unchecked Sendable {
     /// On the loop thread.
     private func start(_ request: ImageRequest, maxBytes: Int, _ handle: FetchHandle) {
         guard handle.begin() else { return }
-        // The spec was checked when the request arrived (`ImageArguments`, `image.prefetch`). Nobody may be waiting
-        // on a prefetch: every image download has a deadline of its own.
-        var spec = request.spec
-        spec.timeoutMs = spec.timeoutMs ?? LoopImageFetcher.defaultTimeoutMs
-        spec.maxBytes = maxBytes
+        // The request was checked when it arrived (`ImageArguments`, `image.prefetch`); this is its one FetchSpec.
+        // Nobody may be waiting on a prefetch: every image download has a deadline of its own.
+        let spec = FetchSpec(url: request.url, headers: request.headers, timeoutMs: request.timeoutMs ?? LoopImageFetcher.defaultTimeoutMs,
+                             maxBytes: maxBytes, cacheMode: request.cache)
         let job = FetchJob(engine: engine, spec: spec) { result in handle.resume(LoopImageFetcher.image(from: result)) }
         handle.job = job
         job.start()

@@ -1,0 +1,52 @@
+/// One download and who waits for it (the loader's actor owns both types below).
+final class Download {
+    let request: ImageRequest
+    let key: String
+    var isPrefetch: Bool
+    var subscribers: [ImageSubscriber: CheckedContinuation<Result<LoadedImage, ImageError>, Never>] = [:]
+    var task: Task<Void, Never>?
+
+    init(request: ImageRequest, key: String, isPrefetch: Bool) {
+        self.request = request
+        self.key = key
+        self.isPrefetch = isPrefetch
+    }
+}
+
+/// Downloads waiting for a slot: direct requests first, in order; prefetches after them, in order.
+struct DownloadQueue {
+    private var direct: [Download] = []
+    private var prefetches: [Download] = []
+
+    var count: Int { direct.count + prefetches.count }
+
+    mutating func append(_ d: Download) {
+        if d.isPrefetch { prefetches.append(d) } else { direct.append(d) }
+    }
+
+    mutating func next() -> Download? {
+        if !direct.isEmpty { return direct.removeFirst() }
+        if !prefetches.isEmpty { return prefetches.removeFirst() }
+        return nil
+    }
+
+    /// A prefetch asked for directly joins the direct line (at its end); one that runs already is left alone.
+    mutating func promote(_ d: Download) {
+        guard let i = prefetches.firstIndex(where: { $0 === d }) else { return }
+        prefetches.remove(at: i)
+        direct.append(d)
+    }
+
+    /// Drops a download that has not started; false when it was not waiting (it runs).
+    mutating func remove(_ d: Download) -> Bool {
+        if let i = direct.firstIndex(where: { $0 === d }) {
+            direct.remove(at: i)
+            return true
+        }
+        if let i = prefetches.firstIndex(where: { $0 === d }) {
+            prefetches.remove(at: i)
+            return true
+        }
+        return false
+    }
+}

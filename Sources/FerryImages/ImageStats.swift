@@ -1,0 +1,22 @@
+/// The loader's counters, as `stats` reports them under `image` (a snapshot taken on the actor).
+///
+/// ```swift
+/// let s = await loader.snapshot()
+/// s.memoryHits, s.downloads, s.bytes   // hits served from memory, downloads started, bytes held
+/// ```
+public struct ImageStats: Sendable {
+    public var memoryHits: UInt64 = 0
+    public var diskHits: UInt64 = 0
+    public var downloads: UInt64 = 0
+    public var coalesced: UInt64 = 0
+    public var cancelled: UInt64 = 0
+    public var oversized: UInt64 = 0
+    public var invalid: UInt64 = 0
+    public var prefetched: UInt64 = 0
+    public var bytesDownloaded: UInt64 = 0
+    public var bytes = 0
+    public var entries = 0
+    public var memoryEvictions = 0
+    public var inFlight = 0
+    public var queued = 0
+}
