@@ -73,6 +73,7 @@ let package = Package(
         ),
         .executableTarget(name: "ferry-bench", dependencies: ["FerryClient", "FerryProtocol", "FerryArgs"]),
         .testTarget(name: "FerryProtocolTests", dependencies: ["FerryProtocol"]),
+        .testTarget(name: "FerryLoopTests", dependencies: ["FerryLoop"]),
         .testTarget(name: "FerryArgsTests", dependencies: ["FerryArgs"]),
         .testTarget(name: "FerryCacheTests", dependencies: ["FerryCache"]),
         .testTarget(name: "FerryHTTPCacheTests", dependencies: ["FerryHTTPCache", "FerryProtocol"]),

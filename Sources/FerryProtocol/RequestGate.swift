@@ -1,5 +1,3 @@
-import FerryProtocol
-
 /// Where a connection is in its life. Pure data: the transitions live in `RequestGate` and `Connection`.
 public enum ConnectionPhase: Sendable, Equatable {
     /// Connected; only `hello` is accepted and frames are capped at the handshake size.

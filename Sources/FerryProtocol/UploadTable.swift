@@ -1,16 +1,22 @@
-import FerryProtocol
-
 /// Request bodies that arrive in several frames (PROTOCOL.md section 5): the first frame carries the envelope with
 /// `"more": true`, continuation frames `{"id", "more"}` carry the next parts. Pure bookkeeping, tested on its own;
 /// the connection starts the request once the last part is in.
-struct UploadTable {
+///
+/// ```swift
+/// var uploads = UploadTable()
+/// uploads.begin(envelope, firstPart: part1, limit: 1 << 20)   // .pending
+/// uploads.next(lastPart, body: part2)                          // .complete(envelope, part1 + part2)
+/// ```
+public struct UploadTable {
+    public init() {}
+
     struct Upload {
         var envelope: RequestEnvelope
         var body: [UInt8]
         let limit: Int
     }
 
-    enum Step: Equatable {
+    public enum Step: Equatable, Sendable {
         /// More parts to come.
         case pending
         /// The last part arrived: start the request with this body.
@@ -25,20 +31,20 @@ struct UploadTable {
     /// Ids whose remaining parts are dropped (the upload failed or was cancelled before its last part).
     private var discarding: Set<UInt64> = []
     /// Body bytes held by unfinished uploads: they count toward the connection's backpressure.
-    private(set) var heldBytes = 0
+    public private(set) var heldBytes = 0
 
-    var isEmpty: Bool { uploads.isEmpty && discarding.isEmpty }
+    public var isEmpty: Bool { uploads.isEmpty && discarding.isEmpty }
     /// Uploads still arriving.
-    var count: Int { uploads.count }
+    public var count: Int { uploads.count }
 
-    func contains(_ id: UInt64) -> Bool { uploads[id] != nil }
+    public func contains(_ id: UInt64) -> Bool { uploads[id] != nil }
 
     /// A new request envelope with this id: parts of an earlier, dropped upload with the same id are over.
-    mutating func newRequest(_ id: UInt64) {
+    public mutating func newRequest(_ id: UInt64) {
         if !discarding.isEmpty { discarding.remove(id) }
     }
 
-    mutating func begin(_ envelope: RequestEnvelope, firstPart: [UInt8], limit: Int) -> Step {
+    public mutating func begin(_ envelope: RequestEnvelope, firstPart: [UInt8], limit: Int) -> Step {
         discarding.remove(envelope.id)
         guard firstPart.count <= limit else {
             discard(envelope.id)
@@ -49,7 +55,7 @@ struct UploadTable {
         return .pending
     }
 
-    mutating func next(_ part: ContinuationEnvelope, body: [UInt8]) -> Step {
+    public mutating func next(_ part: ContinuationEnvelope, body: [UInt8]) -> Step {
         if discarding.contains(part.id) {
             if !part.more { discarding.remove(part.id) }
             return .dropped
@@ -71,7 +77,7 @@ struct UploadTable {
 
     /// Parts of a request refused before its upload began are dropped too. Bounded: a client that abandons uploads
     /// without sending their last part cannot grow the set (later stray parts then get `invalid_argument`).
-    mutating func discard(_ id: UInt64) {
+    public mutating func discard(_ id: UInt64) {
         if discarding.count >= UploadTable.maxDiscarding { discarding.removeAll() }
         discarding.insert(id)
     }
@@ -79,7 +85,7 @@ struct UploadTable {
     static let maxDiscarding = 1024
 
     /// Drops an unfinished upload (the client cancelled it); its later parts are dropped.
-    mutating func cancel(_ id: UInt64) -> Bool {
+    public mutating func cancel(_ id: UInt64) -> Bool {
         guard let upload = uploads.removeValue(forKey: id) else { return false }
         heldBytes -= upload.body.count
         discard(id)

@@ -1,0 +1,71 @@
+import Foundation
+import Synchronization
+import Testing
+import FerryClient
+import FerryCodable
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension IntegrationTests {
+/// The daemon's side of damaged and unwritable cache directories.
+@Suite struct CacheDirectoryTests {
+    @Test func aDamagedIndexIsMovedAsideLoudlyAndTheDaemonServes() async throws {
+        let cacheDir = TempDir()
+        defer { cacheDir.remove() }
+        _ = FileManager.default.createFile(atPath: cacheDir.path + "/index.db",
+                                           contents: Data((0..<16384).map { UInt8(truncatingIfNeeded: $0 * 131 + 7) }))
+        let daemon = try Daemon(["--cache-dir", cacheDir.path])
+        defer { daemon.stop() }
+        #expect(daemon.log.contains("error CACHE INDEX DAMAGED"), "\(daemon.log)")
+        let client = try await FerryClient.connect(path: daemon.socket)
+        defer { client.close() }
+        try await client.cacheSet("fresh", [1])
+        #expect(try await client.cacheGet("fresh")?.bytes == [1])
+        let aside = try FileManager.default.contentsOfDirectory(atPath: cacheDir.path).filter { $0.hasPrefix("index.db.corrupt-") }
+        #expect(aside.count == 1)
+    }
+
+    /// The blob folder turns read-only under a running daemon (a read-only bind mount): large sets fail with a
+    /// clear error, everything else keeps working.
+    @Test(.enabled(if: getuid() == 0, "needs root to bind-mount"))
+    func unwritableBlobsFailSetsAndKeepServingGets() async throws {
+        let cacheDir = TempDir()
+        defer { cacheDir.remove() }
+        let daemon = try Daemon(["--cache-dir", cacheDir.path])
+        defer { daemon.stop() }
+        let client = try await FerryClient.connect(path: daemon.socket)
+        defer { client.close() }
+        try await client.cacheSet("before", Array("kept".utf8))
+        let blobs = cacheDir.path + "/blobs"
+        try #require(try runCommand("/bin/mount", ["--bind", blobs, blobs]).status == 0)
+        defer { _ = try? runCommand("/bin/umount", ["-l", blobs]) }
+        try #require(try runCommand("/bin/mount", ["-o", "remount,bind,ro", blobs]).status == 0)
+        do {
+            try await client.cacheSet("after", [UInt8](repeating: 1, count: 200_000))
+            Issue.record("a blob was written to a read-only folder")
+        } catch let e as FerryError {
+            #expect(e.code == .unavailable && e.message.contains("not writable"), "\(e)")
+        }
+        #expect(try await client.cacheGet("after") == nil)
+        #expect(try await client.cacheGet("before")?.bytes == Array("kept".utf8))
+        try await client.cacheSet("small", [2])
+        _ = try await client.ping()
+    }
+
+    /// A cache directory that cannot be written at start: ferryd says so and exits, it does not "repair" anything.
+    @Test(.enabled(if: getuid() == 0, "needs root to mount a tmpfs"))
+    func aReadOnlyCacheDirectoryAtStartIsAClearError() throws {
+        let mountPoint = TempDir()
+        defer { mountPoint.remove() }
+        try #require(try runCommand("/bin/mount", ["-t", "tmpfs", "-o", "size=1m,ro", "tmpfs", mountPoint.path]).status == 0)
+        defer { _ = try? runCommand("/bin/umount", ["-l", mountPoint.path]) }
+        let sockDir = TempDir()
+        defer { sockDir.remove() }
+        let r = try runCommand(Binaries.ferryd, ["--socket", sockDir.path + "/s.sock", "--cache-dir", mountPoint.path + "/cache"])
+        #expect(r.status == 1)
+        #expect(r.err.contains("cannot open the cache") && r.err.contains("not writable"), "\(r.err)")
+        #expect(!r.err.contains("DAMAGED"))
+    }
+}
+}

@@ -1,0 +1,89 @@
+import Foundation
+import Synchronization
+import Testing
+import FerryCache
+@testable import FerryStore
+
+@Suite struct JournalTests {
+    @Test func recordsRoundTripAndATornTailIsIgnored() throws {
+        let dir = tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let writer = try JournalWriter(directory: dir, generation: 7, nextSeq: 100)
+        let records = try (0..<50).map { k in
+            (try CacheKey(namespace: "ns\(k % 3)", key: "k\(k)-é"), CacheEntry(value: [UInt8](repeating: UInt8(k), count: k * 10),
+                                                                              createdAt: Int64(1000 + k), expiresAt: k % 2 == 0 ? nil : Int64(5000 + k)))
+        }
+        for (key, entry) in records[..<20] { writer.add(key, entry) }
+        #expect(try writer.write().map(\.seq) == Array(100..<120))
+        for (key, entry) in records[20...] { writer.add(key, entry) }
+        #expect(try writer.write().count == 30)
+        let path = dir + "/journal.7"
+        #expect(Journal.files(in: dir).map(\.path) == [path])
+        let back = Journal.read(path)
+        #expect(back.map(\.seq) == Array(100..<150))
+        #expect(zip(back, records).allSatisfy { $0.key == $1.0 && $0.entry == $1.1 })
+        // A record cut short (the process died mid-write) and garbage after it are not replayed.
+        var torn: [UInt8] = []
+        Journal.encode(seq: 150, try CacheKey(key: "torn"), CacheEntry(value: [1, 2, 3], createdAt: 1, expiresAt: nil), into: &torn)
+        let fd = open(path, O_WRONLY | O_APPEND)
+        _ = torn.dropLast(2).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        #expect(Journal.read(path).count == 50)
+        // A flipped byte inside a record ends the replay there.
+        var data = try Data(contentsOf: URL(fileURLWithPath: path))
+        data[100] ^= 0xFF
+        try data.write(to: URL(fileURLWithPath: path))
+        #expect(Journal.read(path).count < 50)
+        // Sealing moves on: a later write goes to the next generation, never into the sealed file.
+        #expect(writer.seal() == path)
+        writer.add(try CacheKey(key: "late"), CacheEntry(value: [9], createdAt: 1, expiresAt: nil))
+        #expect(try writer.write().count == 1)
+        #expect(Journal.files(in: dir).map(\.generation) == [7, 8])
+    }
+
+    @Test func journaledSetsAreReadDeletedAndKeptInOrder() throws {
+        let dir = tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        do {
+            let h = try StoreHarness(dir: dir) { $0.memoryBudget = 0 }  // every get goes to the disk tier
+            #expect(try h.set("a", [1]))
+            #expect(try h.get("a")?.0.value == [1], "served from the journaled sets")
+            #expect(try h.set("a", [2]))
+            let key = try CacheKey(key: "a")
+            #expect(try h.wait { h.store.delete(key, now: 1000, $0) }.get() == true, "deleting a journaled set")
+            #expect(try h.get("a") == nil)
+            #expect(try h.set("b", [3]))
+            h.store.close()
+        }
+        #expect(Journal.files(in: dir).isEmpty, "a clean stop applies the journal and deletes it")
+        let h = try StoreHarness(dir: dir)
+        defer { h.store.close() }
+        #expect(try h.get("a") == nil)
+        #expect(try h.get("b")?.0.value == [3])
+    }
+
+    @Test func startUpReplaysOnlyRecordsTheIndexDoesNotHold() throws {
+        let dir = tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        do {
+            let h = try StoreHarness(dir: dir)
+            #expect(try h.set("a", [1]))  // seq 1, applied at the clean stop: applied_seq = 1
+            h.store.close()
+        }
+        // What a killed daemon leaves: a journal whose first record the index already holds (and a later write
+        // superseded), followed by one it never applied.
+        let writer = try JournalWriter(directory: dir, generation: 3, nextSeq: 1)
+        writer.add(try CacheKey(key: "a"), CacheEntry(value: [9], createdAt: 1, expiresAt: nil))
+        writer.add(try CacheKey(key: "b"), CacheEntry(value: [2], createdAt: 1, expiresAt: nil))
+        #expect(try writer.write().map(\.seq) == [1, 2])
+        writer.seal()
+        let h = try StoreHarness(dir: dir) { $0.memoryBudget = 0 }
+        defer { h.store.close() }
+        #expect(h.store.notices.contains("replayed 1 journaled sets into the index"), "\(h.store.notices)")
+        #expect(try h.get("a")?.0.value == [1], "seq 1 is at or below applied_seq: not replayed")
+        #expect(try h.get("b")?.0.value == [2])
+        #expect(Journal.files(in: dir).map(\.generation) == [4], "replayed files are deleted; the store writes the next generation")
+        #expect(try h.set("c", [3]))
+        #expect(Journal.read(dir + "/journal.4").map(\.seq) == [3], "sequence numbers go on above the replayed ones")
+    }
+}
