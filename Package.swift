@@ -27,18 +27,22 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        // Byte helpers a library would give: one big-endian codec (frames, journal, stored responses) and byte-wise
+        // UTF-8 equality (cache keys, JSON member names). Pure Swift.
+        .target(name: "FerryBytes"),
         // Pure Swift, but `rounded()` and friends need libm, which nothing else links here.
-        .target(name: "FerryProtocol", linkerSettings: [.linkedLibrary("m")]),
+        .target(name: "FerryProtocol", dependencies: ["FerryBytes"], linkerSettings: [.linkedLibrary("m")]),
         // Cache policy: LRU with a byte budget, keys, hashing. Pure Swift, tested without sockets or files.
         // Cross-module optimisation: the memory tier (`MemoryLRU<CacheKey, CacheEntry>`) is then specialised where
         // FerryStore uses it instead of running as generic code on every cache hit (measured in BENCHMARKS.md).
         .target(
             name: "FerryCache",
+            dependencies: ["FerryBytes"],
             swiftSettings: [.unsafeFlags(["-cross-module-optimization"])],
             linkerSettings: [.linkedLibrary("m")]
         ),
         // The storage engine: SQLite index (WAL) + content-addressed blob files + a disk worker thread.
-        .target(name: "FerryStore", dependencies: ["FerryCache", "CSQLite"]),
+        .target(name: "FerryStore", dependencies: ["FerryCache", "FerryBytes", "CSQLite"]),
         .target(name: "FerryArgs", linkerSettings: [.linkedLibrary("m")]),
         // The event loop: libuv's loop, timers, signals, polls, pipes and the cross-thread mailbox behind small Swift
         // types, and the wall clock. With the fetch transport, the only code that imports CLibUV.
@@ -52,7 +56,7 @@ let package = Package(
         // revalidation and the HTTP cache's records. Typed in (FetchSpec), typed out (FetchOutcome); no JSON.
         .target(
             name: "FerryFetch",
-            dependencies: ["FerryProtocol", "FerryHTTPCache", "FerryCache", "FerryStore", "FerryLoop", "CCurl"]
+            dependencies: ["FerryProtocol", "FerryHTTPCache", "FerryCache", "FerryStore", "FerryLoop", "FerryBytes", "CCurl"]
         ),
         // The image loader: an actor with its memory tier, the in-flight table and the sniffing stage, fed through
         // `ImageFetching` (which the server implements with the fetch engine). Knows nothing of loops or libcurl.
@@ -72,6 +76,7 @@ let package = Package(
             linkerSettings: [.unsafeFlags(["-static-stdlib"])]
         ),
         .executableTarget(name: "ferry-bench", dependencies: ["FerryClient", "FerryProtocol", "FerryArgs"]),
+        .testTarget(name: "FerryBytesTests", dependencies: ["FerryBytes"]),
         .testTarget(name: "FerryProtocolTests", dependencies: ["FerryProtocol"]),
         .testTarget(name: "FerryLoopTests", dependencies: ["FerryLoop"]),
         .testTarget(name: "FerryArgsTests", dependencies: ["FerryArgs"]),

@@ -1,3 +1,5 @@
+import FerryBytes
+
 /// A cache entry's identity: a namespace and a key, both compared byte for byte.
 ///
 /// ```swift
@@ -53,35 +55,7 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
 
     // Byte-wise identity: Swift's String == would merge canonically equivalent keys.
     public static func == (a: CacheKey, b: CacheKey) -> Bool {
-        bytesEqual(a.key, b.key) && bytesEqual(a.namespace, b.namespace)
-    }
-
-    /// Byte-wise equality of two strings' UTF-8, eight bytes at a time (the generic `utf8.elementsEqual` walks the
-    /// views one index at a time, and this runs on every key comparison of the hot path).
-    @inline(__always)
-    static func bytesEqual(_ a: String, _ b: String) -> Bool {
-        guard a.utf8.count == b.utf8.count else { return false }
-        // Borrowing the storage (no copy of the String, so no retain); non-contiguous strings take the slow path.
-        let fast = a.utf8.withContiguousStorageIfAvailable { x in
-            b.utf8.withContiguousStorageIfAvailable { y -> Bool in
-                let n = x.count
-                guard n > 0, let px = x.baseAddress, let py = y.baseAddress else { return true }
-                let rx = UnsafeRawPointer(px), ry = UnsafeRawPointer(py)
-                var i = 0
-                while i + 8 <= n {
-                    if rx.loadUnaligned(fromByteOffset: i, as: UInt64.self) != ry.loadUnaligned(fromByteOffset: i, as: UInt64.self) {
-                        return false
-                    }
-                    i += 8
-                }
-                while i < n {
-                    if x[i] != y[i] { return false }
-                    i += 1
-                }
-                return true
-            }
-        }
-        return (fast ?? nil) ?? a.utf8.elementsEqual(b.utf8)
+        UTF8Bytes.equal(a.key, b.key) && UTF8Bytes.equal(a.namespace, b.namespace)
     }
 
     /// String hashing is consistent with the stricter byte-wise equality: byte-equal keys are String-equal.

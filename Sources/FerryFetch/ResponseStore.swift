@@ -1,3 +1,4 @@
+import FerryBytes
 import FerryHTTPCache
 
 /// The shared HTTP cache's records: stored responses (headers, times and body in one value) in a
@@ -127,44 +128,30 @@ enum StoredRecord {
     }
 
     static func decode(_ bytes: [UInt8]) -> StoredRecord? {
-        var at = 1
-        func take(_ n: Int) -> UInt64? {
-            guard at + n <= bytes.count else { return nil }
-            var v: UInt64 = 0
-            for i in 0..<n { v = v << 8 | UInt64(bytes[at + i]) }
-            at += n
-            return v
-        }
-        func string() -> String? {
-            guard let n = take(4), at + Int(n) <= bytes.count else { return nil }
-            defer { at += Int(n) }
-            return String(decoding: bytes[at..<(at + Int(n))], as: UTF8.self)
-        }
+        var r = BigEndianReader(bytes, at: 1)
         switch bytes.first {
         case 1:
-            guard let status = take(2), let requestTime = take(8), let responseTime = take(8), let varyKey = string(),
-                  let count = take(4), count < 100_000 else { return nil }
+            guard let status = r.take(2), let requestTime = r.take(8), let responseTime = r.take(8), let varyKey = r.string(),
+                  let count = r.take(4), count < 100_000 else { return nil }
             var pairs: [(String, String)] = []
             for _ in 0..<count {
-                guard let name = string(), let value = string() else { return nil }
+                guard let name = r.string(), let value = r.string() else { return nil }
                 pairs.append((name, value))
             }
-            let body = bytes[at...]
+            let body = r.rest()
             let response = StoredResponse(status: Int(status), headers: HTTPFields(pairs), requestTime: Int64(bitPattern: requestTime),
                                           responseTime: Int64(bitPattern: responseTime), varyKey: varyKey.isEmpty ? nil : varyKey,
                                           bodySize: body.count)
             return .response(response, body)
         case 2:
-            guard let vary = string(), let generation = take(8) else { return nil }
+            guard let vary = r.string(), let generation = r.take(8) else { return nil }
             return .varyMarker(vary, generation: generation)
         default:
             return nil
         }
     }
 
-    private static func put(_ v: UInt64, _ n: Int, _ out: inout [UInt8]) {
-        for i in (0..<n).reversed() { out.append(UInt8(truncatingIfNeeded: v >> UInt64(8 * i))) }
-    }
+    private static func put(_ v: UInt64, _ n: Int, _ out: inout [UInt8]) { BigEndian.append(v, bytes: n, to: &out) }
 
     private static func putString(_ s: String, _ out: inout [UInt8]) {
         put(UInt64(s.utf8.count), 4, &out)

@@ -1,3 +1,5 @@
+import FerryBytes
+
 /// Why a byte stream stopped being a valid sequence of frames. Any of these is a `protocol_error`: the peer gets one
 /// error frame and the connection closes.
 public enum FrameError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -34,7 +36,7 @@ public struct FrameHeader: Sendable, Equatable {
     }
 
     static func readU32(_ b: UnsafeRawBufferPointer, _ at: Int) -> UInt32 {
-        UInt32(b[at]) << 24 | UInt32(b[at + 1]) << 16 | UInt32(b[at + 2]) << 8 | UInt32(b[at + 3])
+        UInt32(truncatingIfNeeded: BigEndian.load(b, at: at, bytes: 4))
     }
 }
 
@@ -137,9 +139,6 @@ public enum FrameEncoder {
     }
 
     static func putU32(_ out: inout [UInt8], _ at: Int, _ v: UInt32) {
-        out[at] = UInt8(truncatingIfNeeded: v >> 24)
-        out[at + 1] = UInt8(truncatingIfNeeded: v >> 16)
-        out[at + 2] = UInt8(truncatingIfNeeded: v >> 8)
-        out[at + 3] = UInt8(truncatingIfNeeded: v)
+        BigEndian.store(UInt64(v), bytes: 4, into: &out, at: at)
     }
 }

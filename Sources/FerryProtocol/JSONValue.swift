@@ -1,3 +1,5 @@
+import FerryBytes
+
 /// A JSON value as Ferry's envelopes carry it.
 ///
 /// Integers and floating-point numbers are kept apart so that ids and sizes round-trip exactly, and objects keep
@@ -97,35 +99,7 @@ public struct JSONObject: Sendable, Equatable, Sequence {
 
     /// Keys are compared byte for byte, as RFC 8259 does: Swift's `==` on strings would treat "é" and "e\u{301}"
     /// (canonically equivalent, different bytes) as the same key.
-    static func sameKey(_ a: String, _ b: String) -> Bool { bytesEqual(a, b) }
-
-    /// Byte-wise equality of two strings' UTF-8, eight bytes at a time (the generic `utf8.elementsEqual` walks the
-    /// views one index at a time, and this runs on every key comparison of the hot path).
-    @inline(__always)
-    static func bytesEqual(_ a: String, _ b: String) -> Bool {
-        guard a.utf8.count == b.utf8.count else { return false }
-        // Borrowing the storage (no copy of the String, so no retain); non-contiguous strings take the slow path.
-        let fast = a.utf8.withContiguousStorageIfAvailable { x in
-            b.utf8.withContiguousStorageIfAvailable { y -> Bool in
-                let n = x.count
-                guard n > 0, let px = x.baseAddress, let py = y.baseAddress else { return true }
-                let rx = UnsafeRawPointer(px), ry = UnsafeRawPointer(py)
-                var i = 0
-                while i + 8 <= n {
-                    if rx.loadUnaligned(fromByteOffset: i, as: UInt64.self) != ry.loadUnaligned(fromByteOffset: i, as: UInt64.self) {
-                        return false
-                    }
-                    i += 8
-                }
-                while i < n {
-                    if x[i] != y[i] { return false }
-                    i += 1
-                }
-                return true
-            }
-        }
-        return (fast ?? nil) ?? a.utf8.elementsEqual(b.utf8)
-    }
+    static func sameKey(_ a: String, _ b: String) -> Bool { UTF8Bytes.equal(a, b) }
 
     public func makeIterator() -> IndexingIterator<[(key: String, value: JSONValue)]> { members.makeIterator() }
 

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import FerryBytes
 import FerryCache
 
 /// One journaled set: its sequence number orders it against everything else the store did.
@@ -78,13 +79,11 @@ enum Journal {
         out.append(contentsOf: entry.value)
         let length = UInt64(out.count - start - 12)
         let sum = out.withUnsafeBytes { fnv1a(UnsafeRawBufferPointer(rebasing: $0[(start + 12)...])) }
-        for i in 0..<4 { out[start + i] = UInt8(truncatingIfNeeded: length >> UInt64(8 * (3 - i))) }
-        for i in 0..<8 { out[start + 4 + i] = UInt8(truncatingIfNeeded: sum >> UInt64(8 * (7 - i))) }
+        BigEndian.store(length, bytes: 4, into: &out, at: start)
+        BigEndian.store(sum, bytes: 8, into: &out, at: start + 4)
     }
 
-    static func put(_ v: UInt64, bytes: Int, _ out: inout [UInt8]) {
-        for i in (0..<bytes).reversed() { out.append(UInt8(truncatingIfNeeded: v >> UInt64(8 * i))) }
-    }
+    static func put(_ v: UInt64, bytes: Int, _ out: inout [UInt8]) { BigEndian.append(v, bytes: bytes, to: &out) }
 
     static func fnv1a(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
@@ -97,22 +96,15 @@ enum Journal {
 
     /// Reads records from a byte array; nil at the end or at the first damaged record.
     struct Reader {
-        let bytes: [UInt8]
-        var at = 0
+        private var fields: BigEndianReader
 
-        mutating func take(_ n: Int) -> UInt64? {
-            guard n >= 0, at + n <= bytes.count else { return nil }
-            var v: UInt64 = 0
-            for i in 0..<n { v = v << 8 | UInt64(bytes[at + i]) }
-            at += n
-            return v
-        }
+        init(bytes: [UInt8]) { fields = BigEndianReader(bytes) }
 
-        mutating func slice(_ n: Int) -> [UInt8]? {
-            guard n >= 0, at + n <= bytes.count else { return nil }
-            defer { at += n }
-            return Array(bytes[at..<(at + n)])
-        }
+        var at: Int { fields.at }
+
+        mutating func take(_ n: Int) -> UInt64? { fields.take(n) }
+
+        mutating func slice(_ n: Int) -> [UInt8]? { fields.slice(n).map(Array.init) }
 
         mutating func nextRecord() -> JournalRecord? {
             guard let length = take(4), let sum = take(8), let payload = slice(Int(length)),

@@ -2,6 +2,13 @@ import FerryCache
 import FerryProtocol
 import FerryStore
 
+/// What every `cache.*` operation is built with: the store.
+class CacheOperation {
+    let store: CacheStore
+
+    init(store: CacheStore) { self.store = store }
+}
+
 /// Reading and checking `cache.*` arguments; each failure answers `invalid_argument` with a precise message.
 enum CacheArguments {
     struct Invalid: Error {

@@ -4,11 +4,8 @@ import FerryProtocol
 import FerryStore
 
 /// `cache.get`: a memory hit is answered on the loop thread at once; a miss goes to the disk worker.
-final class CacheGetOperation: OperationHandler {
+final class CacheGetOperation: CacheOperation, OperationHandler {
     let descriptor = OperationCatalog.cacheGet
-    private let store: CacheStore
-
-    init(store: CacheStore) { self.store = store }
 
     func start(_ request: RequestContext) {
         request.withArguments { () throws(CacheArguments.Invalid) in
@@ -27,11 +24,8 @@ final class CacheGetOperation: OperationHandler {
 }
 
 /// `cache.list`: one page of live keys in byte order.
-final class CacheListOperation: OperationHandler {
+final class CacheListOperation: CacheOperation, OperationHandler {
     let descriptor = OperationCatalog.cacheList
-    private let store: CacheStore
-
-    init(store: CacheStore) { self.store = store }
 
     func start(_ request: RequestContext) {
         request.withArguments { () throws(CacheArguments.Invalid) in

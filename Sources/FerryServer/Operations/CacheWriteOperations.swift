@@ -4,11 +4,8 @@ import FerryProtocol
 import FerryStore
 
 /// `cache.set`: the value is the request body; acknowledged once it is on disk (journal or index).
-final class CacheSetOperation: OperationHandler {
+final class CacheSetOperation: CacheOperation, OperationHandler {
     let descriptor = OperationCatalog.cacheSet
-    private let store: CacheStore
-
-    init(store: CacheStore) { self.store = store }
 
     func start(_ request: RequestContext) {
         request.withArguments { () throws(CacheArguments.Invalid) in
@@ -23,11 +20,8 @@ final class CacheSetOperation: OperationHandler {
 }
 
 /// `cache.delete`.
-final class CacheDeleteOperation: OperationHandler {
+final class CacheDeleteOperation: CacheOperation, OperationHandler {
     let descriptor = OperationCatalog.cacheDelete
-    private let store: CacheStore
-
-    init(store: CacheStore) { self.store = store }
 
     func start(_ request: RequestContext) {
         request.withArguments { () throws(CacheArguments.Invalid) in
@@ -40,11 +34,8 @@ final class CacheDeleteOperation: OperationHandler {
 }
 
 /// `cache.touch`: a new TTL (or `null`: never expire) for a live entry.
-final class CacheTouchOperation: OperationHandler {
+final class CacheTouchOperation: CacheOperation, OperationHandler {
     let descriptor = OperationCatalog.cacheTouch
-    private let store: CacheStore
-
-    init(store: CacheStore) { self.store = store }
 
     func start(_ request: RequestContext) {
         request.withArguments { () throws(CacheArguments.Invalid) in
@@ -61,11 +52,8 @@ final class CacheTouchOperation: OperationHandler {
 }
 
 /// `cache.clear`: removes every entry of a namespace.
-final class CacheClearOperation: OperationHandler {
+final class CacheClearOperation: CacheOperation, OperationHandler {
     let descriptor = OperationCatalog.cacheClear
-    private let store: CacheStore
-
-    init(store: CacheStore) { self.store = store }
 
     func start(_ request: RequestContext) {
         request.withArguments { () throws(CacheArguments.Invalid) in

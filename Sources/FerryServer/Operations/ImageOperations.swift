@@ -12,24 +12,32 @@ struct LoopBound<T>: @unchecked Sendable {
 /// Runs a closure on the loop thread, from any thread (`LoopMailbox.post`).
 typealias LoopPost = @Sendable (@escaping @Sendable () -> Void) -> Void
 
-/// `image.get`: one image through the shared loader; the reply body is the image's bytes.
-final class ImageGetOperation: OperationHandler {
-    let descriptor = OperationCatalog.imageGet
+/// What every `image.*` operation is built with: the loader (nil when the daemon has none) and the way back to the
+/// loop thread for the answer.
+class ImageOperation {
+    let post: LoopPost
     private let loader: ImageLoader?
-    private let post: LoopPost
 
-    /// `loader` nil: the daemon has no image loader; every request answers `unavailable`.
     init(loader: ImageLoader?, post: @escaping LoopPost) {
         self.loader = loader
         self.post = post
     }
+
+    /// The loader, or nil after answering `unavailable`.
+    func loader(for request: RequestContext) -> ImageLoader? {
+        if loader == nil { request.fail(.unavailable, "images are not available in this daemon") }
+        return loader
+    }
+}
+
+/// `image.get`: one image through the shared loader; the reply body is the image's bytes.
+final class ImageGetOperation: ImageOperation, OperationHandler {
+    let descriptor = OperationCatalog.imageGet
     /// Subscriber ids, unique for the daemon's life (loop thread only).
     private var nextSubscriber: UInt64 = 1
 
     func start(_ request: RequestContext) {
-        guard let loader else {
-            return request.fail(.unavailable, "images are not available in this daemon")
-        }
+        guard let loader = loader(for: request) else { return }
         let imageRequest: ImageRequest
         switch ImageArguments.request(request.args) {
         case .failure(let failure): return request.fail(failure.wireError)
@@ -59,21 +67,11 @@ final class ImageGetOperation: OperationHandler {
 }
 
 /// `image.prefetch`: queues downloads that warm the caches and answers at once.
-final class ImagePrefetchOperation: OperationHandler {
+final class ImagePrefetchOperation: ImageOperation, OperationHandler {
     let descriptor = OperationCatalog.imagePrefetch
-    private let loader: ImageLoader?
-    private let post: LoopPost
-
-    /// `loader` nil: the daemon has no image loader; every request answers `unavailable`.
-    init(loader: ImageLoader?, post: @escaping LoopPost) {
-        self.loader = loader
-        self.post = post
-    }
 
     func start(_ request: RequestContext) {
-        guard let loader else {
-            return request.fail(.unavailable, "images are not available in this daemon")
-        }
+        guard let loader = loader(for: request) else { return }
         guard case .array(let items)? = request.args["urls"], !items.isEmpty, items.count <= 1000 else {
             return request.fail(.invalidArgument, "\"urls\" must be an array of 1 to 1000 URLs")
         }
@@ -92,21 +90,11 @@ final class ImagePrefetchOperation: OperationHandler {
 }
 
 /// `image.evict`: drops a URL's images from the loader's memory tier.
-final class ImageEvictOperation: OperationHandler {
+final class ImageEvictOperation: ImageOperation, OperationHandler {
     let descriptor = OperationCatalog.imageEvict
-    private let loader: ImageLoader?
-    private let post: LoopPost
-
-    /// `loader` nil: the daemon has no image loader; every request answers `unavailable`.
-    init(loader: ImageLoader?, post: @escaping LoopPost) {
-        self.loader = loader
-        self.post = post
-    }
 
     func start(_ request: RequestContext) {
-        guard let loader else {
-            return request.fail(.unavailable, "images are not available in this daemon")
-        }
+        guard let loader = loader(for: request) else { return }
         guard case .string(let url)? = request.args["url"] else { return request.fail(.invalidArgument, "\"url\" is required (a string)") }
         let key = CacheKeyURL.normalize(url) ?? url
         let post = self.post, bound = LoopBound(value: request)

@@ -1,0 +1,34 @@
+/// Byte-wise equality of two strings' UTF-8, eight bytes at a time: cache keys and JSON member names compare by
+/// their bytes (RFC 8259; "é" and "e\u{301}" are different keys), and this runs on every key comparison of the hot
+/// path, where the generic `utf8.elementsEqual` walks the views one index at a time.
+///
+/// ```swift
+/// UTF8Bytes.equal("é", "e\u{301}")   // false, though Swift's == says true
+/// ```
+public enum UTF8Bytes {
+    @inlinable @inline(__always)
+    public static func equal(_ a: String, _ b: String) -> Bool {
+        guard a.utf8.count == b.utf8.count else { return false }
+        // Borrowing the storage (no copy of the String, so no retain); non-contiguous strings take the slow path.
+        let fast = a.utf8.withContiguousStorageIfAvailable { x in
+            b.utf8.withContiguousStorageIfAvailable { y -> Bool in
+                let n = x.count
+                guard n > 0, let px = x.baseAddress, let py = y.baseAddress else { return true }
+                let rx = UnsafeRawPointer(px), ry = UnsafeRawPointer(py)
+                var i = 0
+                while i + 8 <= n {
+                    if rx.loadUnaligned(fromByteOffset: i, as: UInt64.self) != ry.loadUnaligned(fromByteOffset: i, as: UInt64.self) {
+                        return false
+                    }
+                    i += 8
+                }
+                while i < n {
+                    if x[i] != y[i] { return false }
+                    i += 1
+                }
+                return true
+            }
+        }
+        return (fast ?? nil) ?? a.utf8.elementsEqual(b.utf8)
+    }
+}

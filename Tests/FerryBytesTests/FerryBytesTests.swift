@@ -1,0 +1,39 @@
+import Testing
+@testable import FerryBytes
+
+@Suite struct FerryBytesTests {
+    @Test func bigEndianRoundTripsEveryWidth() {
+        for n in 1...8 {
+            let v: UInt64 = 0x0102_0304_0506_0708 >> UInt64(8 * (8 - n))
+            var out: [UInt8] = [0xEE]
+            BigEndian.append(v, bytes: n, to: &out)
+            #expect(out.count == n + 1 && out[1] == 1, "most significant first")
+            #expect(out.withUnsafeBytes { BigEndian.load($0, at: 1, bytes: n) } == v)
+            var r = BigEndianReader(out, at: 1)
+            #expect(r.take(n) == v && r.remaining == 0 && r.take(1) == nil)
+        }
+        var fixed = [UInt8](repeating: 0, count: 6)
+        BigEndian.store(0xA1B2_C3D4, bytes: 4, into: &fixed, at: 1)
+        #expect(fixed == [0, 0xA1, 0xB2, 0xC3, 0xD4, 0])
+    }
+
+    @Test func theReaderRefusesWhatIsNotThere() {
+        var r = BigEndianReader([0, 0, 0, 5, 0x61, 0x62])
+        #expect(r.string() == nil, "a length past the end")
+        var ok = BigEndianReader([0, 0, 0, 2, 0x61, 0x62, 9])
+        #expect(ok.string() == "ab" && Array(ok.rest()) == [9] && ok.remaining == 0)
+        var s = BigEndianReader([1, 2, 3])
+        #expect(s.slice(4) == nil && s.slice(-1) == nil && s.take(9) == nil && s.at == 0, "failed reads consume nothing")
+        #expect(s.slice(2).map(Array.init) == [1, 2] && s.at == 2)
+    }
+
+    @Test func utf8EqualityIsByteWise() {
+        #expect(UTF8Bytes.equal("", ""))
+        #expect(UTF8Bytes.equal("a-rather-long-key-over-eight-bytes", "a-rather-long-key-over-eight-bytes"))
+        #expect(!UTF8Bytes.equal("a-rather-long-key-over-eight-bytes", "a-rather-long-key-over-eight-bytez"))
+        #expect(!UTF8Bytes.equal("é", "e\u{301}") && "é" == "e\u{301}")
+        #expect(!UTF8Bytes.equal("abc", "abcd"))
+        let bridged = String(decoding: Array("non-contiguous?".utf8), as: UTF8.self)
+        #expect(UTF8Bytes.equal(bridged, "non-contiguous?"))
+    }
+}
