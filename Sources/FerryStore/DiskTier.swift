@@ -1,0 +1,266 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FerryCache
+
+/// The disk tier: the SQLite index and blob files (`StoreEngine`) worked by one thread (`DiskWorker`) with group
+/// commit, and in front of it the write-ahead journal that small sets go to from the loop thread.
+///
+/// Small unconditional sets are appended to `journal.<n>` in one `write` per loop iteration and settled then, as
+/// Redis does with its append-only file; they reach the worker in hand-offs of up to 512 records or 4 MiB. Every
+/// other job goes to the worker in submission order (journaled sets keep their place in it, so a delete after a set
+/// is applied after it) and is answered once its transaction committed. Completions run on the loop thread, through
+/// the `post` given at creation. Loop thread only.
+///
+/// ```swift
+/// let disk = try DiskTier(config: StoreConfig(directory: dir), post: mailbox.post)
+/// disk.write(key, entry, ifAbsent: false, now: now) { result in … }   // settled at the end of the iteration
+/// disk.endOfIteration { flushReplies() }
+/// ```
+///
+/// Confined to the loop thread; `@unchecked Sendable` only so completions posted from the worker can reach it.
+final class DiskTier: StoreTier, @unchecked Sendable {
+    let config: StoreConfig
+    /// Repairs made at start-up (damaged index moved aside, orphans removed), for the log.
+    let notices: [String]
+    private(set) var usage = TierUsage()
+    private var worker: DiskWorker!
+    private let lockFD: Int32
+    private var completions: [(DiskResult) -> Void] = []
+    private var completionsHead = 0
+    /// Jobs not yet handed to the worker: handed over once per loop iteration (`endOfIteration`), so one wake-up
+    /// and one lock carry everything the iteration produced, and batches (transactions) grow with the load.
+    private var unsubmitted: [DiskJob] = []
+    private let journal: JournalWriter
+    /// One per record buffered in `journal`: runs once the record is written (or failed).
+    private var journalAcks: [(Result<Bool, StoreError>) -> Void] = []
+    /// Sets whose records were written (or failed to be), waiting to be settled by `settleJournal`.
+    private var writtenSets: [(done: (Result<Bool, StoreError>) -> Void, failure: StoreError?)] = []
+    /// Disk bytes of journaled sets the worker has not counted yet (its totals arrive with each batch).
+    private var uncountedJournalBytes = 0
+    /// Written journal records the worker has not been given yet (see `handOffJournaled`), and their disk cost.
+    private var unhandedRecords: [JournalRecord] = []
+    private var unhandedCost = 0
+    static let handOffRecords = 512
+    /// Values held for the hand-off count too: 512 records of 64 KiB would be 32 MiB kept outside every budget.
+    static let handOffBytes = 4 * 1024 * 1024
+    /// The active journal file is sealed and a new one started at this size, and at every sweep.
+    static let journalRotateBytes = 32 * 1024 * 1024
+    /// Value bytes handed to the disk worker and not yet done: a client that sends sets faster than the disk takes
+    /// them (and cancels or times out) must not grow the daemon without bound.
+    private var queuedValueBytes = 0
+    static let maxQueuedValueBytes = 256 * 1024 * 1024
+
+    init(config: StoreConfig, post: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) throws(StoreError) {
+        self.config = config
+        let opened = try StoreOpening.open(config)
+        notices = opened.notices
+        lockFD = opened.lockFD
+        let engine = opened.engine
+        do {
+            journal = try JournalWriter(directory: config.directory, generation: opened.journalGeneration, nextSeq: opened.nextSeq)
+        } catch {
+            Glibc.close(opened.lockFD)
+            throw error
+        }
+        usage.bytes = engine.diskBytes
+        usage.entries = engine.diskEntries
+        let box = EngineBox(engine)
+        worker = DiskWorker(run: { jobs in box.engine.run(jobs) }, deliver: { [unowned self] outcome in
+            post { self.apply(outcome) }
+        })
+    }
+
+    func close() {
+        // A clean stop leaves no journal (its sets in the index); a killed daemon replays it at start.
+        rotateJournal()
+        writtenSets.removeAll()
+        worker.submit(unsubmitted)
+        unsubmitted.removeAll()
+        worker.stop()
+        if lockFD >= 0 { Glibc.close(lockFD) }
+    }
+
+    // MARK: StoreTier
+
+    func read(_ key: CacheKey, now: Int64, _ done: @escaping (Result<CacheEntry?, StoreError>) -> Void) {
+        submit(.get(key, now: now)) { result in
+            switch result {
+            case .entry(let entry): done(.success(entry))
+            case .failed(let e): done(.failure(e))
+            default: done(.failure(.io("unexpected disk result for get")))
+            }
+        }
+    }
+
+    /// Small and unconditional, and it fits the disk budget without evicting: the journal path. (Eviction and
+    /// `if_absent` need the index, so those sets go to the worker.)
+    func settlesAtOnce(_ key: CacheKey, _ entry: CacheEntry, ifAbsent: Bool) -> Bool {
+        !ifAbsent && entry.value.count <= config.inlineThreshold
+            && usage.bytes + uncountedJournalBytes + StoreEngine.cost(key, size: entry.value.count) <= config.diskBudget
+    }
+
+    func write(_ key: CacheKey, _ entry: CacheEntry, ifAbsent: Bool, now: Int64, _ done: @escaping (Result<Bool, StoreError>) -> Void) {
+        if settlesAtOnce(key, entry, ifAbsent: ifAbsent) {
+            journal.add(key, entry)
+            journalAcks.append(done)
+            uncountedJournalBytes += StoreEngine.cost(key, size: entry.value.count)
+            return
+        }
+        let size = entry.value.count
+        guard queuedValueBytes + size <= DiskTier.maxQueuedValueBytes else {
+            return done(.failure(.diskFull("\(queuedValueBytes) bytes of values are waiting for the disk; try again")))
+        }
+        queuedValueBytes += size
+        submit(.put(key, entry, ifAbsent: ifAbsent, now: now)) { [unowned self] result in
+            queuedValueBytes -= size
+            switch result {
+            case .stored(let stored): done(.success(stored))
+            case .failed(let e): done(.failure(e))
+            default: done(.failure(.io("unexpected disk result for set")))
+            }
+        }
+    }
+
+    func remove(_ key: CacheKey, now: Int64, _ done: @escaping (Result<Bool, StoreError>) -> Void) {
+        submit(.delete(key, now: now)) { result in
+            switch result {
+            case .deleted(let existed): done(.success(existed))
+            case .failed(let e): done(.failure(e))
+            default: done(.failure(.io("unexpected disk result for delete")))
+            }
+        }
+    }
+
+    func retime(_ key: CacheKey, expiresAt: Int64?, now: Int64, _ done: @escaping (Result<Bool, StoreError>) -> Void) {
+        submit(.touch(key, expiresAt: expiresAt, now: now)) { result in
+            switch result {
+            case .touched(let live): done(.success(live))
+            case .failed(let e): done(.failure(e))
+            default: done(.failure(.io("unexpected disk result for touch")))
+            }
+        }
+    }
+
+    func list(namespace: String, prefix: String, cursor: String?, limit: Int, now: Int64,
+              _ done: @escaping (Result<(keys: [ListedKey], more: Bool), StoreError>) -> Void) {
+        submit(.list(namespace: namespace, prefix: prefix, cursor: cursor, limit: limit, now: now)) { result in
+            switch result {
+            case .listed(let keys, let more): done(.success((keys, more)))
+            case .failed(let e): done(.failure(e))
+            default: done(.failure(.io("unexpected disk result for list")))
+            }
+        }
+    }
+
+    func clear(namespace: String, now: Int64, _ done: @escaping (Result<Int, StoreError>) -> Void) {
+        submit(.clear(namespace: namespace, now: now)) { result in
+            switch result {
+            case .cleared(let n): done(.success(n))
+            case .failed(let e): done(.failure(e))
+            default: done(.failure(.io("unexpected disk result for clear")))
+            }
+        }
+    }
+
+    func sweep(now: Int64, accessed: [CacheKey]) {
+        submit(.sweep(now: now, accessed: accessed)) { _ in }
+        if journal.fileBytes > 0 { rotateJournal() }
+    }
+
+    /// Writes the journaled sets in one append and settles them, which produces their replies; runs `flushReplies`;
+    /// repeats while that produced more journaled sets (a connection resumed by the flush handles its buffered
+    /// frames at once), so the loop never sleeps on unsettled sets; then hands the iteration's disk work to the
+    /// worker in one batch. Ends because a connection that produces too much pauses again.
+    func endOfIteration(flushReplies: () -> Void) {
+        repeat {
+            settleJournal()
+            flushReplies()
+        } while journal.hasBuffered || !writtenSets.isEmpty
+        settleJournal()
+        guard !unsubmitted.isEmpty else { return }
+        worker.submit(unsubmitted)
+        unsubmitted.removeAll(keepingCapacity: true)
+    }
+
+    // MARK: Journal
+
+    /// Writes the small sets buffered since the last write in one append and settles every set written since the
+    /// last call; hands records to the worker and seals the file when enough gathered.
+    private func settleJournal() {
+        writeBufferedSets()
+        let settled = writtenSets
+        writtenSets.removeAll(keepingCapacity: true)
+        for set in settled { set.done(set.failure.map { .failure($0) } ?? .success(true)) }
+        if unhandedRecords.count >= DiskTier.handOffRecords || unhandedCost >= DiskTier.handOffBytes { handOffJournaled() }
+        if journal.fileBytes >= DiskTier.journalRotateBytes { rotateJournal() }
+    }
+
+    /// The write itself. Also runs before any job is queued for the worker, so journaled sets keep their place in
+    /// the order of disk work (a delete after a set is applied after it).
+    private func writeBufferedSets() {
+        guard journal.hasBuffered else { return }
+        let acks = journalAcks
+        journalAcks.removeAll(keepingCapacity: true)
+        let cost = journal.buffered.reduce(0) { $0 + $1.cost }
+        do {
+            let records = try journal.write()
+            unhandedRecords += records
+            unhandedCost += cost
+            for ack in acks { writtenSets.append((ack, nil)) }
+        } catch {
+            uncountedJournalBytes -= cost
+            for ack in acks { writtenSets.append((ack, error)) }
+        }
+    }
+
+    /// Gives the worker the journaled sets it does not have yet, as one job in the current place of the job order.
+    /// Done before any other job is queued (so it sees them), at every sweep, and once enough gathered: not every
+    /// iteration, because waking the worker costs two context switches, more than a whole set.
+    private func handOffJournaled() {
+        guard !unhandedRecords.isEmpty else { return }
+        let cost = unhandedCost
+        completions.append { [unowned self] _ in uncountedJournalBytes -= cost }  // the worker counts them now
+        unsubmitted.append(.journaled(unhandedRecords))
+        unhandedRecords.removeAll(keepingCapacity: true)
+        unhandedCost = 0
+    }
+
+    /// Seals the active journal file (the next write starts a new one) and has the worker apply and delete it.
+    private func rotateJournal() {
+        writeBufferedSets()
+        submit(.retireJournal(path: journal.seal())) { _ in }
+    }
+
+    // MARK: Worker
+
+    private func submit(_ job: DiskJob, _ done: @escaping (DiskResult) -> Void) {
+        writeBufferedSets()
+        handOffJournaled()
+        completions.append(done)
+        unsubmitted.append(job)
+    }
+
+    /// Runs on the loop thread: a batch's results, in submission order.
+    private func apply(_ outcome: BatchOutcome) {
+        usage.bytes = outcome.diskBytes
+        usage.entries = outcome.diskEntries
+        usage.evictions += UInt64(outcome.evictions)
+        usage.expirations += UInt64(outcome.expirations)
+        for result in outcome.results {
+            let done = completions[completionsHead]
+            completionsHead += 1
+            done(result)
+        }
+        if completionsHead > 1024 && completionsHead * 2 > completions.count {
+            completions.removeFirst(completionsHead)
+            completionsHead = 0
+        }
+    }
+}
+
+/// Hands the engine to the worker thread, which is from then on its only user.
+private final class EngineBox: @unchecked Sendable {
+    let engine: StoreEngine
+    init(_ engine: StoreEngine) { self.engine = engine }
+}

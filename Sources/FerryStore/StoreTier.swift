@@ -1,0 +1,51 @@
+import FerryCache
+
+/// A tier of the storage engine below the memory tier: the disk today (`DiskTier`), a remote tier later, beside it.
+/// It keeps entries longer than memory does and answers on the loop thread, through callbacks, in the order it was
+/// asked. `CacheStore` puts the memory tier in front and keeps it consistent: what a tier answers late never
+/// replaces something newer in memory. No operation sees a tier: they all go through `CacheStore`.
+///
+/// ```swift
+/// if tier.settlesAtOnce(key, entry, ifAbsent: false) { memory[key] = entry }   // readable now, settled this iteration
+/// tier.write(key, entry, ifAbsent: false, now: now) { result in … }
+/// tier.endOfIteration { flushReplies() }                                          // once per loop iteration
+/// ```
+public protocol StoreTier: AnyObject {
+    /// What the tier holds and has dropped, as of its last report.
+    var usage: TierUsage { get }
+
+    /// The live entry for `key`, or nil.
+    func read(_ key: CacheKey, now: Int64, _ done: @escaping (Result<CacheEntry?, StoreError>) -> Void)
+    /// Whether a write of `entry` would be settled (acknowledged or failed) by the end of this loop iteration, so
+    /// that it may be read from memory at once, as Redis serves a value before its append-only file is written.
+    func settlesAtOnce(_ key: CacheKey, _ entry: CacheEntry, ifAbsent: Bool) -> Bool
+    /// Stores `entry`; `done(false)` when `ifAbsent` and a live entry exists. A write the tier cannot take now
+    /// (its queue is full) fails at once, inside this call.
+    func write(_ key: CacheKey, _ entry: CacheEntry, ifAbsent: Bool, now: Int64, _ done: @escaping (Result<Bool, StoreError>) -> Void)
+    /// `done(true)` when a live entry was removed.
+    func remove(_ key: CacheKey, now: Int64, _ done: @escaping (Result<Bool, StoreError>) -> Void)
+    /// A new expiry (`nil`: never) for a live entry; `done(false)` when there is none.
+    func retime(_ key: CacheKey, expiresAt: Int64?, now: Int64, _ done: @escaping (Result<Bool, StoreError>) -> Void)
+    func list(namespace: String, prefix: String, cursor: String?, limit: Int, now: Int64,
+              _ done: @escaping (Result<(keys: [ListedKey], more: Bool), StoreError>) -> Void)
+    /// `done(n)`: the live entries removed.
+    func clear(namespace: String, now: Int64, _ done: @escaping (Result<Int, StoreError>) -> Void)
+    /// Drops expired entries; `accessed` were read since the last sweep (for the tier's LRU order).
+    func sweep(now: Int64, accessed: [CacheKey])
+    /// Once per loop iteration, before the loop sleeps: settles the writes taken `settlesAtOnce` (their replies are
+    /// produced now), runs `flushReplies`, repeats while that produced more such writes, then starts the work the
+    /// iteration queued.
+    func endOfIteration(flushReplies: () -> Void)
+    /// Finishes what was acknowledged and stops; completions of queued work are not run.
+    func close()
+}
+
+/// A tier's own counts, reported with its answers.
+public struct TierUsage: Sendable, Equatable {
+    public var bytes = 0
+    public var entries = 0
+    public var evictions: UInt64 = 0
+    public var expirations: UInt64 = 0
+
+    public init() {}
+}

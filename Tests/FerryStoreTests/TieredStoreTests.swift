@@ -1,0 +1,118 @@
+import Testing
+import FerryCache
+@testable import FerryStore
+
+/// A tier the test answers by hand, counting what the memory tier asks of it.
+final class CountingTier: StoreTier {
+    var usage = TierUsage()
+    private(set) var reads: [(CacheKey, (Result<CacheEntry?, StoreError>) -> Void)] = []
+    private(set) var writes: [(CacheKey, CacheEntry, (Result<Bool, StoreError>) -> Void)] = []
+    private(set) var removes = 0
+    private(set) var iterations = 0
+    /// Whether writes are settled at the end of the iteration (the disk's journal path).
+    var settlesAtOnce = true
+    var failNextSettle: StoreError?
+    private var unsettled: [(Result<Bool, StoreError>) -> Void] = []
+
+    func read(_ key: CacheKey, now: Int64, _ done: @escaping (Result<CacheEntry?, StoreError>) -> Void) { reads.append((key, done)) }
+    func settlesAtOnce(_ key: CacheKey, _ entry: CacheEntry, ifAbsent: Bool) -> Bool { settlesAtOnce && !ifAbsent }
+    func write(_ key: CacheKey, _ entry: CacheEntry, ifAbsent: Bool, now: Int64, _ done: @escaping (Result<Bool, StoreError>) -> Void) {
+        writes.append((key, entry, done))
+        if settlesAtOnce(key, entry, ifAbsent: ifAbsent) { unsettled.append(done) }
+    }
+    func remove(_ key: CacheKey, now: Int64, _ done: @escaping (Result<Bool, StoreError>) -> Void) {
+        removes += 1
+        done(.success(false))
+    }
+    func retime(_ key: CacheKey, expiresAt: Int64?, now: Int64, _ done: @escaping (Result<Bool, StoreError>) -> Void) { done(.success(false)) }
+    func list(namespace: String, prefix: String, cursor: String?, limit: Int, now: Int64,
+              _ done: @escaping (Result<(keys: [ListedKey], more: Bool), StoreError>) -> Void) { done(.success(([], false))) }
+    func clear(namespace: String, now: Int64, _ done: @escaping (Result<Int, StoreError>) -> Void) { done(.success(0)) }
+    func sweep(now: Int64, accessed: [CacheKey]) {}
+    func endOfIteration(flushReplies: () -> Void) {
+        iterations += 1
+        let settling = unsettled
+        unsettled.removeAll()
+        let failure = failNextSettle
+        failNextSettle = nil
+        for done in settling { done(failure.map { .failure($0) } ?? .success(true)) }
+        flushReplies()
+    }
+    func close() {}
+}
+
+@Suite struct TieredStoreTests {
+    static func store(_ tier: CountingTier) -> CacheStore { CacheStore(config: StoreConfig(directory: "/nonexistent"), tier: tier) }
+
+    static func get(_ store: CacheStore, _ key: CacheKey) -> (CacheEntry, CacheSource)?? {
+        var out: (CacheEntry, CacheSource)??
+        store.get(key, now: 1000) { out = try? $0.get() }
+        return out
+    }
+
+    @Test func aSetSettledThisIterationIsReadFromMemoryAtOnceAndAcknowledgedAtItsEnd() throws {
+        let tier = CountingTier()
+        let store = Self.store(tier)
+        let key = try CacheKey(key: "k")
+        var acknowledged: Bool?
+        store.set(key, value: [7], ttlMs: nil, ifAbsent: false, now: 1000) { acknowledged = try? $0.get() }
+        #expect(acknowledged == nil, "not before the end of the iteration")
+        #expect(Self.get(store, key)??.1 == .memory && tier.reads.isEmpty, "a memory hit never asks the tier")
+        store.endOfIteration {}
+        #expect(acknowledged == true && store.counters.sets == 1)
+    }
+
+    @Test func aSetTheTierFailsLeavesMemoryAgain() throws {
+        let tier = CountingTier()
+        let store = Self.store(tier)
+        let key = try CacheKey(key: "k")
+        var failed = false
+        store.set(key, value: [7], ttlMs: nil, ifAbsent: false, now: 1000) { if case .failure = $0 { failed = true } }
+        tier.failNextSettle = .diskFull("full")
+        store.endOfIteration {}
+        #expect(failed && store.counters.sets == 0)
+        store.get(key, now: 1000) { _ in }
+        #expect(tier.reads.count == 1, "gone from memory: the next get asks the tier")
+    }
+
+    @Test func aSetWaitingForTheTierIsVisibleOnlyOnceStored() throws {
+        let tier = CountingTier()
+        tier.settlesAtOnce = false
+        let store = Self.store(tier)
+        let key = try CacheKey(key: "big")
+        store.set(key, value: [1, 2], ttlMs: nil, ifAbsent: false, now: 1000) { _ in }
+        store.get(key, now: 1000) { _ in }
+        #expect(tier.reads.count == 1, "not in memory before the tier stored it")
+        tier.writes[0].2(.success(true))
+        #expect(Self.get(store, key)??.1 == .memory)
+    }
+
+    @Test func aLateReadNeverReplacesANewerValueInMemory() throws {
+        let tier = CountingTier()
+        let store = Self.store(tier)
+        let key = try CacheKey(key: "k")
+        var read: [UInt8]?
+        store.get(key, now: 1000) { read = (try? $0.get())??.0.value }
+        store.set(key, value: [2], ttlMs: nil, ifAbsent: false, now: 1000) { _ in }
+        store.endOfIteration {}
+        tier.reads[0].1(.success(CacheEntry(value: [1], createdAt: 900, expiresAt: nil)))
+        #expect(read == [1], "the read answers what the tier had")
+        #expect(Self.get(store, key)??.0.value == [2], "but memory keeps the newer value")
+    }
+
+    @Test func countersJoinTheTiers() throws {
+        let tier = CountingTier()
+        tier.usage.bytes = 123
+        tier.usage.entries = 4
+        tier.usage.evictions = 5
+        tier.usage.expirations = 6
+        let store = Self.store(tier)
+        let key = try CacheKey(key: "gone")
+        store.set(key, value: [1], ttlMs: 1, ifAbsent: false, now: 1000) { _ in }
+        store.endOfIteration {}
+        store.sweep(now: 5000)
+        let c = store.counters
+        #expect(c.diskBytes == 123 && c.diskEntries == 4 && c.diskEvictions == 5)
+        #expect(c.expirations == 7, "the tier's six and the memory tier's one")
+    }
+}
