@@ -15,11 +15,15 @@ public enum FetchFailure: Error, Equatable, Sendable {
     case timeout(String)
     /// The body passed `max_bytes`: `resource_exhausted` (nothing is cached).
     case tooLarge(limit: Int)
+    /// The response's header section passed what ferryd accepts (`Transfer.maxHeaderBytes` in all, libcurl's
+    /// 100 KiB for one field): `resource_exhausted`.
+    case headersTooLarge(limit: Int)
     /// A redirect where the request said `redirect: "error"`, or too many of them: `failed_precondition`.
     case redirect(String)
     case internalError(String)
 
-    static func from(_ code: CURLcode, _ message: String, exceeded: Bool, maxBytes: Int) -> FetchFailure {
+    static func from(_ code: CURLcode, _ message: String, exceeded: Bool, maxBytes: Int, headersExceeded: Bool = false) -> FetchFailure {
+        if headersExceeded { return .headersTooLarge(limit: Transfer.maxHeaderBytes) }
         if exceeded || code == CURLE_FILESIZE_EXCEEDED { return .tooLarge(limit: maxBytes) }
         switch code {
         case CURLE_OPERATION_TIMEDOUT: return .timeout(message)

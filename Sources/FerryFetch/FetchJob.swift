@@ -185,12 +185,14 @@ public final class FetchJob {
     private func serveStored(_ found: ResponseStore.Found, age: Int64, cacheStatus: CacheStatus) {
         // A stored redirect is followed like one from the origin: the next hop goes through the cache too.
         if followRedirect(status: found.response.status, headers: found.response.headers) { return }
-        engine.stats.bytesFromCache += UInt64(found.body.count)
         let creq = cacheRequest
         if clientConditionMatches(request: creq, stored: found.response) {
             return reply(status: 304, headers: notModifiedHeaders(stored: found.response, age: age), body: [][...],
                          cache: cacheStatus, age: age, timing: nil)
         }
+        // The request's limit holds for stored bodies too: it was stored for someone who allowed more.
+        if spec.method != "HEAD" && found.body.count > spec.maxBytes { return finish(.failure(.tooLarge(limit: spec.maxBytes))) }
+        engine.stats.bytesFromCache += UInt64(found.body.count)
         reply(status: found.response.status, headers: headersForServing(stored: found.response, age: age),
               body: found.body, cache: cacheStatus, age: age, timing: nil)
     }

@@ -20,6 +20,12 @@ final class Transfer {
     private var status = 0
     private var headers: [(String, String)] = []
     private var exceeded = false
+    /// Response header bytes so far (all responses of the exchange, 1xx included), and whether they passed the limit.
+    private var headerBytes = 0
+    private var headersExceeded = false
+    private var bodyStarted = false
+    /// The most response header ferryd takes from an origin, every field together.
+    static let maxHeaderBytes = 256 * 1024
     private var requestTime: Int64
     private var responseTime: Int64 = 0
     private var onDone: ((Result<OriginResponse, FetchFailure>) -> Void)?
@@ -78,8 +84,7 @@ final class Transfer {
         ferry_easy_ptr(easy, CURLOPT_HEADERDATA, me)
         ferry_easy_header_cb(easy) { data, size, count, user in
             let me = Unmanaged<Transfer>.fromOpaque(user!).takeUnretainedValue()
-            me.headerLine(UnsafeRawBufferPointer(start: data, count: size * count))
-            return size * count
+            return me.headerLine(UnsafeRawBufferPointer(start: data, count: size * count)) ? size * count : 0
         }
         switch request.method {
         case "GET": ferry_easy_long(easy, CURLOPT_HTTPGET, 1)
@@ -122,6 +127,7 @@ final class Transfer {
     }
 
     private func received(_ bytes: UnsafeRawBufferPointer) -> Int {
+        bodyStarted = true
         if body.count + bytes.count > request.maxBytes {
             exceeded = true
             return 0  // libcurl stops the transfer with CURLE_WRITE_ERROR
@@ -130,8 +136,14 @@ final class Transfer {
         return bytes.count
     }
 
-    /// One header line. A status line starts a new response (1xx interim responses come before the final one).
-    private func headerLine(_ raw: UnsafeRawBufferPointer) {
+    /// One header line; false stops the transfer (the header section is too large). A status line starts a new
+    /// response (1xx interim responses come before the final one).
+    private func headerLine(_ raw: UnsafeRawBufferPointer) -> Bool {
+        headerBytes += raw.count
+        if headerBytes > Transfer.maxHeaderBytes {
+            headersExceeded = true
+            return false  // libcurl stops the transfer with CURLE_WRITE_ERROR
+        }
         // Bytes, not Characters: "\r\n" is one Character in Swift, so String suffix checks would not see "\n".
         var end = raw.count
         while end > 0 && (raw[end - 1] == 0x0A || raw[end - 1] == 0x0D) { end -= 1 }
@@ -141,16 +153,17 @@ final class Transfer {
             status = parts.count >= 2 ? Int(parts[1]) ?? 0 : 0
             headers.removeAll()
             responseTime = WallClock.nowMs() / 1000
-            return
+            return true
         }
-        if line.isEmpty { return }
+        if line.isEmpty { return true }
         if line.first == " " || line.first == "\t" {
             // obs-fold (RFC 9112 §5.2): a continuation of the previous field's value.
             if !headers.isEmpty { headers[headers.count - 1].1 += " " + HTTPSyntax.trimmingOWS(line) }
-            return
+            return true
         }
-        guard let colon = line.firstIndex(of: ":") else { return }
+        guard let colon = line.firstIndex(of: ":") else { return true }
         headers.append((String(line[..<colon]), HTTPSyntax.trimmingOWS(String(line[line.index(after: colon)...]))))
+        return true
     }
 
     /// Called by `CurlMulti` once, when libcurl is done with the transfer (or it was aborted).
@@ -164,7 +177,10 @@ final class Transfer {
                                           timing: timing())))
         }
         let text = message ?? String(cString: curl_easy_strerror(code))
-        done(.failure(FetchFailure.from(code, text, exceeded: exceeded, maxBytes: request.maxBytes)))
+        // libcurl refuses a single header field over 100 KiB with "Out of memory" before it reaches the callback.
+        let tooLongField = code == CURLE_OUT_OF_MEMORY && !bodyStarted
+        done(.failure(FetchFailure.from(code, text, exceeded: exceeded, maxBytes: request.maxBytes,
+                                        headersExceeded: headersExceeded || tooLongField)))
     }
 
     private func timing() -> OriginTiming {

@@ -55,6 +55,24 @@ import FerryProtocol
         #expect(Self.problem(["url": "https://a.test/x", "headers": [["X", .string(big)]]])?.contains("larger than") == true)
     }
 
+    @Test func theDaemonOwnsFramingAndRoutingHeaders() {
+        for name in ["Host", "host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "TE", "Trailer",
+                     "Upgrade", "Proxy-Authorization", "Proxy-Connection"] {
+            #expect(Self.problem(["url": "https://a.test/x", "headers": [[.string(name), "v"]]])?.contains(name) == true, "\(name)")
+        }
+        for name in ["Authorization", "X-Api-Version", "Accept", "Cookie", "Expect", "Hostname", "Proxied"] {
+            #expect(Self.problem(["url": "https://a.test/x", "headers": [[.string(name), "v"]]]) == nil, "\(name) is the client's")
+        }
+    }
+
+    @Test func valuesAreFieldValues() {
+        #expect(FetchArguments.valueProblem(name: "X", value: "tab\tand space, UTF-8 é") == nil)
+        #expect(FetchArguments.valueProblem(name: "X", value: "a\u{0B}b")?.contains("0x0B") == true)
+        #expect(FetchArguments.valueProblem(name: "X", value: "a\u{7F}")?.contains("0x7F") == true)
+        #expect(FetchArguments.valueProblem(name: "X", value: "a\u{01}")?.contains("0x01") == true)
+        #expect(FetchArguments.valueProblem(name: "X", value: "a\rb") == "the value of header X contains CR, LF or NUL")
+    }
+
     @Test func imageGetSharesTheChecksAndTheirOrder() {
         for args: JSONObject in [[:], ["url": "ftp://x"], ["url": "https://a.test/i.png", "headers": [["Bad Name", "v"]]],
                                  ["url": "https://a.test/i.png", "cache": "maybe", "timeout_ms": 0]] {

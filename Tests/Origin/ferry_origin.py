@@ -30,6 +30,7 @@ Endpoints:
               transfer coding; a client hanging up marks its log entry "aborted": true
   /gzip       size (default 1024) or body; gzip when Accept-Encoding allows it; always Vary: Accept-Encoding
   /bytes      size (default 1024), application/octet-stream
+  /bigheader  bytes (default 200000) of response header: `lines` (default 1) X-Big-<n> fields sharing them, body "ok"
   /drop       reads the request, closes the connection without answering
   /truncate   size (default 1024): Content-Length size, sends size//2 bytes, closes
   /file/NAME  a file under --files DIR (type from mimetypes); 403 if NAME contains "..", 404 if missing
@@ -260,7 +261,7 @@ class OriginHandler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     ROUTES = {"/r": "ep_r", "/echo": "ep_echo", "/redirect": "ep_redirect", "/redirect-loop": "ep_redirect_loop",
               "/slow": "ep_slow", "/gzip": "ep_gzip", "/drop": "ep_drop", "/truncate": "ep_truncate",
-              "/bytes": "ep_bytes"}
+              "/bytes": "ep_bytes", "/bigheader": "ep_bigheader"}
 
     def setup(self):
         """Finish the TLS handshake here, in the connection's thread, not in the accept loop."""
@@ -550,6 +551,12 @@ class OriginHandler(BaseHTTPRequestHandler):
     def ep_bytes(self):
         size = self.params.int("size", 1024, 0, MAX_STREAMED)
         self.reply(200, [("Content-Type", "application/octet-stream")], size, conditional=True)
+
+    def ep_bigheader(self):
+        total = self.params.int("bytes", 200_000, 1, 8 * 1024 * 1024)
+        lines = self.params.int("lines", 1, 1, 10_000)
+        each = max(1, total // lines)
+        self.reply(200, [(f"X-Big-{n}", "a" * each) for n in range(lines)] + [("Content-Type", "text/plain")], b"ok")
 
     def ep_drop(self):
         self.close_connection = True          # finish() then closes the socket without a byte of response

@@ -392,6 +392,12 @@ class StreamingTests(OriginTestCase):
             resp.read()
         self.assertEqual(caught.exception.partial, expected_pattern(500))
 
+    def test_bigheader(self):
+        # http.client refuses header lines over 64 KiB: 300,000 bytes in six fields.
+        resp, body = self.get("/bigheader?bytes=300000&lines=6")
+        self.assertEqual(body, b"ok")
+        self.assertEqual([len(resp.getheader(f"X-Big-{n}")) for n in range(6)], [50_000] * 6)
+
     def test_bytes(self):
         resp, body = self.get("/bytes?size=300&cc=max-age%3D1")
         self.assertEqual(body, expected_pattern(300))

@@ -58,7 +58,34 @@ enum FetchArguments {
         return ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"].contains(upper) ? upper : s
     }
 
-    /// `headers`: `[name, value]` pairs, names tokens, values without CR, LF or NUL, 64 KiB at most in all.
+    /// Framing and routing belong to the daemon: a client's `Host` would reach the origin while the response is
+    /// stored under the URL's key (one client poisoning every other's cache), and its `Content-Length` or
+    /// `Transfer-Encoding` could frame a second, smuggled request inside the body.
+    static let daemonOwned: Set<String> = ["host", "content-length", "transfer-encoding", "connection", "keep-alive", "te",
+                                           "trailer", "upgrade"]
+
+    /// Why a client may not send this header, or nil.
+    static func daemonOwnedProblem(_ name: String) -> String? {
+        let lower = name.lowercased()
+        guard daemonOwned.contains(lower) || lower.hasPrefix("proxy-") else { return nil }
+        if lower == "host" { return "header Host is not accepted: ferryd sends the URL's host (put the host in \"url\")" }
+        return "header \(name.truncatedForMessages) is not accepted: ferryd frames the request and manages the connection itself"
+    }
+
+    /// Why a header value breaks RFC 9110's field-value grammar (§5.5: visible characters, obs-text, spaces and
+    /// tabs), or nil.
+    static func valueProblem(name: String, value: String) -> String? {
+        for b in value.utf8 where b < 0x20 && b != 0x09 || b == 0x7F {
+            if b == 0x0D || b == 0x0A || b == 0 { return "the value of header \(name) contains CR, LF or NUL" }
+            let hex = String(b, radix: 16, uppercase: true)
+            return "the value of header \(name) contains the control character 0x\(hex.count == 1 ? "0" + hex : hex); "
+                + "a field value is visible characters, spaces and tabs (RFC 9110 section 5.5)"
+        }
+        return nil
+    }
+
+    /// `headers`: `[name, value]` pairs, names tokens, values field-values, none of the daemon's own, 64 KiB at most
+    /// in all.
     static func headers(_ args: JSONObject) throws(FetchFailure) -> [(String, String)] {
         guard let h = args["headers"], h != .null else { return [] }
         guard case .array(let items) = h else { throw .invalidArgument("\"headers\" must be an array of [name, value] pairs") }
@@ -69,9 +96,7 @@ enum FetchArguments {
                 throw .invalidArgument("each header must be a [name, value] pair of strings")
             }
             guard HTTPSyntax.isToken(name) else { throw .invalidArgument("header name \"\(name.truncatedForMessages)\" is not a valid field name") }
-            guard value.utf8.allSatisfy({ $0 != 0x0D && $0 != 0x0A && $0 != 0 }) else {
-                throw .invalidArgument("the value of header \(name) contains CR, LF or NUL")
-            }
+            if let problem = daemonOwnedProblem(name) ?? valueProblem(name: name, value: value) { throw .invalidArgument(problem) }
             total += name.utf8.count + value.utf8.count
             headers.append((name, HTTPSyntax.trimmingOWS(value)))
         }

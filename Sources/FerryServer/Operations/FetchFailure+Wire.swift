@@ -15,6 +15,9 @@ extension FetchFailure {
         case .timeout(let m): return WireError(.deadlineExceeded, m)
         case .tooLarge(let limit):
             return WireError(.resourceExhausted, "the response body is larger than max_bytes (\(limit))", details: ["max_bytes": .int(Int64(limit))])
+        case .headersTooLarge(let limit):
+            return WireError(.resourceExhausted, "the origin's response headers are larger than ferryd accepts (\(limit) bytes in all, 100 KiB for one field)",
+                             details: ["max_header_bytes": .int(Int64(limit))])
         case .redirect(let m): return WireError(.failedPrecondition, m)
         case .internalError(let m): return WireError(.internal, m)
         }
