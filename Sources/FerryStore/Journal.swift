@@ -28,6 +28,10 @@ struct JournalRecord: Sendable {
 enum Journal {
     static let prefix = "journal."
 
+    /// Sequence and generation numbers a daemon can reach (2^62: a billion sets a second for a century), so that
+    /// one read from a damaged file can be refused before `+ 1` traps on it.
+    static func isValidNumber(_ n: UInt64) -> Bool { n >= 1 && n < 1 << 62 }
+
     static func path(_ directory: String, generation: UInt64) -> String { "\(directory)/\(prefix)\(generation)" }
 
     /// The journal files of a directory, oldest generation first.

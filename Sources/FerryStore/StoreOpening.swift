@@ -84,17 +84,41 @@ enum StoreOpening {
     /// Sets acknowledged through the journal but not yet in the index (the daemon was killed): into the index now,
     /// in journal order, skipping records at or below the index's `applied_seq` (already applied, or superseded by
     /// later writes). Then the files are deleted.
+    ///
+    /// Every number read from disk is checked before any arithmetic (`Journal.isValidNumber`): a damaged
+    /// `applied_seq`, a record's sequence number or a file's generation out of range is reported and passed over,
+    /// never trusted, so no damaged file can stop the daemon from starting.
     private static func replayJournals(in directory: String, into index: DiskIndex) throws(SQLiteError)
         -> (notices: [String], nextGeneration: UInt64, nextSeq: UInt64) {
-        let files = Journal.files(in: directory)
-        let applied = try index.appliedSeq()
+        var notices: [String] = []
+        var files: [(generation: UInt64, path: String)] = []
+        for file in Journal.files(in: directory) {
+            if Journal.isValidNumber(file.generation) {
+                files.append(file)
+            } else {
+                let aside = directory + "/damaged-" + (file.path.split(separator: "/").last.map(String.init) ?? "journal")
+                rename(file.path, aside)
+                notices.append("JOURNAL FILE \(file.path) has no valid generation number; moved it to \(aside) unread")
+            }
+        }
+        var applied = try index.appliedSeq()
+        if !Journal.isValidNumber(applied) && applied != 0 {
+            // Replaying every record loses no acknowledged set; it may bring back a key deleted after its set.
+            notices.append("CACHE INDEX applied_seq \(Int64(bitPattern: applied)) is not a valid sequence number; replaying every journal record")
+            applied = 0
+        }
         var lastSeq = applied
         var replayed = 0
+        var invalid = 0
         if !files.isEmpty {
             try index.begin()
             do throws(SQLiteError) {
                 for file in files {
                     for record in Journal.read(file.path) where record.seq > applied {
+                        guard Journal.isValidNumber(record.seq) else {
+                            invalid += 1
+                            continue
+                        }
                         let entry = record.entry
                         try index.put(record.key, DiskRow(size: entry.value.count, createdAt: entry.createdAt, expiresAt: entry.expiresAt,
                                                           inline: entry.value, blob: nil), accessedAt: entry.createdAt)
@@ -111,7 +135,8 @@ enum StoreOpening {
             }
             for file in files { unlink(file.path) }
         }
-        let notices = replayed > 0 ? ["replayed \(replayed) journaled sets into the index"] : []
+        if replayed > 0 { notices.append("replayed \(replayed) journaled sets into the index") }
+        if invalid > 0 { notices.append("JOURNAL: passed over \(invalid) records whose sequence number is out of range") }
         return (notices, (files.last?.generation ?? 0) + 1, lastSeq + 1)
     }
 

@@ -26,6 +26,22 @@ extension IntegrationTests {
         #expect(aside.count == 1)
     }
 
+    /// A journal file whose name is the largest generation crashed every start (an overflow trap): now it is moved
+    /// aside with an error line and the daemon serves.
+    @Test func aJournalFileWithAnImpossibleNumberDoesNotStopTheDaemon() async throws {
+        let cacheDir = TempDir()
+        defer { cacheDir.remove() }
+        _ = FileManager.default.createFile(atPath: cacheDir.path + "/journal.18446744073709551615", contents: Data([0, 0, 0, 1, 2, 3]))
+        let daemon = try Daemon(["--cache-dir", cacheDir.path])
+        defer { daemon.stop() }
+        let client = try await FerryClient.connect(path: daemon.socket)
+        defer { client.close() }
+        try await client.cacheSet("fresh", [1])
+        #expect(try await client.cacheGet("fresh")?.bytes == [1])
+        #expect(daemon.log.contains("JOURNAL FILE"), "\(daemon.log)")
+        #expect(FileManager.default.fileExists(atPath: cacheDir.path + "/damaged-journal.18446744073709551615"))
+    }
+
     /// The blob folder turns read-only under a running daemon (a read-only bind mount): large sets fail with a
     /// clear error, everything else keeps working.
     @Test(.enabled(if: getuid() == 0, "needs root to bind-mount"))

@@ -1,0 +1,66 @@
+import Foundation
+import Testing
+import FerryCache
+@testable import FerryStore
+
+/// One bad number in the index or the journal must not stop the store from opening: each is refused before any
+/// arithmetic, reported, and passed over (issue 10: these crashed every start with an overflow trap).
+@Suite struct DamagedNumbersTests {
+    static func writeFile(_ path: String, _ bytes: [UInt8]) {
+        _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
+    }
+
+    @Test func aNegativeAppliedSeqIsReportedAndEveryRecordReplayed() throws {
+        let dir = tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        do {
+            let h = try StoreHarness(dir: dir)
+            #expect(try h.set("kept", [1, 2, 3]))
+            h.store.close()
+        }
+        do {
+            let index = try DiskIndex(path: dir + "/index.db")
+            try index.setAppliedSeq(UInt64(bitPattern: -1))
+        }
+        // A journal left by a killed daemon, with a record above nothing valid.
+        var record: [UInt8] = []
+        Journal.encode(seq: 5, try CacheKey(key: "journaled"), CacheEntry(value: [9], createdAt: 1000, expiresAt: nil), into: &record)
+        Self.writeFile(Journal.path(dir, generation: 3), record)
+        let h = try StoreHarness(dir: dir)
+        defer { h.store.close() }
+        #expect(h.store.notices.contains { $0.contains("applied_seq -1 is not a valid sequence number") }, "\(h.store.notices)")
+        #expect(try h.get("kept")?.0.value == [1, 2, 3])
+        #expect(try h.get("journaled")?.0.value == [9], "no acknowledged set is lost")
+        #expect(try h.set("after", [4]), "and the journal goes on from valid numbers")
+    }
+
+    @Test func aRecordWithTheLargestSequenceNumberIsPassedOver() throws {
+        let dir = tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var bytes: [UInt8] = []
+        Journal.encode(seq: 7, try CacheKey(key: "good"), CacheEntry(value: [1], createdAt: 1000, expiresAt: nil), into: &bytes)
+        Journal.encode(seq: UInt64.max, try CacheKey(key: "bad"), CacheEntry(value: [2], createdAt: 1000, expiresAt: nil), into: &bytes)
+        Self.writeFile(Journal.path(dir, generation: 1), bytes)
+        let h = try StoreHarness(dir: dir)
+        defer { h.store.close() }
+        #expect(h.store.notices.contains { $0.contains("passed over 1 records") }, "\(h.store.notices)")
+        #expect(try h.get("good")?.0.value == [1])
+        #expect(try h.get("bad") == nil)
+        #expect(try h.set("next", [3]))
+    }
+
+    @Test func aJournalFileNamedWithTheLargestGenerationIsMovedAsideUnread() throws {
+        let dir = tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var bytes: [UInt8] = []
+        Journal.encode(seq: 1, try CacheKey(key: "x"), CacheEntry(value: [1], createdAt: 1000, expiresAt: nil), into: &bytes)
+        Self.writeFile(dir + "/journal.18446744073709551615", bytes)
+        Self.writeFile(dir + "/journal.0", bytes)
+        let h = try StoreHarness(dir: dir)
+        defer { h.store.close() }
+        #expect(h.store.notices.filter { $0.hasPrefix("JOURNAL FILE") }.count == 2, "\(h.store.notices)")
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir)
+        #expect(names.contains("damaged-journal.18446744073709551615") && names.contains("damaged-journal.0"))
+        #expect(try h.set("works", [1]) && h.get("works")?.0.value == [1])
+    }
+}
