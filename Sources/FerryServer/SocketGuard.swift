@@ -17,8 +17,16 @@ struct SocketGuard {
         if let problem = SocketPath.problem(with: path) { throw .socketPath(problem) }
         try prepareDirectory(of: path, checkOwnership: ownsDirectory)
         let lockPath = path + ".lock"
-        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        // Never through a symlink (a shared sticky directory could hold one planted by another user), and only a
+        // regular file of ours: the lock file is truncated and written.
+        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if fd < 0 && errno == ELOOP { throw .lock("lock file \(lockPath) is a symbolic link; refusing to follow it") }
         if fd < 0 { throw .lock("cannot open lock file \(lockPath): \(errnoText())") }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid() else {
+            close(fd)
+            throw .lock("lock file \(lockPath) is not a regular file of uid \(geteuid()); refusing to use it")
+        }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let pid = readPID(fd)
             close(fd)

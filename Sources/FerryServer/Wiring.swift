@@ -80,9 +80,11 @@ enum Wiring {
 
 /// What a daemon process sets up for itself before serving.
 enum DaemonProcess {
-    /// Raises the file limit, ignores SIGPIPE (a closed peer is an error return, not a death), and unblocks the
+    /// Closes what it creates to other users (umask 077), raises the file limit, ignores SIGPIPE (a closed peer is an error return, not a death), and unblocks the
     /// shutdown signals, which whoever started us may have left blocked.
     static func prepare() {
+        // Every file and directory the daemon makes (index, WAL, journal, blobs) is its user's alone.
+        umask(0o077)
         raiseFileLimit()
         signal(SIGPIPE, SIG_IGN)
         var shutdownSignals = sigset_t()

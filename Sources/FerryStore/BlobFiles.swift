@@ -28,7 +28,7 @@ struct BlobFiles {
         try BlobFiles.makeDirectory(String(dir[..<dir.lastIndex(of: "/")!]))
         try BlobFiles.makeDirectory(dir)
         let temp = "\(dir)/.tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw BlobFiles.failure("create \(temp)") }
         var off = 0
         while off < bytes.count {
@@ -53,7 +53,7 @@ struct BlobFiles {
 
     /// The file's bytes, or nil when it is missing or not `expectedSize` long (never a partial value).
     func read(_ hash: String, expectedSize: Int) -> [UInt8]? {
-        let fd = open(path(of: hash), O_RDONLY | O_CLOEXEC)
+        let fd = open(path(of: hash), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var out = [UInt8](repeating: 0, count: expectedSize)

@@ -84,7 +84,7 @@ final class JournalWriter {
 
     private func openActive() throws(StoreError) {
         // O_TRUNC: a file of this generation can only be a leftover that start-up already replayed.
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw BlobFiles.failure("open \(path)") }
         fileBytes = 0
     }

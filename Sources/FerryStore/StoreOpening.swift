@@ -20,6 +20,7 @@ enum StoreOpening {
 
     static func open(_ config: StoreConfig) throws(StoreError) -> Opened {
         try BlobFiles.makeDirectory(config.directory)
+        try checkPrivate(config.directory)
         let lockFD = try lockDirectory(config.directory)
         do {
             return try openLocked(config, lockFD: lockFD)
@@ -48,6 +49,8 @@ enum StoreOpening {
                 throw .io("cannot create a new index at \(path): \(error)")
             }
         }
+        // Index files made by an older ferryd (or a wider umask) are closed to other users too.
+        for suffix in ["", "-wal", "-shm"] { chmod(path + suffix, 0o600) }
         let blobs = try BlobFiles(root: config.directory + "/blobs")
         do {
             let replayed = try replayJournals(in: config.directory, into: index)
@@ -60,11 +63,27 @@ enum StoreOpening {
         }
     }
 
+    /// The cache holds every client's values and responses (tokens among them): its directory must be ours and
+    /// closed to everyone else, or another user could read them, or swap files under the daemon.
+    static func checkPrivate(_ dir: String) throws(StoreError) {
+        var st = stat()
+        guard stat(dir, &st) == 0 else { throw BlobFiles.failure("stat \(dir)") }
+        guard st.st_mode & S_IFMT == S_IFDIR else { throw .io("the cache directory \(dir) is not a directory") }
+        guard st.st_uid == geteuid() else {
+            throw .io("the cache directory \(dir) belongs to uid \(st.st_uid), not to ferryd's uid \(geteuid()); refusing to use it")
+        }
+        let mode = st.st_mode & 0o777
+        guard mode & 0o077 == 0 else {
+            throw .io("the cache directory \(dir) has mode \(String(mode, radix: 8)), so other users can reach it; "
+                      + "chmod 700 \(dir), or choose another --cache-dir")
+        }
+    }
+
     /// One daemon per cache directory, whatever sockets they serve: a second one would delete the first one's
     /// uncommitted blobs as orphans and double the disk budget. The lock is held until the store is closed.
     private static func lockDirectory(_ dir: String) throws(StoreError) -> Int32 {
         let path = dir + "/lock"
-        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw BlobFiles.failure("open \(path)") }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
             close(fd)

@@ -53,13 +53,15 @@ struct DaemonLauncher {
         if let explicitSocket { args += ["--socket", explicitSocket] }
         let logPath = DaemonLauncher.logPath(forSocket: socketPath)
         ensureDirectory(of: socketPath)
+        let log = try DaemonLauncher.openLog(logPath)
+        defer { close(log) }
 
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, logPath, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, log, 2)
         // Nothing else of ours leaks into the long-lived daemon (a parent waiting for EOF on a pipe would hang).
         for fd in DaemonLauncher.inheritableDescriptors() { posix_spawn_file_actions_addclose(&actions, fd) }
         var attributes = posix_spawnattr_t()
@@ -138,6 +140,22 @@ struct DaemonLauncher {
     private func ensureDirectory(of path: String) {
         guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return }
         mkdir(String(path[..<slash]), 0o700)
+    }
+
+    /// The daemon's log, opened here so that it is never a symlink (a shared directory could hold one planted by
+    /// another user) and always a regular file of ours.
+    static func openLog(_ path: String) throws(CommandFailure) -> Int32 {
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if fd < 0 && errno == ELOOP {
+            throw CommandFailure(code: .noDaemon, message: "\(path) is a symbolic link; refusing to write ferryd's log through it")
+        }
+        guard fd >= 0 else { throw CommandFailure(code: .noDaemon, message: "cannot open \(path): \(String(cString: strerror(errno)))") }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid() else {
+            close(fd)
+            throw CommandFailure(code: .noDaemon, message: "\(path) is not a regular file of uid \(geteuid()); refusing to write ferryd's log to it")
+        }
+        return fd
     }
 
     static func logPath(forSocket socket: String) -> String {
