@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import CLibUV
 
 /// What a `LoopPipe` tells its owner, on the loop thread.
@@ -93,6 +96,15 @@ public final class LoopPipe {
             return false
         }
         return true
+    }
+
+    /// After an end of stream: whether the peer closed altogether (nobody will read a reply) rather than only
+    /// shutting down its sending side. A Unix socket reports POLLHUP only in the first case.
+    public func peerHasClosed() -> Bool {
+        var fd: uv_os_fd_t = -1
+        guard !isClosed, uv_fileno(handle.asHandle, &fd) == 0 else { return true }
+        var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+        return poll(&p, 1, 0) == 1 && p.revents & Int16(POLLHUP | POLLERR) != 0
     }
 
     /// The uid of the process at the other end (SO_PEERCRED); nil when it cannot be read.

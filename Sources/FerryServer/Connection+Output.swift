@@ -85,7 +85,7 @@ extension Connection {
 
     /// Sends what is buffered, then closes: used after a protocol error and to refuse a connection.
     func closeAfterFlush() {
-        guard life == .open else { return }
+        guard life == .open || life == .finishing else { return }
         life = .closingAfterFlush
         stopReading()
         for request in Array(inFlight.values) { request.abandon() }

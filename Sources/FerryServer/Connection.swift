@@ -10,6 +10,9 @@ final class Connection: LoopPipeDelegate {
     /// Where a connection is on its way out: one state, so reading, admitting and writing ask one question.
     enum Life: Equatable {
         case open
+        /// The client ended its sending side: nothing more is read; the requests in flight run to their end, and
+        /// the connection then closes once their replies are written.
+        case finishing
         /// After a protocol error, a refusal, the client's end of stream or the daemon's stop: nothing more is
         /// read or admitted; the connection closes once its replies are written.
         case closingAfterFlush
@@ -91,17 +94,15 @@ final class Connection: LoopPipeDelegate {
             table.stats.bytesIn += UInt64(nread)
             processFrames()
         } else if nread < 0 {
-            if nread == LoopPipe.endOfFile && !decoder.hasPartialFrame {
-                // A clean end: requests still running are cancelled (the client is gone or done sending), but
-                // replies already produced are delivered to a client that only shut down its sending side.
-                closeAfterFlush()
-                return
-            }
             if nread == LoopPipe.endOfFile {
-                table.log.info("conn=\(id) closed mid-frame (\(decoder.pendingBytes) bytes of a truncated frame dropped)")
-            } else {
-                table.log.debug("conn=\(id) read error: \(loopErrorText(Int32(nread)))")
+                if decoder.hasPartialFrame {
+                    table.log.info("conn=\(id) closed mid-frame (\(decoder.pendingBytes) bytes of a truncated frame dropped)")
+                }
+                // Gone altogether: nobody reads a reply, so the work in flight stops. Only done sending (a shutdown
+                // of its side): every reply owed to its complete requests is finished and written, then it closes.
+                return pipe.peerHasClosed() ? close() : finishThenClose()
             }
+            table.log.debug("conn=\(id) read error: \(loopErrorText(Int32(nread)))")
             close()
         }
     }
@@ -139,7 +140,8 @@ final class Connection: LoopPipeDelegate {
         }
         table.stats.requestsTotal += 1
         uploads.newRequest(envelope.id)
-        let entry = table.router.entry(envelope.op)
+        // No operation name is long: a huge one is unknown without hashing it (a String's hash normalises it first).
+        let entry = envelope.op.utf8.count <= Router.maxNameBytes ? table.router.entry(envelope.op) : nil
         let situation = RequestGate.Situation(
             phase: phase, serverDraining: table.isDraining, idInFlight: inFlight[envelope.id] != nil || uploads.contains(envelope.id),
             connectionInFlight: inFlight.count, totalInFlight: table.totalInFlight,
@@ -257,6 +259,7 @@ final class Connection: LoopPipeDelegate {
             inFlight[request.id] = nil
             heldBodyBytes -= request.body.count
             table.requestEnded()
+            if life == .finishing && inFlight.isEmpty { return closeAfterFlush() }
             if !isClosed { applyBackpressure() }
         }
     }
@@ -269,6 +272,14 @@ final class Connection: LoopPipeDelegate {
     }
 
     // MARK: Closing
+
+    /// End of the client's stream: stop reading, let the requests in flight finish, then close after the flush.
+    private func finishThenClose() {
+        guard life == .open else { return }
+        stopReading()
+        if inFlight.isEmpty { return closeAfterFlush() }
+        life = .finishing
+    }
 
     /// Closes now: requests in flight are cancelled, unsent replies dropped.
     func close() {

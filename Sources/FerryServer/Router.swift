@@ -15,6 +15,8 @@ final class Router {
     }
 
     private var table: [String: Entry] = [:]
+    /// Longer than any operation's name: a longer one is not looked up.
+    static let maxNameBytes = 64
     private(set) var names: [String] = []
 
     func register(_ handler: OperationHandler) {

@@ -32,3 +32,13 @@ import Testing
         #expect(sent == Set(EventName.allCases))
     }
 }
+
+@Suite struct MessageTextTests {
+    @Test func truncationIsBoundedByTheLimitNotByTheInput() {
+        #expect("short".truncatedForMessages == "short")
+        let cluster = "a" + String(repeating: "\u{301}", count: 100_000)  // one Character of 200 KB
+        let cut = cluster.truncated(toBytes: 16)
+        #expect(cut.utf8.count <= 16 + 3 && cut.hasSuffix("…"))
+        #expect(String(repeating: "é", count: 100).truncated(toBytes: 9).utf8.count == 8 + 3, "cut at a scalar boundary")
+    }
+}

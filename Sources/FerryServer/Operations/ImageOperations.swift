@@ -96,6 +96,7 @@ final class ImageEvictOperation: ImageOperation, OperationHandler {
     func start(_ request: RequestContext) {
         guard let loader = loader(for: request) else { return }
         guard case .string(let url)? = request.args["url"] else { return request.fail(.invalidArgument, "\"url\" is required (a string)") }
+        if let problem = FetchSpec.urlProblem(url) { return request.fail(.invalidArgument, problem) }
         let key = CacheKeyURL.normalize(url) ?? url
         let post = self.post, bound = LoopBound(value: request)
         Task {

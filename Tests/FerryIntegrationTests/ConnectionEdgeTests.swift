@@ -1,0 +1,69 @@
+import Foundation
+import Testing
+import FerryClient
+import FerryProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Half-closed clients, junk arguments and pathological frames (issue 10, item 7), against a real ferryd.
+extension IntegrationTests {
+    @Suite struct ConnectionEdgeTests {
+        @Test func aClientThatShutsItsSideGetsEveryReplyItIsOwed() throws {
+            let daemon = try Daemon()
+            defer { daemon.stop() }
+            for cutMidFrame in [false, true] {
+                let raw = try RawSocket(daemon.socket)
+                try raw.hello()
+                var frames: [UInt8] = []
+                for n in 0..<40 {
+                    let id = Int64(10 + n)
+                    let json: JSONValue = n % 4 == 0
+                        ? ["id": .int(id), "op": "ping", "args": ["delay_ms": 80]]      // still running at the end of stream
+                        : ["id": .int(id), "op": "cache.set", "args": ["key": .string("k\(n)")]]
+                    frames += FrameEncoder.encode(json: json, body: Array("value \(n)".utf8))
+                }
+                if cutMidFrame { frames += FrameEncoder.encode(json: ["id": 99, "op": "ping"]).prefix(9) }
+                try raw.send(frames)
+                shutdown(raw.fd, Int32(SHUT_WR))
+                var answered = Set<UInt64>()
+                while let reply = try raw.readReply() {
+                    guard case .result(let id, _) = reply else { Issue.record("unexpected \(reply)"); continue }
+                    answered.insert(id)
+                }
+                #expect(answered == Set((10..<50).map(UInt64.init)), "cut mid-frame: \(cutMidFrame), got \(answered.count) of 40")
+            }
+            try RawSocket(daemon.socket).hello()  // and the daemon goes on serving
+        }
+
+        @Test func imageEvictRefusesWhatIsNotAURL() async throws {
+            let daemon = try Daemon()
+            defer { daemon.stop() }
+            let client = try await FerryClient.connect(path: daemon.socket)
+            defer { client.close() }
+            for url in ["", "file:///etc/passwd", "not a url"] {
+                do {
+                    _ = try await client.call(.imageEvict, ["url": .string(url)])
+                    Issue.record("\(url) was accepted")
+                } catch let e as FerryError {
+                    #expect(e.code == .invalidArgument, "\(url): \(e)")
+                }
+            }
+            #expect(try await client.call(.imageEvict, ["url": "https://img.test/a.png"]).result["evicted"] == .bool(false))
+        }
+
+        @Test func aHugeOperationNameIsUnknownAndItsEchoStaysShort() throws {
+            let daemon = try Daemon()
+            defer { daemon.stop() }
+            let raw = try RawSocket(daemon.socket)
+            try raw.hello()
+            // One grapheme cluster of 800 KB: "a" and 400,000 combining acute accents.
+            let op = "a" + String(repeating: "\u{301}", count: 400_000)
+            try raw.send(["id": 2, "op": .string(op)])
+            guard case .error(2, let error)? = try raw.readReply() else { Issue.record("an error for id 2"); return }
+            #expect(error.code == .unimplemented && error.message.utf8.count < 300, "\(error.message.utf8.count) bytes")
+            try raw.send(["id": 3, "op": "ping"])
+            guard case .result(3, _)? = try raw.readReply() else { Issue.record("the connection still serves"); return }
+        }
+    }
+}
