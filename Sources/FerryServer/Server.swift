@@ -15,7 +15,8 @@ import FerryStore
 /// try server.run()   // returns after SIGINT/SIGTERM and a graceful drain
 /// ```
 public final class Server {
-    public let config: ServerConfig
+    /// As given, but for `maxConnections`, which `run` lowers to what the open-file limit allows.
+    public private(set) var config: ServerConfig
     private let log: Logger
     private let loop = EventLoop()
     private var lifecycle = Lifecycle()
@@ -41,6 +42,12 @@ public final class Server {
     /// Binds the socket and serves until a signal asks to stop and the drain is over.
     public func run() throws(ServerError) {
         DaemonProcess.prepare()
+        let fileLimit = DaemonProcess.fileLimit()
+        let cap = DaemonProcess.connectionCap(config, fileLimit: fileLimit)
+        if cap < config.maxConnections {
+            log.warn("serving at most \(cap) connections: the open-file limit is \(fileLimit) (\(DaemonProcess.reservedDescriptors(config)) kept for the cache and transfers); raise it with ulimit -n")
+            config.maxConnections = cap
+        }
         let guardian = try SocketGuard.acquire(path: config.socketPath, ownsDirectory: config.socketIsDefault, log: log)
         do {
             try start()

@@ -113,6 +113,24 @@ enum DaemonProcess {
         return String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
+    /// Descriptors kept free of connections: the loop's own, the index and its WAL, lock files, the journal, the
+    /// log, a blob being written or read, and one socket per origin transfer (`fetchTotal`).
+    static func reservedDescriptors(_ config: ServerConfig) -> Int { 96 + config.fetchTotal }
+
+    /// The connections the daemon can hold with its open-file limit: the configured cap, lowered so that a
+    /// connection past it still gets its `resource_exhausted` frame (accepting needs a descriptor) and blobs and
+    /// transfers always find one.
+    static func connectionCap(_ config: ServerConfig, fileLimit: Int) -> Int {
+        max(1, min(config.maxConnections, fileLimit - reservedDescriptors(config)))
+    }
+
+    /// The soft limit on open files, after `prepare` raised it.
+    static func fileLimit() -> Int {
+        var limit = rlimit()
+        guard getrlimit(RLIMIT_NOFILE_VALUE, &limit) == 0 else { return 1024 }
+        return Int(clamping: min(limit.rlim_cur, rlim_t(Int32.max)))
+    }
+
     /// Lets a daemon hold as many connections as the hard limit allows (the soft limit is often 1024).
     private static func raiseFileLimit() {
         var limit = rlimit()

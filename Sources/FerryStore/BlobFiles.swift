@@ -102,6 +102,7 @@ struct BlobFiles {
         let e = errno
         let text = "\(what): \(String(cString: strerror(e)))"
         if e == ENOSPC || e == EDQUOT { return .diskFull(text) }
+        if e == EMFILE || e == ENFILE { return .tooManyFiles(text) }
         if e == EROFS || e == EACCES || e == EPERM { return .readOnly(text) }
         return .io(text)
     }

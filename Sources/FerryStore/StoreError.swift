@@ -6,6 +6,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case diskFull(String)
     /// The cache directory cannot be written (a read-only file system or permissions) → `unavailable`.
     case readOnly(String)
+    /// The process has no descriptor left (EMFILE, ENFILE) → `resource_exhausted`: a load, not a bug.
+    case tooManyFiles(String)
     /// An I/O or SQLite failure that is not the caller's fault → `internal`.
     case io(String)
 
@@ -14,6 +16,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .valueTooLarge(let size, let limit): return "value of \(size) bytes exceeds the limit of \(limit)"
         case .diskFull(let m): return "the cache disk is full: \(m)"
         case .readOnly(let m): return "the cache directory is not writable: \(m)"
+        case .tooManyFiles(let m): return "ferryd has too many files open: \(m)"
         case .io(let m): return m
         }
     }

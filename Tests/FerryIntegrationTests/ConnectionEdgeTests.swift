@@ -36,6 +36,44 @@ extension IntegrationTests {
             try RawSocket(daemon.socket).hello()  // and the daemon goes on serving
         }
 
+        /// Under a low open-file limit the daemon serves what it can and answers every connection past that with
+        /// `resource_exhausted` (none closed silently), keeping descriptors for blobs.
+        @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit")))
+        func aLowFileLimitLowersTheConnectionCapAndNobodyIsDroppedSilently() async throws {
+            let dir = TempDir()
+            defer { dir.remove() }
+            let socket = dir.path + "/s.sock"
+            let process = try Subprocess("/usr/bin/prlimit", ["--nofile=256:256", Binaries.ferryd, "--socket", socket,
+                                                               "--cache-dir", dir.path + "/cache"], stderr: dir.path + "/log")
+            defer { process.stop() }
+            for _ in 0..<500 where (try? RawSocket.connectFD(socket)).map({ close($0); return true }) != true { usleep(10_000) }
+            let log = { (try? String(contentsOfFile: dir.path + "/log", encoding: .utf8)) ?? "" }
+            var served: [RawSocket] = []
+            var refused = 0
+            for _ in 0..<300 {
+                let raw = try RawSocket(socket)
+                // A refused connection is answered and closed at once: the hello may meet a closed socket.
+                try? raw.send(["id": 1, "op": "hello", "args": ["versions": [1]]])
+                switch try raw.readReply() {
+                case .result?: served.append(raw)
+                case .error(_, let e)? where e.code == .resourceExhausted: refused += 1
+                case let other: Issue.record("a connection got \(String(describing: other))")
+                }
+            }
+            #expect(served.count == 256 - 96 - 64 && refused == 300 - served.count, "served \(served.count), refused \(refused)")
+            #expect(log().contains("serving at most 96 connections"), "\(log())")
+            served.removeLast(10)  // room for one more client
+            var client: FerryClient?
+            for _ in 0..<200 where client == nil {
+                client = try? await FerryClient.connect(path: socket)
+                if client == nil { try await Task.sleep(for: .milliseconds(10)) }
+            }
+            let c = try #require(client)
+            defer { c.close() }
+            try await c.cacheSet("blob", [UInt8](repeating: 3, count: 300_000))
+            #expect(try await c.cacheGet("blob")?.bytes.count == 300_000, "a blob still finds a descriptor")
+        }
+
         @Test func imageEvictRefusesWhatIsNotAURL() async throws {
             let daemon = try Daemon()
             defer { daemon.stop() }

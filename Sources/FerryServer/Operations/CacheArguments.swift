@@ -88,7 +88,7 @@ extension RequestContext {
     /// Answers a storage failure with its protocol code.
     func fail(store error: StoreError) {
         switch error {
-        case .valueTooLarge, .diskFull: fail(.resourceExhausted, error.description)
+        case .valueTooLarge, .diskFull, .tooManyFiles: fail(.resourceExhausted, error.description)
         case .readOnly: fail(.unavailable, error.description)
         case .io: fail(.internal, error.description)
         }
