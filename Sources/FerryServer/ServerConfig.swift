@@ -1,4 +1,5 @@
 import FerryProtocol
+import FerryStore
 
 /// Everything `ferryd` can be told; the defaults are the documented ones.
 public struct ServerConfig: Sendable {
@@ -26,6 +27,8 @@ public struct ServerConfig: Sendable {
     /// Memory and disk budgets of the cache (`--memory-limit`, `--disk-limit`).
     public var memoryLimit = 256 * 1024 * 1024
     public var diskLimit = 2 * 1024 * 1024 * 1024
+    /// When acknowledged writes reach the disk (`--fsync`): what a power loss may cost.
+    public var fsync = FsyncPolicy.everysec
     /// `fetch`: an extra CA certificate file trusted next to the system store (`--ca-file`), and the transfer
     /// limits (`--fetch-per-host`, `--fetch-total`; more wait in order).
     public var caFile: String?

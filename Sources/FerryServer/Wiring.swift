@@ -21,6 +21,7 @@ enum Wiring {
         var storeConfig = StoreConfig(directory: config.cacheDirectory)
         storeConfig.memoryBudget = config.memoryLimit
         storeConfig.diskBudget = config.diskLimit
+        storeConfig.fsync = config.fsync
         storeConfig.maxValueBytes = config.limits.maxValueBytes
         let store: CacheStore
         do {

@@ -9,8 +9,12 @@ import FerryCache
 struct BlobFiles {
     let root: String
 
-    init(root: String) throws(StoreError) {
+    /// Whether a blob's bytes are synced to the disk before it is named (`--fsync always`).
+    let syncWrites: Bool
+
+    init(root: String, syncWrites: Bool = false) throws(StoreError) {
         self.root = root
+        self.syncWrites = syncWrites
         try BlobFiles.makeDirectory(root)
     }
 
@@ -41,6 +45,12 @@ struct BlobFiles {
                 throw err
             }
             off += n
+        }
+        if syncWrites && fdatasync(fd) != 0 {
+            let err = BlobFiles.failure("sync \(temp)")
+            close(fd)
+            unlink(temp)
+            throw err
         }
         close(fd)
         guard rename(temp, final) == 0 else {

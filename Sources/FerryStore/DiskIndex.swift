@@ -39,12 +39,12 @@ final class DiskIndex {
         CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
         """
 
-    init(path: String, readOnly: Bool = false) throws(SQLiteError) {
+    init(path: String, readOnly: Bool = false, fsync: FsyncPolicy = .everysec) throws(SQLiteError) {
         db = try SQLiteDatabase(path: path, readOnly: readOnly)
-        // WAL: readers never block the writer. synchronous=NORMAL: a committed transaction survives the process
-        // being killed (it is in the OS cache and the WAL); only a power loss can cost the last commits.
+        // WAL: readers never block the writer. Every `synchronous` setting keeps a committed transaction when the
+        // process is killed (it is in the OS cache and the WAL); what a power loss may cost is the `--fsync` policy's.
         if !readOnly {
-            try db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
+            try db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=\(fsync.sqliteSynchronous);")
             // 64 MiB of page cache (the default is 2 MiB): the index of a large cache then stays in memory, and a
             // set of a random key costs no page reads.
             try db.exec("PRAGMA cache_size=-65536;")

@@ -204,7 +204,7 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         journalAcks.removeAll(keepingCapacity: true)
         let cost = journal.buffered.reduce(0) { $0 + $1.cost }
         do {
-            let records = try journal.write()
+            let records = try journal.write(sync: config.fsync == .always)
             unhandedRecords += records
             unhandedCost += cost
             for ack in acks { writtenSets.append((ack, nil)) }

@@ -47,7 +47,8 @@ final class JournalWriter {
 
     /// Appends the buffered records in one write and returns them. On failure the file is cut back to where it
     /// was (no torn record stays in front of later ones), the records are dropped and the error is thrown.
-    func write() throws(StoreError) -> [JournalRecord] {
+    /// `sync`: the records are on the disk, not only in the OS, when this returns (`--fsync always`).
+    func write(sync: Bool = false) throws(StoreError) -> [JournalRecord] {
         let records = buffered
         defer {
             buffer.removeAll(keepingCapacity: buffer.capacity <= 1 << 20)
@@ -65,6 +66,11 @@ final class JournalWriter {
                 throw error
             }
             off += n
+        }
+        if sync && fdatasync(fd) != 0 {
+            let error = BlobFiles.failure("sync \(path)")
+            _ = ftruncate(fd, off_t(fileBytes))
+            throw error
         }
         fileBytes += buffer.count
         return records

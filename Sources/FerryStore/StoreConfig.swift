@@ -13,8 +13,39 @@ public struct StoreConfig: Sendable {
     /// Values up to this size live in the index row; larger ones in blob files.
     public var inlineThreshold = 64 * 1024
     public static let diskOverheadPerEntry = 128
+    /// When acknowledged writes reach the disk itself, not only the OS (what survives a power loss).
+    public var fsync = FsyncPolicy.everysec
 
     public init(directory: String) { self.directory = directory }
+}
+
+/// `--fsync`, as Redis's `appendfsync`. Every policy survives the daemon being killed (`kill -9`): acknowledged
+/// writes are in the OS once acknowledged. They differ in what a power loss or kernel crash may cost.
+///
+/// ```swift
+/// FsyncPolicy(rawValue: "always")   // .always
+/// ```
+public enum FsyncPolicy: String, Sendable, CaseIterable {
+    /// Each write is on the disk before it is acknowledged: the journal is synced after each loop iteration's
+    /// append, every index commit is synced (SQLite `synchronous=FULL`), blob files are synced before they are
+    /// named. Nothing acknowledged is lost; each iteration with sets waits for the disk.
+    case always
+    /// About once a second: the journal is applied to the index and the index synced before the journal is
+    /// deleted, and the index is synced at every checkpoint (`synchronous=NORMAL`). A power loss costs at most
+    /// about the last second of acknowledged writes.
+    case everysec
+    /// Never asked: the OS writes when it likes (`synchronous=OFF`). A power loss costs what the OS had not
+    /// written yet, typically up to half a minute.
+    case no
+
+    /// The SQLite `synchronous` setting of this policy.
+    var sqliteSynchronous: String {
+        switch self {
+        case .always: return "FULL"
+        case .everysec: return "NORMAL"
+        case .no: return "OFF"
+        }
+    }
 }
 
 /// Counters the store keeps for `stats`.

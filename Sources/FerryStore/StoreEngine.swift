@@ -171,6 +171,9 @@ final class StoreEngine {
     }
 
     private func deleteSealedJournals() {
+        // What the journals held is in the index now; with `everysec`, on the disk too before they go (a
+        // checkpoint syncs the WAL), so a power loss cannot take both copies.
+        if !sealedJournals.isEmpty && config.fsync == .everysec { index.checkpoint() }
         for path in sealedJournals { unlink(path) }
         sealedJournals.removeAll()
     }

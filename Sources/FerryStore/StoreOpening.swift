@@ -35,7 +35,7 @@ enum StoreOpening {
         var notices: [String] = []
         let index: DiskIndex
         do {
-            index = try openChecked(path)
+            index = try openChecked(path, fsync: config.fsync)
         } catch where !error.isCorrupt {
             // Not damage: a directory we may not write, a full disk. Say so; moving files would not help.
             throw error.storeError
@@ -44,14 +44,14 @@ enum StoreOpening {
             for suffix in ["", "-wal", "-shm"] { rename(path + suffix, aside + suffix) }
             notices.append("CACHE INDEX DAMAGED (\(error)); moved it to \(aside) and starting with an empty cache")
             do {
-                index = try DiskIndex(path: path)
+                index = try DiskIndex(path: path, fsync: config.fsync)
             } catch {
                 throw .io("cannot create a new index at \(path): \(error)")
             }
         }
         // Index files made by an older ferryd (or a wider umask) are closed to other users too.
         for suffix in ["", "-wal", "-shm"] { chmod(path + suffix, 0o600) }
-        let blobs = try BlobFiles(root: config.directory + "/blobs")
+        let blobs = try BlobFiles(root: config.directory + "/blobs", syncWrites: config.fsync == .always)
         do {
             let replayed = try replayJournals(in: config.directory, into: index)
             notices += replayed.notices
@@ -93,8 +93,8 @@ enum StoreOpening {
     }
 
     /// Opens the index and runs SQLite's quick integrity check; any failure means "damaged".
-    private static func openChecked(_ path: String) throws(SQLiteError) -> DiskIndex {
-        let index = try DiskIndex(path: path)
+    private static func openChecked(_ path: String, fsync: FsyncPolicy) throws(SQLiteError) -> DiskIndex {
+        let index = try DiskIndex(path: path, fsync: fsync)
         let verdict = try index.db.scalarText("PRAGMA quick_check")
         guard verdict == "ok" else { throw SQLiteError(code: SQLITE_CORRUPT, message: "quick_check: \(verdict ?? "no answer")") }
         return index

@@ -4,6 +4,7 @@ import Glibc
 import FerryArgs
 import FerryProtocol
 import FerryServer
+import FerryStore
 
 /// `ferryd`'s command line, turned into a `ServerConfig`.
 enum DaemonOptions {
@@ -18,6 +19,7 @@ enum DaemonOptions {
         OptionSpec("memory-limit", takesValue: true, help: "cache memory budget, e.g. 256MiB (default: 256MiB)"),
         OptionSpec("disk-limit", takesValue: true, help: "cache disk budget, e.g. 2GiB (default: 2GiB)"),
         OptionSpec("max-value-bytes", takesValue: true, help: "largest cache value, e.g. 16MiB (default: 16MiB)"),
+        OptionSpec("fsync", takesValue: true, help: "when writes reach the disk: always, everysec or no (default: everysec)"),
         OptionSpec("ca-file", takesValue: true, help: "fetch: also trust the CA certificates in this PEM file"),
         OptionSpec("fetch-per-host", takesValue: true, help: "fetch: transfers at once per host, more wait (default: 6)"),
         OptionSpec("fetch-total", takesValue: true, help: "fetch: transfers at once in all, more wait (default: 64)"),
@@ -66,6 +68,10 @@ enum DaemonOptions {
         if let v = args.value("memory-limit") { config.memoryLimit = try size(v, "--memory-limit", allowZero: true) }
         if let v = args.value("disk-limit") { config.diskLimit = try size(v, "--disk-limit") }
         if let v = args.value("max-value-bytes") { config.limits.maxValueBytes = try size(v, "--max-value-bytes") }
+        if let v = args.value("fsync") {
+            guard let policy = FsyncPolicy(rawValue: v) else { throw UsageError("--fsync must be always, everysec or no (got \"\(v)\")") }
+            config.fsync = policy
+        }
         if let file = args.value("ca-file") {
             guard access(file, R_OK) == 0 else { throw UsageError("--ca-file \(file): cannot read it") }
             config.caFile = file

@@ -26,6 +26,28 @@ extension IntegrationTests {
         #expect(aside.count == 1)
     }
 
+    @Test func fsyncAlwaysServesAndKeepsWritesAndAWrongPolicyIsAUsageError() async throws {
+        let cacheDir = TempDir()
+        defer { cacheDir.remove() }
+        do {
+            let daemon = try Daemon(["--cache-dir", cacheDir.path, "--fsync", "always"])
+            let client = try await FerryClient.connect(path: daemon.socket)
+            try await client.cacheSet("small", [1, 2])
+            try await client.cacheSet("blob", [UInt8](repeating: 9, count: 150_000))
+            client.close()
+            daemon.stop()
+        }
+        let daemon = try Daemon(["--cache-dir", cacheDir.path, "--fsync", "no"])
+        defer { daemon.stop() }
+        let client = try await FerryClient.connect(path: daemon.socket)
+        defer { client.close() }
+        #expect(try await client.cacheGet("small")?.bytes == [1, 2])
+        #expect(try await client.cacheGet("blob")?.bytes.count == 150_000)
+        let wrong = try Daemon(["--fsync", "sometimes"], waitReady: false)
+        defer { wrong.stop() }
+        #expect(wrong.waitExit() == 2 && wrong.log.contains("--fsync must be always, everysec or no"), "\(wrong.log)")
+    }
+
     /// A journal file whose name is the largest generation crashed every start (an overflow trap): now it is moved
     /// aside with an error line and the daemon serves.
     @Test func aJournalFileWithAnImpossibleNumberDoesNotStopTheDaemon() async throws {

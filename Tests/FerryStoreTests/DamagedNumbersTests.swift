@@ -64,3 +64,34 @@ import FerryCache
         #expect(try h.set("works", [1]) && h.get("works")?.0.value == [1])
     }
 }
+
+/// `--fsync`: each policy's SQLite setting, and every policy keeps what it acknowledged across a reopen.
+@Suite struct FsyncPolicyTests {
+    @Test func eachPolicySetsItsSQLiteSynchronousLevel() throws {
+        let dir = tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for (policy, level) in [(FsyncPolicy.always, "2"), (.everysec, "1"), (.no, "0")] {
+            let index = try DiskIndex(path: dir + "/index-\(policy.rawValue).db", fsync: policy)
+            #expect(try index.db.scalarText("PRAGMA synchronous") == level, "\(policy)")
+        }
+    }
+
+    @Test func everyPolicyKeepsWhatItAcknowledged() throws {
+        for policy in FsyncPolicy.allCases {
+            let dir = tempDir()
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            let large = [UInt8](repeating: 5, count: 200_000)
+            do {
+                let h = try StoreHarness(dir: dir) { $0.fsync = policy }
+                #expect(try h.set("small", [1]) && h.set("large", large))
+                h.store.sweep(now: 2000)  // seals and retires the journal (the everysec path syncs before deleting it)
+                #expect(try h.get("small")?.0.value == [1])
+                h.store.close()
+            }
+            #expect(Journal.files(in: dir).isEmpty, "\(policy): a clean stop leaves no journal")
+            let h = try StoreHarness(dir: dir) { $0.fsync = policy }
+            defer { h.store.close() }
+            #expect(try h.get("small")?.0.value == [1] && h.get("large")?.0.value == large, "\(policy)")
+        }
+    }
+}
