@@ -3,6 +3,8 @@ final class Download {
     let request: ImageRequest
     let key: String
     var isPrefetch: Bool
+    /// Started while nobody had asked for it directly: it counts against the prefetch limit.
+    var runsAsPrefetch = false
     var subscribers: [ImageSubscriber: CheckedContinuation<Result<LoadedImage, ImageError>, Never>] = [:]
     var task: Task<Void, Never>?
 
@@ -24,9 +26,10 @@ struct DownloadQueue {
         if d.isPrefetch { prefetches.append(d) } else { direct.append(d) }
     }
 
-    mutating func next() -> Download? {
+    /// The next download to start: a direct request whenever one waits, else a prefetch when allowed.
+    mutating func next(prefetchAllowed: Bool = true) -> Download? {
         if !direct.isEmpty { return direct.removeFirst() }
-        if !prefetches.isEmpty { return prefetches.removeFirst() }
+        if prefetchAllowed && !prefetches.isEmpty { return prefetches.removeFirst() }
         return nil
     }
 

@@ -38,6 +38,9 @@ public actor ImageLoader {
         public var maxEntries = 1000
         public var maxPixels = 100_000_000
         public var maxConcurrent = 6
+        /// Prefetches running at once, at most: a minority of `maxConcurrent`, so that prefetches of origins that
+        /// never answer cannot hold the slots a direct request needs.
+        public var maxPrefetching: Int?
         public var maxBytes = 64 * 1024 * 1024
         public init() {}
     }
@@ -51,6 +54,9 @@ public actor ImageLoader {
     private var subscriptions: [ImageSubscriber: String] = [:]
     private var queue = DownloadQueue()
     private var running = 0
+    /// Downloads running for prefetches only (none of their subscribers asked directly).
+    private var runningPrefetches = 0
+    private var prefetchLimit: Int { config.maxPrefetching ?? max(1, config.maxConcurrent / 3) }
     private(set) var stats = ImageStats()
 
     public init(fetcher: ImageFetching, config: Config, now: @escaping @Sendable () -> Int64) {
@@ -134,6 +140,12 @@ public actor ImageLoader {
             // A direct request for a queued prefetch: it moves to the front line.
             if download.isPrefetch {
                 download.isPrefetch = false
+                if download.runsAsPrefetch {
+                    // Running already: its slot is a direct request's now, and another prefetch may start.
+                    download.runsAsPrefetch = false
+                    runningPrefetches -= 1
+                    pump()
+                }
                 queue.promote(download)
             }
             return
@@ -147,8 +159,12 @@ public actor ImageLoader {
 
     /// Starts queued downloads while fewer than `maxConcurrent` run.
     private func pump() {
-        while running < config.maxConcurrent, let download = queue.next() {
+        while running < config.maxConcurrent, let download = queue.next(prefetchAllowed: runningPrefetches < prefetchLimit) {
             running += 1
+            if download.isPrefetch {
+                download.runsAsPrefetch = true
+                runningPrefetches += 1
+            }
             stats.downloads += 1
             let fetcher = self.fetcher, maxPixels = config.maxPixels, maxBytes = config.maxBytes
             download.task = Task {
@@ -179,6 +195,10 @@ public actor ImageLoader {
     /// Back on the actor: store, then answer every subscriber, then let the next download start.
     private func completed(_ download: Download, _ result: Result<(CachedImage, FetchedImage), ImageError>) {
         running -= 1
+        if download.runsAsPrefetch {
+            download.runsAsPrefetch = false
+            runningPrefetches -= 1
+        }
         defer { pump() }
         let current = inFlight[download.key] === download
         switch result {

@@ -163,6 +163,26 @@ final class FakeImageFetcher: ImageFetching, @unchecked Sendable {
         #expect(await l.snapshot().entries == 3, "the prefetch warmed the memory tier")
     }
 
+    @Test func prefetchesOfOriginsThatNeverAnswerCannotHoldTheSlotsOfDirectRequests() async throws {
+        let fetcher = FakeImageFetcher(body: Self.png)
+        let l = loader(fetcher, concurrent: 6)
+        let stuck = (0..<50).map { ImageRequest(url: "http://black.hole/\($0).png") }
+        #expect(await l.prefetch(stuck) == 50)
+        await fetcher.waitStarted(2)
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(fetcher.started.count == 2, "a minority of the six slots: \(fetcher.started.count)")
+        let direct = Task { try await l.load(ImageRequest(url: "http://a.test/now.png"), subscriber: ImageSubscriber(id: 1)) }
+        await fetcher.waitStarted(3)
+        #expect(fetcher.started.last == "http://a.test/now.png", "started at once, ahead of 48 waiting prefetches")
+        fetcher.release("http://a.test/now.png")
+        #expect(try await direct.value.source == .network)
+        // Asking directly for a running prefetch frees its prefetch slot for the next one.
+        let joined = Task { try await l.load(ImageRequest(url: "http://black.hole/0.png"), subscriber: ImageSubscriber(id: 2)) }
+        await fetcher.waitStarted(4)
+        #expect(fetcher.started.count == 4 && fetcher.started.last?.hasPrefix("http://black.hole/") == true)
+        joined.cancel()
+    }
+
     @Test func notAnImageIsAnErrorAndNotKept() async throws {
         let fetcher = FakeImageFetcher(body: Array("<!DOCTYPE html><p>hi".utf8))
         let l = loader(fetcher)

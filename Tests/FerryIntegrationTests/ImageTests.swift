@@ -50,6 +50,20 @@ extension IntegrationTests {
             return nil
         }
 
+        /// 50 prefetches of an origin that does not answer (for a minute) must not hold the download slots a direct
+        /// request needs: it is answered while they still wait.
+        @Test func prefetchesThatNeverFinishLeaveSlotsForDirectRequests() async throws {
+            let s = try await Setup()
+            defer { s.stop() }
+            let stuck = (0..<50).map { s.url("png-37x21.png", "delay_ms=60000&n=\($0)") }
+            #expect(try await s.client.prefetchImages(stuck) == 50)
+            try await Task.sleep(for: .milliseconds(200))
+            let image = try await s.client.image(s.url("jpeg-baseline-64x40.jpg"), timeout: .seconds(10))
+            #expect(image.width == 64 && image.source == .network)
+            let stats = try await s.client.stats()
+            #expect(stats["image"]?["in_flight"]?.intValue == 50, "the prefetches are still waiting: \(String(describing: stats["image"]))")
+        }
+
         @Test func formatsAndSizesComeFromTheBytesAndTheMemoryTierAnswersAgain() async throws {
             let s = try await Setup()
             defer { s.stop() }
