@@ -76,6 +76,8 @@ let package = Package(
             linkerSettings: [.unsafeFlags(["-static-stdlib"])]
         ),
         .executableTarget(name: "ferry-bench", dependencies: ["FerryClient", "FerryProtocol", "FerryArgs"]),
+        // libFuzzer targets for the parsers of client and origin input (`make fuzz`); a plain build replays a corpus.
+        .executableTarget(name: "ferry-fuzz", dependencies: ["FerryProtocol", "FerryHTTPCache", "FerryImageFormat"]),
         .testTarget(name: "FerryBytesTests", dependencies: ["FerryBytes"]),
         .testTarget(name: "FerryProtocolTests", dependencies: ["FerryProtocol"]),
         .testTarget(name: "FerryLoopTests", dependencies: ["FerryLoop"]),
