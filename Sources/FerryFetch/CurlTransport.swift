@@ -13,6 +13,11 @@ public final class CurlTransport: OriginTransport {
         public var caFile: String?
         public var maxPerHost = 6
         public var maxTotal = 64
+        /// How long a connection to an origin may take to be made.
+        public var connectTimeoutMs = 30_000
+        /// The limit of an exchange whose request sets none (`timeout_ms`): without it, an origin trickling a few
+        /// bytes a second would hold a slot for ever.
+        public var defaultTimeoutMs = 300_000
         public init() {}
     }
 
@@ -26,7 +31,9 @@ public final class CurlTransport: OriginTransport {
 
     public func start(_ request: OriginRequest, progress: @escaping (Int, Int?) -> Void,
                       done: @escaping (Result<OriginResponse, FetchFailure>) -> Void) throws(FetchFailure) -> OriginExchange {
-        let transfer = try Transfer(request, caFile: config.caFile, done)
+        var request = request
+        request.timeoutMs = request.timeoutMs ?? config.defaultTimeoutMs
+        let transfer = try Transfer(request, caFile: config.caFile, connectTimeoutMs: config.connectTimeoutMs, done)
         transfer.reportProgress(progress)
         let exchange = Exchange(transfer: transfer, multi: multi)
         multi.add(transfer)

@@ -32,7 +32,8 @@ final class Transfer {
     /// Called with (received, total if known) as the body arrives.
     var onProgress: ((Int, Int?) -> Void)?
 
-    init(_ request: OriginRequest, caFile: String?, _ done: @escaping (Result<OriginResponse, FetchFailure>) -> Void) throws(FetchFailure) {
+    init(_ request: OriginRequest, caFile: String?, connectTimeoutMs: Int = 30_000,
+         _ done: @escaping (Result<OriginResponse, FetchFailure>) -> Void) throws(FetchFailure) {
         guard let easy = curl_easy_init() else { throw .internalError("curl_easy_init failed") }
         self.easy = easy
         self.request = request
@@ -40,7 +41,7 @@ final class Transfer {
         Transfer.nextKey += 1
         requestTime = WallClock.nowMs() / 1000
         onDone = done
-        try configure(caFile: caFile)
+        try configure(caFile: caFile, connectTimeoutMs: connectTimeoutMs)
     }
 
     deinit {
@@ -48,7 +49,7 @@ final class Transfer {
         if let headerList { curl_slist_free_all(headerList) }
     }
 
-    private func configure(caFile: String?) throws(FetchFailure) {
+    private func configure(caFile: String?, connectTimeoutMs: Int) throws(FetchFailure) {
         let me = Unmanaged.passUnretained(self).toOpaque()
         func check(_ rc: CURLcode, _ what: String) throws(FetchFailure) {
             if rc != CURLE_OK { throw .invalidArgument("\(what): \(String(cString: curl_easy_strerror(rc)))") }
@@ -69,7 +70,7 @@ final class Transfer {
             ferry_easy_str(easy, CURLOPT_CAPATH, "/etc/ssl/certs")
         }
         if let ms = request.timeoutMs { ferry_easy_long(easy, CURLOPT_TIMEOUT_MS, max(1, ms)) }
-        ferry_easy_long(easy, CURLOPT_CONNECTTIMEOUT_MS, 30_000)
+        ferry_easy_long(easy, CURLOPT_CONNECTTIMEOUT_MS, max(1, connectTimeoutMs))
         // An origin that accepted the connection and then sends nothing would hold the transfer (and its waiters'
         // slots) forever: less than one byte a second for a minute ends it as a timeout.
         ferry_easy_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)

@@ -34,6 +34,10 @@ public struct ServerConfig: Sendable {
     public var caFile: String?
     public var fetchPerHost = 6
     public var fetchTotal = 64
+    /// How long connecting to an origin may take (`--fetch-connect-timeout`), and the limit of an exchange whose
+    /// request sets no `timeout_ms` (`--fetch-timeout`).
+    public var fetchConnectTimeoutMs = 30_000
+    public var fetchTimeoutMs = 300_000
     /// The image loader: memory budget and entry count (`--image-memory-limit`, `--image-max-entries`), the pixel
     /// limit (`--image-max-pixels`) and downloads at once (`--image-downloads`).
     public var imageMemoryLimit = 128 * 1024 * 1024

@@ -41,6 +41,8 @@ enum Wiring {
         transportConfig.caFile = config.caFile
         transportConfig.maxPerHost = config.fetchPerHost
         transportConfig.maxTotal = config.fetchTotal
+        transportConfig.connectTimeoutMs = config.fetchConnectTimeoutMs
+        transportConfig.defaultTimeoutMs = config.fetchTimeoutMs
         do {
             let transport = try CurlTransport(loop: loop, config: transportConfig)
             return FetchEngine(transport: transport, responses: ResponseStore(storage: CacheStoreResponses(store: store)))

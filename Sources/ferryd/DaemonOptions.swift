@@ -23,6 +23,8 @@ enum DaemonOptions {
         OptionSpec("ca-file", takesValue: true, help: "fetch: also trust the CA certificates in this PEM file"),
         OptionSpec("fetch-per-host", takesValue: true, help: "fetch: transfers at once per host, more wait (default: 6)"),
         OptionSpec("fetch-total", takesValue: true, help: "fetch: transfers at once in all, more wait (default: 64)"),
+        OptionSpec("fetch-connect-timeout", takesValue: true, help: "fetch: how long connecting to an origin may take (default: 30s)"),
+        OptionSpec("fetch-timeout", takesValue: true, help: "fetch: limit of an exchange whose request sets no timeout_ms (default: 5m)"),
         OptionSpec("image-memory-limit", takesValue: true, help: "image loader memory budget (default: 128MiB)"),
         OptionSpec("image-max-entries", takesValue: true, help: "images kept in memory at most (default: 1000)"),
         OptionSpec("image-max-pixels", takesValue: true, help: "images with more pixels are refused (default: 100000000)"),
@@ -78,6 +80,8 @@ enum DaemonOptions {
         }
         if let n = args.value("fetch-per-host") { config.fetchPerHost = try positive(n, "--fetch-per-host") }
         if let n = args.value("fetch-total") { config.fetchTotal = try positive(n, "--fetch-total") }
+        if let v = args.value("fetch-connect-timeout") { config.fetchConnectTimeoutMs = Int(try parseDurationMs(v)) }
+        if let v = args.value("fetch-timeout") { config.fetchTimeoutMs = Int(try parseDurationMs(v)) }
         if let v = args.value("image-memory-limit") { config.imageMemoryLimit = try size(v, "--image-memory-limit", allowZero: true) }
         if let n = args.value("image-max-entries") { config.imageMaxEntries = try positive(n, "--image-max-entries") }
         if let n = args.value("image-max-pixels") { config.imageMaxPixels = try positive(n, "--image-max-pixels") }

@@ -74,6 +74,20 @@ extension IntegrationTests {
             #expect(try s.origin.countExact(path) == 1)
         }
 
+        /// An origin that trickles its body holds a transfer slot only as long as the daemon's default limit when
+        /// the request sets none; a request's own `timeout_ms` wins over it.
+        @Test func aTrickleWithoutATimeoutEndsAtTheDefaultLimit() async throws {
+            let s = try await Setup(daemonArgs: ["--fetch-timeout", "1s"])
+            defer { s.stop() }
+            let trickle = "/slow?size=400&chunks=4&interval_ms=700&cc=no-store"
+            let e = await Self.failure { _ = try await s.get(trickle) }
+            #expect(e?.code == .deadlineExceeded, "\(String(describing: e))")
+            var patient = FetchRequest(s.origin.url(trickle + "&n=2"))
+            patient.timeout = .seconds(20)
+            let r = try await s.client.fetch(patient)
+            #expect(r.status == 200 && r.body.count == 400)
+        }
+
         @Test func anOversizedResponseHeaderIsNamedAsSuch() async throws {
             let s = try await Setup()
             defer { s.stop() }
