@@ -39,7 +39,7 @@ final class StatsReport {
             "hits": .int(Int64(c.memoryHits + c.diskHits)), "memory_hits": .int(Int64(c.memoryHits)),
             "disk_hits": .int(Int64(c.diskHits)), "misses": .int(Int64(c.misses)), "sets": .int(Int64(c.sets)),
             "evictions": ["memory": .int(Int64(c.memoryEvictions)), "disk": .int(Int64(c.diskEvictions))],
-            "expirations": .int(Int64(c.expirations)),
+            "expirations": .int(Int64(c.expirations)), "damaged": .int(Int64(c.damaged)),
             "memory": ["bytes": .int(Int64(c.memoryBytes)), "entries": .int(Int64(c.memoryEntries)),
                        "budget": .int(Int64(store.config.memoryBudget))],
             "disk": ["bytes": .int(Int64(c.diskBytes)), "entries": .int(Int64(c.diskEntries)),

@@ -56,6 +56,7 @@ public final class CacheStore: @unchecked Sendable {
         c.diskBytes = d.bytes
         c.diskEntries = d.entries
         c.diskEvictions = d.evictions
+        c.damaged = d.damaged
         c.expirations += d.expirations
         return c
     }

@@ -12,6 +12,8 @@ struct DiskRow: Sendable {
     /// Small values live in the row itself; large ones in a blob file named by this hash.
     var inline: [UInt8]?
     var blob: String?
+    /// `Checksum64` of the value, checked on every read; nil for rows written before the index had the column.
+    var checksum: Int64?
 }
 
 /// The SQLite index (WAL mode) on one connection. The writer thread and the reader thread each own one.
@@ -31,6 +33,7 @@ final class DiskIndex {
             accessed_at INTEGER NOT NULL,
             inline_value BLOB,
             blob TEXT,
+            checksum INTEGER,
             PRIMARY KEY (namespace, key)
         ) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS entries_accessed ON entries(accessed_at);
@@ -49,6 +52,10 @@ final class DiskIndex {
             // set of a random key costs no page reads.
             try db.exec("PRAGMA cache_size=-65536;")
             try db.exec(DiskIndex.schema)
+            // An index made before values carried a checksum gets the column; its old rows stay unchecked.
+            if try db.scalarText("SELECT COUNT(*) FROM pragma_table_info('entries') WHERE name='checksum'") == "0" {
+                try db.exec("ALTER TABLE entries ADD COLUMN checksum INTEGER")
+            }
         }
     }
 
@@ -82,17 +89,18 @@ final class DiskIndex {
     func rollback() { try? db.exec("ROLLBACK") }
 
     func get(_ key: CacheKey) throws(SQLiteError) -> DiskRow? {
-        let s = try statement("SELECT size, created_at, expires_at, inline_value, blob FROM entries WHERE namespace=? AND key=?")
+        let s = try statement("SELECT size, created_at, expires_at, inline_value, blob, checksum FROM entries WHERE namespace=? AND key=?")
         try s.bind(1, key.namespace)
         try s.bind(2, Array(key.key.utf8))
         guard try s.step() else { return nil }
-        return DiskRow(size: Int(s.int(0)), createdAt: s.int(1), expiresAt: s.optionalInt(2), inline: s.blob(3), blob: s.text(4))
+        return DiskRow(size: Int(s.int(0)), createdAt: s.int(1), expiresAt: s.optionalInt(2), inline: s.blob(3), blob: s.text(4),
+                       checksum: s.optionalInt(5))
     }
 
     func put(_ key: CacheKey, _ row: DiskRow, accessedAt: Int64) throws(SQLiteError) {
         let s = try statement("""
-            INSERT OR REPLACE INTO entries (namespace, key, size, created_at, expires_at, accessed_at, inline_value, blob)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT OR REPLACE INTO entries (namespace, key, size, created_at, expires_at, accessed_at, inline_value, blob, checksum)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
         try s.bind(1, key.namespace)
         try s.bind(2, Array(key.key.utf8))
@@ -102,6 +110,7 @@ final class DiskIndex {
         try s.bind(6, accessedAt)
         try s.bind(7, row.inline)
         try s.bind(8, row.blob)
+        try s.bind(9, row.checksum)
         _ = try s.step()
     }
 

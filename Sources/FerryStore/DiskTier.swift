@@ -247,6 +247,7 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         usage.entries = outcome.diskEntries
         usage.evictions += UInt64(outcome.evictions)
         usage.expirations += UInt64(outcome.expirations)
+        usage.damaged += UInt64(outcome.damaged)
         for result in outcome.results {
             let done = completions[completionsHead]
             completionsHead += 1

@@ -61,4 +61,6 @@ public struct StoreCounters: Sendable {
     public var memoryEntries = 0
     public var diskBytes = 0
     public var diskEntries = 0
+    /// Values read from disk that failed their checksum (a miss each, and removed).
+    public var damaged: UInt64 = 0
 }

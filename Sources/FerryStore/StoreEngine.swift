@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CSQLite
+import FerryBytes
 import FerryCache
 
 /// Disk work, as the loop thread asks for it.
@@ -44,6 +45,8 @@ struct BatchOutcome: Sendable {
     var diskEntries: Int
     var evictions: Int
     var expirations: Int
+    /// Values read back that did not match their checksum (each answered as a miss and removed).
+    var damaged = 0
 }
 
 /// Runs batches of disk jobs on the worker thread: one SQLite transaction per batch, blob files written before the
@@ -148,7 +151,8 @@ final class StoreEngine {
                     if let hash = old.blob { maybeUnreferenced.append(hash) }
                 }
                 try index.put(key, DiskRow(size: entry.value.count, createdAt: entry.createdAt, expiresAt: entry.expiresAt,
-                                           inline: entry.value, blob: nil), accessedAt: entry.createdAt)
+                                           inline: entry.value, blob: nil, checksum: StoreEngine.checksum(entry.value)),
+                              accessedAt: entry.createdAt)
             }
             try index.setAppliedSeq(pendingSeq)
             index.resetStatements()
@@ -232,6 +236,13 @@ final class StoreEngine {
                 let value: [UInt8]?
                 if let inline = row.inline { value = inline } else if let hash = row.blob { value = blobs.read(hash, expectedSize: row.size) } else { value = nil }
                 guard let value, value.count == row.size else { return .entry(nil) }  // never a torn value
+                if let sum = row.checksum, StoreEngine.checksum(value) != sum {
+                    // Damaged on disk: never served. Removed now where the disk allows (a read must not fail on a
+                    // full disk), else found again and answered as a miss again.
+                    outcome.damaged += 1
+                    removeDamaged(key)
+                    return .entry(nil)
+                }
                 // No write here (a full disk must not fail reads): the loop records the access for the next sweep.
                 return .entry(CacheEntry(value: value, createdAt: row.createdAt, expiresAt: row.expiresAt))
             case .put(let key, let entry, let ifAbsent, let now):
@@ -294,7 +305,8 @@ final class StoreEngine {
                 outcome.evictions += try evict(downTo: max(0, target), sparing: key)
             }
         }
-        var row = DiskRow(size: entry.value.count, createdAt: entry.createdAt, expiresAt: entry.expiresAt, inline: nil, blob: nil)
+        var row = DiskRow(size: entry.value.count, createdAt: entry.createdAt, expiresAt: entry.expiresAt, inline: nil, blob: nil,
+                          checksum: StoreEngine.checksum(entry.value))
         if entry.value.count <= config.inlineThreshold { row.inline = entry.value } else { row.blob = try blobs.write(entry.value) }
         try index.put(key, row, accessedAt: now)
         if let old {
@@ -335,6 +347,17 @@ final class StoreEngine {
     }
 
     /// Accounts for a row that is gone; its blob file goes after the commit if nothing else points at it.
+    /// The stored checksum of a value (`Checksum64`, as SQLite's signed integer).
+    static func checksum(_ value: [UInt8]) -> Int64 { Int64(bitPattern: Checksum64.of(value)) }
+
+    /// Drops a damaged entry's row and, once nothing points at it, its blob file.
+    private func removeDamaged(_ key: CacheKey) {
+        guard let old = try? index.delete(key) else { return }
+        diskBytes -= StoreEngine.cost(key, size: old.size)
+        diskEntries -= 1
+        if let hash = old.blob, (try? index.isBlobReferenced(hash)) == false { blobs.remove(hash) }
+    }
+
     private func forget(_ key: CacheKey, _ row: DiskRow) {
         diskBytes -= StoreEngine.cost(key, size: row.size)
         diskEntries -= 1

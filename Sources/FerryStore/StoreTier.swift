@@ -46,6 +46,8 @@ public struct TierUsage: Sendable, Equatable {
     public var entries = 0
     public var evictions: UInt64 = 0
     public var expirations: UInt64 = 0
+    /// Values read back damaged (their checksum did not match): answered as misses and removed.
+    public var damaged: UInt64 = 0
 
     public init() {}
 }

@@ -37,3 +37,20 @@ import Testing
         #expect(UTF8Bytes.equal(bridged, "non-contiguous?"))
     }
 }
+
+@Suite struct Checksum64Tests {
+    @Test func everySingleByteChangeAndEveryLengthChangesTheSum() {
+        let value = (0..<1000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+        let sum = Checksum64.of(value)
+        #expect(Checksum64.of(value) == sum, "deterministic")
+        for i in stride(from: 0, to: value.count, by: 37) {
+            for bit in [0, 3, 7] {
+                var damaged = value
+                damaged[i] ^= UInt8(1 << bit)
+                #expect(Checksum64.of(damaged) != sum, "byte \(i) bit \(bit)")
+            }
+        }
+        #expect(Checksum64.of(Array(value.dropLast())) != sum && Checksum64.of(value + [0]) != sum)
+        #expect(Checksum64.of([]) != Checksum64.of([0]) && Checksum64.of([0]) != Checksum64.of([0, 0]))
+    }
+}

@@ -48,6 +48,35 @@ extension IntegrationTests {
         #expect(wrong.waitExit() == 2 && wrong.log.contains("--fsync must be always, everysec or no"), "\(wrong.log)")
     }
 
+    /// One flipped byte in a blob file was served as the value (names are SHA-256, reads were not checked): now the
+    /// value is a miss, the damage is counted in stats, and the entry can be stored again.
+    @Test func aDamagedBlobIsNeverServed() async throws {
+        let cacheDir = TempDir()
+        defer { cacheDir.remove() }
+        let value = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
+        do {
+            let daemon = try Daemon(["--cache-dir", cacheDir.path])
+            let client = try await FerryClient.connect(path: daemon.socket)
+            try await client.cacheSet("poster", value)
+            client.close()
+            daemon.stop()
+        }
+        let files = (FileManager.default.enumerator(atPath: cacheDir.path + "/blobs")?.allObjects as? [String] ?? [])
+            .map { cacheDir.path + "/blobs/" + $0 }.filter { (try? FileManager.default.attributesOfItem(atPath: $0)[.type] as? FileAttributeType) == .typeRegular }
+        try #require(files.count == 1)
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: files[0])))
+        bytes[1234] ^= 1
+        try Data(bytes).write(to: URL(fileURLWithPath: files[0]))
+        let daemon = try Daemon(["--cache-dir", cacheDir.path])
+        defer { daemon.stop() }
+        let client = try await FerryClient.connect(path: daemon.socket)
+        defer { client.close() }
+        #expect(try await client.cacheGet("poster") == nil)
+        #expect(try await client.stats()["cache"]?["damaged"]?.intValue == 1)
+        try await client.cacheSet("poster", value)
+        #expect(try await client.cacheGet("poster")?.bytes == value)
+    }
+
     /// A journal file whose name is the largest generation crashed every start (an overflow trap): now it is moved
     /// aside with an error line and the daemon serves.
     @Test func aJournalFileWithAnImpossibleNumberDoesNotStopTheDaemon() async throws {

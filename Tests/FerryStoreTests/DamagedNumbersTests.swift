@@ -95,3 +95,72 @@ import FerryCache
         }
     }
 }
+
+/// Damage is never served as data: every value read from disk is checked against the checksum written with it.
+@Suite struct DamagedValuesTests {
+    static func blobFiles(_ dir: String) -> [String] {
+        (FileManager.default.enumerator(atPath: dir + "/blobs")?.allObjects as? [String] ?? [])
+            .filter { !$0.contains("/.tmp") }
+            .map { dir + "/blobs/" + $0 }
+            .filter { var isDir: ObjCBool = false; return FileManager.default.fileExists(atPath: $0, isDirectory: &isDir) && !isDir.boolValue }
+    }
+
+    @Test func aFlippedByteInABlobIsAMissRemovedAndCounted() throws {
+        let dir = tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let value = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        do {
+            let h = try StoreHarness(dir: dir)
+            #expect(try h.set("big", value))
+            h.store.close()
+        }
+        let blobs = Self.blobFiles(dir)
+        try #require(blobs.count == 1)
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: blobs[0])))
+        bytes[150_000] ^= 0x40
+        try Data(bytes).write(to: URL(fileURLWithPath: blobs[0]))
+        let h = try StoreHarness(dir: dir)
+        defer { h.store.close() }
+        #expect(try h.get("big") == nil, "a damaged value is never returned")
+        #expect(h.store.counters.damaged == 1)
+        #expect(Self.blobFiles(dir).isEmpty, "and its file is removed")
+        #expect(try h.get("big") == nil && h.store.counters.damaged == 1, "the entry is gone: a plain miss now")
+        #expect(try h.set("big", value) && h.get("big")?.0.value == value, "and can be stored again")
+    }
+
+    @Test func aDamagedInlineValueThatPassesSQLitesChecksIsAMiss() throws {
+        let dir = tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        do {
+            let h = try StoreHarness(dir: dir)
+            #expect(try h.set("token", Array("secret-token".utf8)) && h.set("other", [1, 2, 3]))
+            h.store.close()
+        }
+        do {
+            // A page that SQLite's quick_check accepts but whose bytes changed: the row's value, not its checksum.
+            let index = try DiskIndex(path: dir + "/index.db")
+            try index.db.exec("UPDATE entries SET inline_value = x'7365637265742d746f6b656f' WHERE key = x'746f6b656e'")
+        }
+        let h = try StoreHarness(dir: dir)
+        defer { h.store.close() }
+        #expect(try h.get("token") == nil && h.store.counters.damaged == 1)
+        #expect(try h.get("other")?.0.value == [1, 2, 3], "the others are untouched")
+    }
+
+    @Test func rowsFromBeforeTheChecksumColumnStillRead() throws {
+        let dir = tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        do {
+            let h = try StoreHarness(dir: dir)
+            #expect(try h.set("old", [9, 9]))
+            h.store.close()
+        }
+        do {
+            let index = try DiskIndex(path: dir + "/index.db")
+            try index.db.exec("UPDATE entries SET checksum = NULL")
+        }
+        let h = try StoreHarness(dir: dir)
+        defer { h.store.close() }
+        #expect(try h.get("old")?.0.value == [9, 9] && h.store.counters.damaged == 0)
+    }
+}
