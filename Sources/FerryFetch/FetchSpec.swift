@@ -61,9 +61,4 @@ public struct FetchSpec: Sendable {
         guard CacheKeyURL.normalize(url) != nil else { return "\"url\" is not a valid http(s) URL" }
         return nil
     }
-
-    /// The request as the cache policy sees it.
-    var cacheRequest: CacheRequest {
-        CacheRequest(method: method, url: url, headers: HTTPFields(headers), mode: cacheMode)
-    }
 }

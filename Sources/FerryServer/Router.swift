@@ -17,7 +17,7 @@ final class Router {
     private var table: [String: Entry] = [:]
     /// Longer than any operation's name: a longer one is not looked up.
     static let maxNameBytes = 64
-    private(set) var names: [String] = []
+    private var names: [String] = []
 
     func register(_ handler: OperationHandler) {
         let name = handler.descriptor.name
@@ -27,8 +27,6 @@ final class Router {
     }
 
     func entry(_ op: String) -> Entry? { table[op] }
-
-    var descriptors: [OperationDescriptor] { names.map { table[$0]!.handler.descriptor } }
 
     var counters: [(String, OperationCounters)] { names.map { ($0, table[$0]!.counters) } }
 }

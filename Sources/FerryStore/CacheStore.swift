@@ -115,7 +115,7 @@ public final class CacheStore: @unchecked Sendable {
             // value leaves the memory tier again (unless something newer replaced it meanwhile).
             let ticket = mutations.beginShort(key)
             remember(key, entry)
-            disk.write(key, entry, ifAbsent: false, now: now) { [unowned self] result in
+            disk.write(key, entry, ifAbsent: false, now: now, settling: true) { [unowned self] result in
                 let current = mutations.end(key, ticket)
                 if case .success = result { own.sets += 1 } else if current { dropFromMemory(key) }
                 done(result)
@@ -123,7 +123,7 @@ public final class CacheStore: @unchecked Sendable {
             return
         }
         let ticket = mutations.begin(key, mutates: true)
-        disk.write(key, entry, ifAbsent: ifAbsent, now: now) { [unowned self] result in
+        disk.write(key, entry, ifAbsent: ifAbsent, now: now, settling: false) { [unowned self] result in
             let current = mutations.end(key, ticket)
             if case .success(true) = result {
                 own.sets += 1

@@ -14,7 +14,7 @@ import FerryCache
 ///
 /// ```swift
 /// let disk = try DiskTier(config: StoreConfig(directory: dir), post: mailbox.post)
-/// disk.write(key, entry, ifAbsent: false, now: now) { result in … }   // settled at the end of the iteration
+/// disk.write(key, entry, ifAbsent: false, now: now, settling: disk.settlesAtOnce(key, entry, ifAbsent: false)) { result in … }
 /// disk.endOfIteration { flushReplies() }
 /// ```
 ///
@@ -100,8 +100,9 @@ final class DiskTier: StoreTier, @unchecked Sendable {
             && usage.bytes + uncountedJournalBytes + StoreEngine.cost(key, size: entry.value.count) <= config.diskBudget
     }
 
-    func write(_ key: CacheKey, _ entry: CacheEntry, ifAbsent: Bool, now: Int64, _ done: @escaping (Result<Bool, StoreError>) -> Void) {
-        if settlesAtOnce(key, entry, ifAbsent: ifAbsent) {
+    func write(_ key: CacheKey, _ entry: CacheEntry, ifAbsent: Bool, now: Int64, settling: Bool,
+               _ done: @escaping (Result<Bool, StoreError>) -> Void) {
+        if settling {
             journal.add(key, entry)
             journalAcks.append(done)
             uncountedJournalBytes += StoreEngine.cost(key, size: entry.value.count)

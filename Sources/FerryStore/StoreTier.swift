@@ -6,8 +6,9 @@ import FerryCache
 /// replaces something newer in memory. No operation sees a tier: they all go through `CacheStore`.
 ///
 /// ```swift
-/// if tier.settlesAtOnce(key, entry, ifAbsent: false) { memory[key] = entry }   // readable now, settled this iteration
-/// tier.write(key, entry, ifAbsent: false, now: now) { result in … }
+/// let settling = tier.settlesAtOnce(key, entry, ifAbsent: false)
+/// if settling { memory[key] = entry }                                   // readable now, settled this iteration
+/// tier.write(key, entry, ifAbsent: false, now: now, settling: settling) { result in … }
 /// tier.endOfIteration { flushReplies() }                                          // once per loop iteration
 /// ```
 public protocol StoreTier: AnyObject {
@@ -19,9 +20,11 @@ public protocol StoreTier: AnyObject {
     /// Whether a write of `entry` would be settled (acknowledged or failed) by the end of this loop iteration, so
     /// that it may be read from memory at once, as Redis serves a value before its append-only file is written.
     func settlesAtOnce(_ key: CacheKey, _ entry: CacheEntry, ifAbsent: Bool) -> Bool
-    /// Stores `entry`; `done(false)` when `ifAbsent` and a live entry exists. A write the tier cannot take now
-    /// (its queue is full) fails at once, inside this call.
-    func write(_ key: CacheKey, _ entry: CacheEntry, ifAbsent: Bool, now: Int64, _ done: @escaping (Result<Bool, StoreError>) -> Void)
+    /// Stores `entry`; `done(false)` when `ifAbsent` and a live entry exists. `settling` is what `settlesAtOnce`
+    /// answered for this entry just before, in this iteration (so the tier decides once). A write the tier cannot
+    /// take now (its queue is full) fails at once, inside this call.
+    func write(_ key: CacheKey, _ entry: CacheEntry, ifAbsent: Bool, now: Int64, settling: Bool,
+               _ done: @escaping (Result<Bool, StoreError>) -> Void)
     /// `done(true)` when a live entry was removed.
     func remove(_ key: CacheKey, now: Int64, _ done: @escaping (Result<Bool, StoreError>) -> Void)
     /// A new expiry (`nil`: never) for a live entry; `done(false)` when there is none.

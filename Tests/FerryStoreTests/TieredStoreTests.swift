@@ -16,9 +16,10 @@ final class CountingTier: StoreTier {
 
     func read(_ key: CacheKey, now: Int64, _ done: @escaping (Result<CacheEntry?, StoreError>) -> Void) { reads.append((key, done)) }
     func settlesAtOnce(_ key: CacheKey, _ entry: CacheEntry, ifAbsent: Bool) -> Bool { settlesAtOnce && !ifAbsent }
-    func write(_ key: CacheKey, _ entry: CacheEntry, ifAbsent: Bool, now: Int64, _ done: @escaping (Result<Bool, StoreError>) -> Void) {
+    func write(_ key: CacheKey, _ entry: CacheEntry, ifAbsent: Bool, now: Int64, settling: Bool,
+               _ done: @escaping (Result<Bool, StoreError>) -> Void) {
         writes.append((key, entry, done))
-        if settlesAtOnce(key, entry, ifAbsent: ifAbsent) { unsettled.append(done) }
+        if settling { unsettled.append(done) }
     }
     func remove(_ key: CacheKey, now: Int64, _ done: @escaping (Result<Bool, StoreError>) -> Void) {
         removes += 1
