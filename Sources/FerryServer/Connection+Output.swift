@@ -7,29 +7,77 @@ extension Connection {
 
     func writeResult(id: UInt64, result: JSONObject, body: [UInt8]) { writeResult(id: id, result: result, body: body[...]) }
 
-    /// The same from a slice (a stored response's body inside its record, without a copy).
+    /// The same from a slice (a stored response's body inside its record, without a copy). A body larger than one
+    /// piece is written as the socket drains (`writeStreamed`).
     func writeResult(id: UInt64, result: JSONObject, body: ArraySlice<UInt8>) {
-        var result = result
-        var finalBody = body
-        let base = body.startIndex
-        // Room for the final frame's envelope; anything beyond goes ahead as chunk events.
-        let room = table.config.limits.maxFrameBytes - ProtocolLimits.headerBytes - 4096
-        if body.count > room && room > 0 {
-            var offset = 0
-            while body.count - offset > room {
-                let end = offset + room
-                appendFrame(body: body[(base + offset)..<(base + end)]) { out in
-                    Connection.writeEventHead(id: id, name: .chunk, to: &out)
+        guard body.count <= pieceBytes else { return writeStreamed(id: id, result: result, body: .bytes(body)) }
+        appendFinal(id: id, result: result, body: body)
+    }
+
+    /// A reply whose body goes out in `chunk` events as the client reads, then the final frame with the last piece.
+    /// Bodies held in memory are capped per connection (`maxUnreadReplyBytes`): past it, a client that does not
+    /// read gets `resource_exhausted` for further such replies instead of growing the daemon.
+    func writeStreamed(id: UInt64, result: JSONObject, body: ReplyBody) {
+        guard !isClosed else { return }
+        if body.holdsMemory && unreadMemoryBytes > 0 && unreadMemoryBytes + body.size > table.config.maxUnreadReplyBytes {
+            table.stats.countError(.resourceExhausted, op: nil)
+            return writeError(id: id, error: WireError(.resourceExhausted, """
+                \(unreadMemoryBytes) bytes of earlier replies wait unread on this connection (at most \(table.config.maxUnreadReplyBytes)); \
+                read them, then ask again
+                """, details: ["limit": .int(Int64(table.config.maxUnreadReplyBytes))]))
+        }
+        streams.append(StreamedReply(id: id, result: result, body: body))
+        streamedBytes += body.size
+        if body.holdsMemory { unreadMemoryBytes += body.size }
+        pump()
+    }
+
+    /// The largest body piece of one frame: a quarter MiB, or less when frames are small.
+    var pieceBytes: Int { min(Connection.streamPieceBytes, table.config.limits.maxFrameBytes - ProtocolLimits.headerBytes - 4096) }
+
+    /// Writes pieces of the streamed replies, oldest first, while this connection's unsent output is under its
+    /// window and the daemon's reply bytes are under their budget. A connection with nothing unsent always gets one
+    /// piece, so every reader makes progress however full the budget is; one that does not read stops here.
+    func pump() {
+        // A piece written can resume reading, whose requests can stream too: they join the queue, this loop runs it.
+        guard !isPumping else { return }
+        isPumping = true
+        defer { isPumping = false }
+        while !streams.isEmpty, !isClosed,
+              pendingOutputBytes < table.config.highWaterBytes,
+              pendingOutputBytes == 0 || table.outputBytes < table.config.replyBufferBytes {
+            let reply = streams[0]
+            let before = reply.remaining
+            let piece = reply.next(max: pieceBytes)
+            let taken = before - reply.remaining
+            streamedBytes -= taken
+            if reply.body.holdsMemory { unreadMemoryBytes -= taken }
+            switch piece {
+            case .bytes(let bytes, let isLast) where isLast:
+                streams.removeFirst()
+                var result = reply.result
+                if reply.body.size > bytes.count, result["size"] == nil { result["size"] = .int(Int64(reply.body.size)) }
+                appendFinal(id: reply.id, result: result, body: bytes)
+            case .bytes(let bytes, _):
+                let offset = reply.sent - bytes.count
+                appendFrame(body: bytes) { out in
+                    Connection.writeEventHead(id: reply.id, name: .chunk, to: &out)
                     JSONWriter.appendASCII(",\"data\":{\"offset\":", to: &out)
                     JSONWriter.writeInt(Int64(offset), to: &out)
                     JSONWriter.appendASCII("}}", to: &out)
                 }
-                offset = end
+            case .failed(let error):
+                streams.removeFirst()
+                streamedBytes -= reply.remaining
+                if reply.body.holdsMemory { unreadMemoryBytes -= reply.remaining }
+                table.stats.countError(error.code, op: nil)
+                writeError(id: reply.id, error: error)
             }
-            finalBody = body[(base + offset)...]
-            if result["size"] == nil { result["size"] = .int(Int64(body.count)) }
         }
-        appendFrame(body: finalBody) { out in
+    }
+
+    private func appendFinal(id: UInt64, result: JSONObject, body: ArraySlice<UInt8>) {
+        appendFrame(body: body) { out in
             JSONWriter.appendASCII("{\"id\":", to: &out)
             JSONWriter.writeInt(Int64(id), to: &out)
             JSONWriter.appendASCII(",\"final\":true,\"result\":", to: &out)
@@ -59,7 +107,7 @@ extension Connection {
         }
     }
 
-    private static func writeEventHead(id: UInt64, name: EventName, to out: inout [UInt8]) {
+    static func writeEventHead(id: UInt64, name: EventName, to out: inout [UInt8]) {
         JSONWriter.appendASCII("{\"id\":", to: &out)
         JSONWriter.writeInt(Int64(id), to: &out)
         JSONWriter.appendASCII(",\"final\":false,\"event\":", to: &out)
@@ -68,7 +116,9 @@ extension Connection {
 
     private func appendFrame(body: ArraySlice<UInt8>, json: (inout [UInt8]) -> Void) {
         guard !isClosed else { return }
+        let before = out.count
         body.withUnsafeBytes { b in FrameEncoder.append(to: &out, body: b, writeJSON: json) }
+        table.outputBytes += out.count - before
         if !needsFlush {
             needsFlush = true
             table.scheduleFlush(self)
@@ -89,7 +139,7 @@ extension Connection {
         life = .closingAfterFlush
         stopReading()
         for request in Array(inFlight.values) { request.abandon() }
-        if pendingOutputBytes == 0 { close() }
+        if pendingOutputBytes == 0 && streams.isEmpty { close() }
     }
 
     /// Hands buffered replies to the kernel: `tryWrite` first (no copy, no callback), then a queued write of an
@@ -107,6 +157,7 @@ extension Connection {
             }
         }
         table.stats.bytesOut += UInt64(written)
+        table.outputBytes -= written
         let rest = out.count - written
         if rest > 0 {
             let queued = out.withUnsafeBytes { pipe.write(copying: UnsafeRawBufferPointer(rebasing: $0[written...])) }
@@ -119,6 +170,7 @@ extension Connection {
 
     func pipeDidWrite(count: Int, status: Int32) {
         queuedWriteBytes -= count
+        table.outputBytes -= count
         if status == 0 { table.stats.bytesOut += UInt64(count) }
         guard !isClosed else { return }
         if status < 0 {
@@ -129,7 +181,8 @@ extension Connection {
     }
 
     private func afterOutputDrained() {
-        if life == .closingAfterFlush && pendingOutputBytes == 0 {
+        pump()
+        if life == .closingAfterFlush && pendingOutputBytes == 0 && streams.isEmpty {
             close()
             return
         }

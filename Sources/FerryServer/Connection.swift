@@ -35,6 +35,14 @@ final class Connection: LoopPipeDelegate {
     var out: [UInt8] = []
     /// Bytes queued on the pipe (`write(copying:)`) whose write has not completed.
     var queuedWriteBytes = 0
+    /// Replies whose bodies are written as the socket drains (`pump`), oldest first, and what is left of them.
+    var streams: [StreamedReply] = []
+    var streamedBytes = 0
+    /// The part of `streamedBytes` held in memory (not a file read later), capped by `maxUnreadReplyBytes`.
+    var unreadMemoryBytes = 0
+    var isPumping = false
+    /// Body bytes per `chunk` event of a streamed reply.
+    static let streamPieceBytes = 256 * 1024
     /// Request bodies held by requests in flight: memory a client makes the daemon keep, so it counts toward
     /// backpressure like unsent output does.
     private var heldBodyBytes = 0
@@ -67,7 +75,8 @@ final class Connection: LoopPipeDelegate {
     /// What backpressure weighs: everything this connection makes the daemon hold.
     /// Unfinished uploads are not counted: pausing would stop the very parts that finish them. They are bounded by
     /// `maxUploadsPerConnection` and the server-wide upload budget instead.
-    var heldBytes: Int { pendingOutputBytes + heldBodyBytes }
+    /// Streamed replies count whole, so a client that asks for large values and does not read is not read further.
+    var heldBytes: Int { pendingOutputBytes + heldBodyBytes + streamedBytes }
     static let maxUploadsPerConnection = 4
 
     // MARK: Reading
@@ -286,6 +295,11 @@ final class Connection: LoopPipeDelegate {
         guard life != .closed else { return }
         life = .closed
         isReading = false
+        table.outputBytes -= out.count  // queued writes are subtracted as libuv cancels them
+        out = []
+        streams = []
+        streamedBytes = 0
+        unreadMemoryBytes = 0
         table.uploadBytes -= countedUploadBytes
         countedUploadBytes = 0
         for request in Array(inFlight.values) { request.abandon() }

@@ -25,6 +25,9 @@ final class ConnectionTable {
     var totalInFlight = 0
     /// Bytes of request bodies still arriving in continuation frames, across connections.
     var uploadBytes = 0
+    /// Reply bytes buffered and not yet written, across connections (`out` and queued writes): what streamed
+    /// replies weigh against `replyBufferBytes`.
+    var outputBytes = 0
     /// New requests are answered `unavailable` (the daemon is stopping).
     var isDraining = false
     /// The last request in flight ended.

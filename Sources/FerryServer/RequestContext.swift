@@ -58,6 +58,12 @@ public final class RequestContext {
         connection.writeResult(id: id, result: result, body: body)
     }
 
+    /// The same, with a body written as the client reads it (`ReplyBody`: held bytes or a value on disk).
+    func succeed(_ result: JSONObject, streaming body: ReplyBody) {
+        guard let connection = end() else { return }
+        connection.writeStreamed(id: id, result: result, body: body)
+    }
+
     /// Ends the request with an error.
     public func fail(_ error: WireError) {
         guard let connection = end() else { return }

@@ -17,6 +17,12 @@ public struct ServerConfig: Sendable {
     /// Unsent reply bytes at which the daemon stops reading from a connection, and where it starts again.
     public var highWaterBytes = 1024 * 1024
     public var lowWaterBytes = 256 * 1024
+    /// Reply bytes buffered across connections past which streamed replies wait (each connection still gets one
+    /// piece at a time): the output part of the daemon's memory budget (`--reply-buffer`).
+    public var replyBufferBytes = 32 * 1024 * 1024
+    /// Bodies held in memory for replies a client has not read yet, per connection: past it such replies fail
+    /// with `resource_exhausted` (values on disk are read as the client takes them and do not count).
+    public var maxUnreadReplyBytes = 64 * 1024 * 1024
     /// Request bodies still arriving in continuation frames, across all connections (they are not paused by
     /// backpressure, so they have a budget of their own).
     public var maxUploadBytes = 256 * 1024 * 1024

@@ -76,23 +76,36 @@ public final class CacheStore: @unchecked Sendable {
     // MARK: Operations
 
     public func get(_ key: CacheKey, now: Int64, _ done: @escaping (Result<(CacheEntry, CacheSource)?, StoreError>) -> Void) {
+        read(key, now: now, streamAbove: nil) { result in
+            done(result.map { found in
+                guard let (value, source) = found, case .entry(let entry) = value else { return nil }
+                return (entry, source)
+            })
+        }
+    }
+
+    /// `get` for a reply that can be written in pieces: a value on disk larger than `streamAbove` comes back as a
+    /// `StoredBlob` to read as the client takes it, so a client that asks for many large values and reads none
+    /// holds files, not memory. Such a value is not put in the memory tier.
+    public func read(_ key: CacheKey, now: Int64, streamAbove: Int?,
+                     _ done: @escaping (Result<(StoredValue, CacheSource)?, StoreError>) -> Void) {
         if let entry = memory.get(key, markAccess: true) {
             if !entry.isExpired(now: now) {
                 own.memoryHits += 1
-                return done(.success((entry, .memory)))
+                return done(.success((.entry(entry), .memory)))
             }
             dropFromMemory(key)
             own.expirations += 1
         }
         let ticket = mutations.begin(key, mutates: false)
-        disk.read(key, now: now) { [unowned self] result in
+        disk.readValue(key, now: now, streamAbove: streamAbove) { [unowned self] result in
             let current = mutations.end(key, ticket)
             switch result {
-            case .success(let entry?):
+            case .success(let value?):
                 own.diskHits += 1
                 accessed.insert(key)
-                if current { remember(key, entry) }
-                done(.success((entry, .disk)))
+                if current, case .entry(let entry) = value { remember(key, entry) }
+                done(.success((value, .disk)))
             case .success(nil):
                 own.misses += 1
                 done(.success(nil))
@@ -100,6 +113,9 @@ public final class CacheStore: @unchecked Sendable {
             }
         }
     }
+
+    /// A streamed value did not match its checksum: it is dropped from disk and counted (`counters.damaged`).
+    public func reportDamaged(_ blob: StoredBlob) { disk.reportDamaged(blob) }
 
     /// Stores a value; `done(false)` when `ifAbsent` and a live entry exists.
     public func set(_ key: CacheKey, value: [UInt8], ttlMs: Int64?, ifAbsent: Bool, now: Int64,

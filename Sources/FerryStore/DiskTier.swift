@@ -65,10 +65,18 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         }
         usage.bytes = engine.diskBytes
         usage.entries = engine.diskEntries
+        // A reader's last reference may go on any thread: the unpin is locked, the follow-up runs on the loop.
+        let relay = TierRelay()
+        let pins = engine.pins
+        engine.releaseBlob = { hash in
+            guard pins.unpin(hash) else { return }
+            post { relay.tier?.blobReleased(hash) }
+        }
         let box = EngineBox(engine)
         worker = DiskWorker(run: { jobs in box.engine.run(jobs) }, deliver: { [unowned self] outcome in
             post { self.apply(outcome) }
         })
+        relay.tier = self
     }
 
     func close() {
@@ -84,13 +92,33 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     // MARK: StoreTier
 
     func read(_ key: CacheKey, now: Int64, _ done: @escaping (Result<CacheEntry?, StoreError>) -> Void) {
-        submit(.get(key, now: now)) { result in
+        submit(.get(key, now: now, streamAbove: nil)) { result in
             switch result {
             case .entry(let entry): done(.success(entry))
             case .failed(let e): done(.failure(e))
             default: done(.failure(.io("unexpected disk result for get")))
             }
         }
+    }
+
+    func readValue(_ key: CacheKey, now: Int64, streamAbove: Int?, _ done: @escaping (Result<StoredValue?, StoreError>) -> Void) {
+        submit(.get(key, now: now, streamAbove: streamAbove)) { result in
+            switch result {
+            case .entry(let entry): done(.success(entry.map(StoredValue.entry)))
+            case .blob(let blob): done(.success(.blob(blob)))
+            case .failed(let e): done(.failure(e))
+            default: done(.failure(.io("unexpected disk result for get")))
+            }
+        }
+    }
+
+    func reportDamaged(_ blob: StoredBlob) {
+        submit(.damagedBlob(blob.key, hash: blob.hash)) { _ in }
+    }
+
+    /// The last reader of a pinned blob is done: the worker removes the file if no row points at it any more.
+    private func blobReleased(_ hash: String) {
+        submit(.releaseBlob(hash: hash)) { _ in }
     }
 
     /// Small and unconditional, and it fits the disk budget without evicting: the journal path. (Eviction and
@@ -259,6 +287,11 @@ final class DiskTier: StoreTier, @unchecked Sendable {
             completionsHead = 0
         }
     }
+}
+
+/// Lets a blob's release reach the tier that pinned it (weakly: a closed tier ignores it).
+private final class TierRelay: @unchecked Sendable {
+    weak var tier: DiskTier?
 }
 
 /// Hands the engine to the worker thread, which is from then on its only user.

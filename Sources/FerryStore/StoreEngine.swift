@@ -7,7 +7,8 @@ import FerryCache
 
 /// Disk work, as the loop thread asks for it.
 enum DiskJob: Sendable {
-    case get(CacheKey, now: Int64)
+    /// A value larger than `streamAbove` that lives in a blob file comes back as `.blob` (pinned, not read).
+    case get(CacheKey, now: Int64, streamAbove: Int?)
     case put(CacheKey, CacheEntry, ifAbsent: Bool, now: Int64)
     case delete(CacheKey, now: Int64)
     case touch(CacheKey, expiresAt: Int64?, now: Int64)
@@ -19,10 +20,15 @@ enum DiskJob: Sendable {
     case journaled([JournalRecord])
     /// A journal file the loop has sealed: apply everything pending, then delete it.
     case retireJournal(path: String)
+    /// A reply finished reading a pinned blob: remove the file if no row points at it any more.
+    case releaseBlob(hash: String)
+    /// A streamed blob did not match its checksum: drop the row if it still points at that file, and count it.
+    case damagedBlob(CacheKey, hash: String)
 }
 
 enum DiskResult: Sendable {
     case entry(CacheEntry?)
+    case blob(StoredBlob)
     case stored(Bool)
     case deleted(Bool)
     case touched(Bool)
@@ -59,6 +65,10 @@ final class StoreEngine {
     private(set) var diskBytes: Int
     private(set) var diskEntries: Int
     private var maybeUnreferenced: [String] = []
+    /// Blob files replies are still reading: never removed while pinned (`releaseBlob` removes them after).
+    let pins = BlobPins()
+    /// Set once by the disk tier before the worker starts: what a `StoredBlob` calls when its reader is done.
+    var releaseBlob: @Sendable (String) -> Void = { _ in }
     /// Small sets acknowledged through the journal and not yet in the index: the latest value per key. Reads look
     /// here first; every other kind of job applies them to the index before it runs, so the index is current
     /// whenever anything but a small set or a get touches it.
@@ -94,13 +104,16 @@ final class StoreEngine {
             switch job {
             case .journaled(let records):
                 accept(records)
-            case .get(let key, let now):
+            case .get(let key, let now, _):
                 if let entry = pending[key] {
                     outcome.results[i] = .entry(entry.isExpired(now: now) ? nil : entry)
                 } else {
                     outcome.results[i] = perform(job, &outcome)  // a read: no transaction needed
                     index.resetStatements()
                 }
+            case .releaseBlob, .damagedBlob:
+                outcome.results[i] = perform(job, &outcome)  // no transaction: a file removed, a damaged row dropped
+                index.resetStatements()
             case .retireJournal(let path):
                 sealedJournals.append(path)
                 do { try applyPending() } catch { outcome.results[i] = .failed(error) }
@@ -168,7 +181,7 @@ final class StoreEngine {
         }
         pending.removeAll(keepingCapacity: true)
         pendingBytes = 0
-        for hash in maybeUnreferenced where (try? index.isBlobReferenced(hash)) == false { blobs.remove(hash) }
+        for hash in maybeUnreferenced { removeIfUnused(hash) }
         maybeUnreferenced.removeAll()
         index.resetStatements()
         deleteSealedJournals()
@@ -207,7 +220,7 @@ final class StoreEngine {
                 // bounded by a second of writes whatever the write pattern.
                 index.checkpoint()
             }
-            for hash in maybeUnreferenced where (try? index.isBlobReferenced(hash)) == false { blobs.remove(hash) }
+            for hash in maybeUnreferenced { removeIfUnused(hash) }
         } catch {
             // The transaction is lost as a whole (typically a full disk): every write fails, reads run again alone.
             index.rollback()
@@ -219,6 +232,7 @@ final class StoreEngine {
             let failure = error.storeError
             outcome.results = jobs.map { job in
                 if case .get = job { return perform(job, &outcome) }
+                if case .damagedBlob = job { return perform(job, &outcome) }
                 if case .list = job { return perform(job, &outcome) }
                 return .failed(failure)
             }
@@ -231,8 +245,13 @@ final class StoreEngine {
     private func perform(_ job: DiskJob, _ outcome: inout BatchOutcome) -> DiskResult {
         do {
             switch job {
-            case .get(let key, let now):
+            case .get(let key, let now, let streamAbove):
                 guard let row = try index.get(key), !(row.expiresAt.map { now >= $0 } ?? false) else { return .entry(nil) }
+                if let streamAbove, row.size > streamAbove, let hash = row.blob {
+                    // Pinned before the answer leaves the worker: no later job can remove the file under the reply.
+                    pins.pin(hash)
+                    return .blob(StoredBlob(key: key, row: row, path: blobs.path(of: hash), hash: hash, release: releaseBlob))
+                }
                 let value: [UInt8]?
                 if let inline = row.inline { value = inline } else if let hash = row.blob { value = blobs.read(hash, expectedSize: row.size) } else { value = nil }
                 guard let value, value.count == row.size else { return .entry(nil) }  // never a torn value
@@ -277,6 +296,14 @@ final class StoreEngine {
             case .sweep(let now, let accessed):
                 for key in accessed { try index.setAccessed(key, at: now) }
                 outcome.expirations += try removeExpired(now: now, limit: 1000)
+                return .swept
+            case .releaseBlob(let hash):
+                removeIfUnused(hash)
+                return .swept
+            case .damagedBlob(let key, let hash):
+                guard let row = try index.get(key), row.blob == hash else { return .swept }  // replaced meanwhile
+                outcome.damaged += 1
+                removeDamaged(key)
                 return .swept
             case .journaled, .retireJournal:
                 return .swept  // handled in `run`
@@ -355,7 +382,13 @@ final class StoreEngine {
         guard let old = try? index.delete(key) else { return }
         diskBytes -= StoreEngine.cost(key, size: old.size)
         diskEntries -= 1
-        if let hash = old.blob, (try? index.isBlobReferenced(hash)) == false { blobs.remove(hash) }
+        if let hash = old.blob { removeIfUnused(hash) }
+    }
+
+    /// Removes a blob file once no row points at it and no reply is reading it.
+    private func removeIfUnused(_ hash: String) {
+        guard !pins.isPinned(hash), (try? index.isBlobReferenced(hash)) == false else { return }
+        blobs.remove(hash)
     }
 
     private func forget(_ key: CacheKey, _ row: DiskRow) {

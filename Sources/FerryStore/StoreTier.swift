@@ -17,6 +17,10 @@ public protocol StoreTier: AnyObject {
 
     /// The live entry for `key`, or nil.
     func read(_ key: CacheKey, now: Int64, _ done: @escaping (Result<CacheEntry?, StoreError>) -> Void)
+    /// The same, but a value larger than `streamAbove` may come back as a pinned `StoredBlob`, not read.
+    func readValue(_ key: CacheKey, now: Int64, streamAbove: Int?, _ done: @escaping (Result<StoredValue?, StoreError>) -> Void)
+    /// A streamed blob turned out damaged: drop it (if its row still points at it) and count it.
+    func reportDamaged(_ blob: StoredBlob)
     /// Whether a write of `entry` would be settled (acknowledged or failed) by the end of this loop iteration, so
     /// that it may be read from memory at once, as Redis serves a value before its append-only file is written.
     func settlesAtOnce(_ key: CacheKey, _ entry: CacheEntry, ifAbsent: Bool) -> Bool
@@ -41,6 +45,42 @@ public protocol StoreTier: AnyObject {
     func endOfIteration(flushReplies: () -> Void)
     /// Finishes what was acknowledged and stops; completions of queued work are not run.
     func close()
+}
+
+/// What a tier read: a value in memory, or one to be read from its file in pieces.
+public enum StoredValue {
+    case entry(CacheEntry)
+    case blob(StoredBlob)
+
+    public var size: Int {
+        switch self {
+        case .entry(let e): return e.value.count
+        case .blob(let b): return b.size
+        }
+    }
+
+    public var createdAt: Int64 {
+        switch self {
+        case .entry(let e): return e.createdAt
+        case .blob(let b): return b.createdAt
+        }
+    }
+
+    public var expiresAt: Int64? {
+        switch self {
+        case .entry(let e): return e.expiresAt
+        case .blob(let b): return b.expiresAt
+        }
+    }
+}
+
+extension StoreTier {
+    /// Tiers that keep every value in one piece read it whole.
+    public func readValue(_ key: CacheKey, now: Int64, streamAbove: Int?, _ done: @escaping (Result<StoredValue?, StoreError>) -> Void) {
+        read(key, now: now) { done($0.map { $0.map(StoredValue.entry) }) }
+    }
+
+    public func reportDamaged(_ blob: StoredBlob) {}
 }
 
 /// A tier's own counts, reported with its answers.

@@ -10,13 +10,17 @@ final class CacheGetOperation: CacheOperation, OperationHandler {
     func start(_ request: RequestContext) {
         request.withArguments { () throws(CacheArguments.Invalid) in
             let key = try CacheArguments.key(request.args)
-            store.get(key, now: WallClock.nowMs()) { result in
+            // Values kept as blob files are not read whole: they are read as the client takes them.
+            store.read(key, now: WallClock.nowMs(), streamAbove: store.config.inlineThreshold) { [store] result in
                 request.answer(result) { found in
-                    guard let (entry, source) = found else { return request.failNotFound(key) }
-                    var reply: JSONObject = ["size": .int(Int64(entry.value.count)), "created_at": .int(entry.createdAt)]
-                    if let e = entry.expiresAt { reply["expires_at"] = .int(e) }
+                    guard let (value, source) = found else { return request.failNotFound(key) }
+                    var reply: JSONObject = ["size": .int(Int64(value.size)), "created_at": .int(value.createdAt)]
+                    if let e = value.expiresAt { reply["expires_at"] = .int(e) }
                     reply["source"] = .string(source.rawValue)
-                    request.succeed(reply, body: entry.value)
+                    switch value {
+                    case .entry(let entry): request.succeed(reply, body: entry.value)
+                    case .blob(let blob): request.succeed(reply, streaming: .blob(blob, store: store))
+                    }
                 }
             }
         }

@@ -1,0 +1,83 @@
+import FerryProtocol
+import FerryStore
+
+/// A reply's body that is written as the client takes it: the connection asks for the next piece only when its
+/// output has room (`Connection.pump`), so a client that never reads holds a few pieces of the daemon's memory, not
+/// the body.
+///
+/// ```swift
+/// request.succeed(["size": .int(Int64(blob.size))], streaming: .blob(blob, store: store))
+/// ```
+enum ReplyBody {
+    /// Bytes the daemon already holds (a memory-tier value, a fetched body), written without a copy up front.
+    case bytes(ArraySlice<UInt8>)
+    /// A value on disk, read in pieces; checked as it goes, so the last piece goes out only if the whole is sound.
+    case blob(StoredBlob, store: CacheStore)
+
+    var size: Int {
+        switch self {
+        case .bytes(let b): return b.count
+        case .blob(let blob, _): return blob.size
+        }
+    }
+
+    /// Whether the bytes are held in memory for as long as the reply waits (a blob is only a pinned file).
+    var holdsMemory: Bool {
+        if case .bytes = self { return true }
+        return false
+    }
+}
+
+/// A reply being written in pieces: what is left of its body and how to get the next piece.
+final class StreamedReply {
+    enum Piece {
+        case bytes(ArraySlice<UInt8>, isLast: Bool)
+        case failed(WireError)
+    }
+
+    let id: UInt64
+    var result: JSONObject
+    let body: ReplyBody
+    private(set) var sent = 0
+    private var reader: BlobReader?
+
+    init(id: UInt64, result: JSONObject, body: ReplyBody) {
+        self.id = id
+        self.result = result
+        self.body = body
+    }
+
+    var remaining: Int { body.size - sent }
+
+    /// The next piece, at most `max` bytes. A damaged blob is reported to the store and fails the reply: the
+    /// client drops the chunks it got.
+    func next(max: Int) -> Piece {
+        switch body {
+        case .bytes(let all):
+            let start = all.startIndex + sent
+            let end = start + min(max, all.endIndex - start)
+            sent += end - start
+            return .bytes(all[start..<end], isLast: end == all.endIndex)
+        case .blob(let blob, let store):
+            if reader == nil {
+                guard let opened = blob.open() else { return damaged(blob, store) }
+                reader = opened
+            }
+            switch reader!.next(max: max) {
+            case .piece(let bytes, let isLast):
+                sent += bytes.count
+                if isLast { reader = nil }
+                return .bytes(bytes[...], isLast: isLast)
+            case .damaged:
+                return damaged(blob, store)
+            }
+        }
+    }
+
+    private func damaged(_ blob: StoredBlob, _ store: CacheStore) -> Piece {
+        reader = nil
+        store.reportDamaged(blob)
+        return .failed(WireError(.unavailable, "the stored value of \(blob.size) bytes was damaged on disk and is removed; ask again",
+                                 details: ["damaged": .bool(true)]))
+    }
+}

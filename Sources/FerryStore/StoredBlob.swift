@@ -1,0 +1,123 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FerryBytes
+import FerryCache
+import Synchronization
+
+/// A value read from disk without its bytes: a blob file too large to hold whole while a slow client takes it, read
+/// in pieces (`BlobReader`) as the reply drains. Its file is pinned from the lookup until the reader is done, so a
+/// delete or a newer set in between never takes the bytes away (the reply shows the value as it was when read).
+///
+/// ```swift
+/// store.read(key, now: now, streamAbove: 64 * 1024) { result in
+///     if case .success(.blob(let blob)?) = result, let reader = blob.open() {
+///         while case .piece(let bytes) = reader.next(max: 256 * 1024) { send(bytes) }
+///     }
+/// }
+/// ```
+public final class StoredBlob: @unchecked Sendable {
+    public let key: CacheKey
+    public let size: Int
+    public let createdAt: Int64
+    public let expiresAt: Int64?
+    let path: String
+    let hash: String
+    let checksum: Int64?
+    /// Called once, on the thread that drops the last reference (the loop thread): unpins the file.
+    private let release: @Sendable (String) -> Void
+
+    init(key: CacheKey, row: DiskRow, path: String, hash: String, release: @escaping @Sendable (String) -> Void) {
+        self.key = key
+        size = row.size
+        createdAt = row.createdAt
+        expiresAt = row.expiresAt
+        self.path = path
+        self.hash = hash
+        checksum = row.checksum
+        self.release = release
+    }
+
+    deinit { release(hash) }
+
+    /// Opens the file for one pass over it; nil when it cannot be read (it is then reported as damaged).
+    public func open() -> BlobReader? {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return nil }
+        var st = stat()
+        guard fstat(fd, &st) == 0, Int(st.st_size) == size else {
+            Glibc.close(fd)
+            return nil
+        }
+        return BlobReader(fd: fd, blob: self)
+    }
+}
+
+/// One pass over a `StoredBlob`, in pieces, checking the value's checksum as it goes: the last piece is handed out
+/// only once the whole value proved undamaged, so a damaged value never reaches a client whole.
+public final class BlobReader {
+    public enum Step: Equatable {
+        /// The next bytes; `isLast` when they end the value (and the value checked out).
+        case piece([UInt8], isLast: Bool)
+        /// The bytes on disk are not the ones written: the caller answers with an error and reports it.
+        case damaged
+    }
+
+    public let blob: StoredBlob
+    private let fd: Int32
+    public private(set) var offset = 0
+    private var sum: Checksum64.Running
+
+    init(fd: Int32, blob: StoredBlob) {
+        self.fd = fd
+        self.blob = blob
+        sum = Checksum64.Running(count: blob.size)
+    }
+
+    deinit { Glibc.close(fd) }
+
+    public var remaining: Int { blob.size - offset }
+
+    /// Reads up to `max` bytes (rounded down to whole 8-byte words unless it is the rest of the value).
+    public func next(max: Int) -> Step {
+        let want = remaining <= max ? remaining : Swift.max(8, max & ~7)
+        var bytes = [UInt8](repeating: 0, count: want)
+        var got = 0
+        while got < want {
+            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + got, want - got, off_t(offset + got)) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return .damaged }  // shorter than its row says: truncated under the daemon
+            got += n
+        }
+        offset += want
+        sum.add(bytes)
+        let isLast = remaining == 0
+        if isLast, let expected = blob.checksum, Int64(bitPattern: sum.finish()) != expected { return .damaged }
+        return .piece(bytes, isLast: isLast)
+    }
+}
+
+/// Blob files a reply is still reading, shared by the loop thread (which releases them) and the disk worker (which
+/// pins them at lookup and never removes a pinned file).
+final class BlobPins: Sendable {
+    private let counts = Mutex<[String: Int]>([:])
+
+    func pin(_ hash: String) { counts.withLock { $0[hash, default: 0] += 1 } }
+
+    /// True when this was the last pin: the file may be unreferenced now.
+    func unpin(_ hash: String) -> Bool {
+        counts.withLock { c in
+            guard let n = c[hash] else { return false }
+            if n <= 1 {
+                c[hash] = nil
+                return true
+            }
+            c[hash] = n - 1
+            return false
+        }
+    }
+
+    func isPinned(_ hash: String) -> Bool { counts.withLock { $0[hash] != nil } }
+
+    var count: Int { counts.withLock { $0.count } }
+}
