@@ -49,6 +49,7 @@ final class CurlMulti {
     }
 
     var activeTransfers: Int { transfers.count }
+    var bodyBytes: Int { transfers.values.reduce(0) { $0 + $1.bodyBytes } }
 
     /// Starts a transfer; its `finish` runs on this loop when it completes or fails.
     func add(_ transfer: Transfer) {

@@ -41,6 +41,7 @@ public final class CurlTransport: OriginTransport {
     }
 
     public var activeTransfers: Int { multi.activeTransfers }
+    public var bodyBytesInFlight: Int { multi.bodyBytes }
 
     public func close() { multi.close() }
 

@@ -42,6 +42,7 @@ public final class FetchEngine {
 
     /// Exchanges with origins running now.
     public var activeTransfers: Int { transport.activeTransfers }
+    public var bodyBytesInFlight: Int { transport.bodyBytesInFlight }
 
     public func close() { transport.close() }
 

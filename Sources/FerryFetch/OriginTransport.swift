@@ -13,8 +13,14 @@ public protocol OriginTransport: AnyObject {
                done: @escaping (Result<OriginResponse, FetchFailure>) -> Void) throws(FetchFailure) -> OriginExchange
     /// Exchanges running now.
     var activeTransfers: Int { get }
+    /// Body bytes received by the exchanges running now (held until each ends), for `stats`.
+    var bodyBytesInFlight: Int { get }
     /// Ends every exchange (`done` with a failure) and frees the transport (the daemon stops).
     func close()
+}
+
+extension OriginTransport {
+    public var bodyBytesInFlight: Int { 0 }
 }
 
 /// One exchange in flight.

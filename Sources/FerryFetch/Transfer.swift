@@ -17,6 +17,7 @@ final class Transfer {
     let request: OriginRequest
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private var body: [UInt8] = []
+    var bodyBytes: Int { body.count }
     private var status = 0
     private var headers: [(String, String)] = []
     private var exceeded = false

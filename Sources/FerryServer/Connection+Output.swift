@@ -1,3 +1,4 @@
+import FerryCache
 import FerryLoop
 import FerryProtocol
 
@@ -45,7 +46,7 @@ extension Connection {
         defer { isPumping = false }
         while !streams.isEmpty, !isClosed,
               pendingOutputBytes < table.config.highWaterBytes,
-              pendingOutputBytes == 0 || table.outputBytes < table.config.replyBufferBytes {
+              pendingOutputBytes == 0 || table.budget.hasRoom {
             let reply = streams[0]
             let before = reply.remaining
             let piece = reply.next(max: pieceBytes)

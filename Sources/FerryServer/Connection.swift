@@ -1,3 +1,4 @@
+import FerryCache
 import FerryLoop
 import FerryProtocol
 
@@ -204,8 +205,10 @@ final class Connection: LoopPipeDelegate {
         if newUpload && uploads.count >= Connection.maxUploadsPerConnection {
             return WireError(.resourceExhausted, "at most \(Connection.maxUploadsPerConnection) bodies may be arriving at once on one connection")
         }
-        if table.uploadBytes + bytes > table.config.maxUploadBytes {
-            return WireError(.resourceExhausted, "ferryd is receiving \(table.config.maxUploadBytes) bytes of request bodies already; try again")
+        if !table.budget.fits(bytes) {
+            return WireError(.resourceExhausted, """
+                ferryd holds \(table.budget.used) bytes in transit already (its buffer limit is \(table.budget.limit)); try again
+                """, details: ["limit": .int(Int64(table.budget.limit))])
         }
         return nil
     }

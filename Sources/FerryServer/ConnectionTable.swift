@@ -1,3 +1,4 @@
+import FerryCache
 import FerryLoop
 import FerryProtocol
 
@@ -7,7 +8,7 @@ import FerryProtocol
 /// server. Loop thread only.
 ///
 /// ```swift
-/// let table = ConnectionTable(loop: loop, config: config, log: log, stats: stats, router: router)
+/// let table = ConnectionTable(loop: loop, config: config, log: log, stats: stats, router: router, budget: budget)
 /// let connection = table.open(pipe)   // from the listener
 /// table.flushPending()                // once per loop iteration
 /// ```
@@ -23,11 +24,16 @@ final class ConnectionTable {
     private var serialCounter: UInt64 = 0
     /// Requests in flight across connections.
     var totalInFlight = 0
-    /// Bytes of request bodies still arriving in continuation frames, across connections.
-    var uploadBytes = 0
-    /// Reply bytes buffered and not yet written, across connections (`out` and queued writes): what streamed
-    /// replies weigh against `replyBufferBytes`.
-    var outputBytes = 0
+    /// The daemon's budget for bytes in transit, shared with the store and the fetch engine.
+    let budget: MemoryBudget
+    /// Bytes of request bodies still arriving in continuation frames, across connections (budget: `.uploads`).
+    var uploadBytes = 0 {
+        didSet { budget.adjust(by: uploadBytes - oldValue, account: .uploads) }
+    }
+    /// Reply bytes buffered and not yet written, across connections (`out` and queued writes; budget: `.replies`).
+    var outputBytes = 0 {
+        didSet { budget.adjust(by: outputBytes - oldValue, account: .replies) }
+    }
     /// New requests are answered `unavailable` (the daemon is stopping).
     var isDraining = false
     /// The last request in flight ended.
@@ -35,8 +41,9 @@ final class ConnectionTable {
     /// The last connection closed.
     var onEmpty: () -> Void = {}
 
-    init(loop: EventLoop, config: ServerConfig, log: Logger, stats: ServerStats, router: Router) {
+    init(loop: EventLoop, config: ServerConfig, log: Logger, stats: ServerStats, router: Router, budget: MemoryBudget) {
         self.config = config
+        self.budget = budget
         self.log = log
         self.stats = stats
         self.router = router

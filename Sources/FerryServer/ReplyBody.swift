@@ -49,8 +49,9 @@ final class StreamedReply {
 
     var remaining: Int { body.size - sent }
 
-    /// The next piece, at most `max` bytes. A damaged blob is reported to the store and fails the reply: the
-    /// client drops the chunks it got.
+    /// The next piece, at most `max` bytes. A damaged blob is reported to the store (which drops it) and is a miss
+    /// when none of it was sent yet, as a damaged value read whole is; past the first piece it fails the reply
+    /// `unavailable`, and the client drops the chunks it got.
     func next(max: Int) -> Piece {
         switch body {
         case .bytes(let all):
@@ -77,6 +78,7 @@ final class StreamedReply {
     private func damaged(_ blob: StoredBlob, _ store: CacheStore) -> Piece {
         reader = nil
         store.reportDamaged(blob)
+        if sent == 0 { return .failed(WireError.notFound(blob.key)) }
         return .failed(WireError(.unavailable, "the stored value of \(blob.size) bytes was damaged on disk and is removed; ask again",
                                  details: ["damaged": .bool(true)]))
     }

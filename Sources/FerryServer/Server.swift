@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import FerryCache
 import FerryFetch
 import FerryLoop
 import FerryProtocol
@@ -67,11 +68,12 @@ public final class Server {
 
     /// Opens the store, starts the fetch engine and the image loader, wires the operations, binds the socket.
     private func start() throws(ServerError) {
+        let budget = MemoryBudget(limit: config.bufferLimit)
         let mailbox = LoopMailbox(loop: loop)
         self.mailbox = mailbox
         let store: CacheStore
         do {
-            store = try Wiring.openStore(config, post: mailbox.post, log: log)
+            store = try Wiring.openStore(config, budget: budget, post: mailbox.post, log: log)
         } catch {
             mailbox.close()
             throw error
@@ -82,7 +84,7 @@ public final class Server {
         let images = Wiring.startImages(config, fetch: fetch, post: mailbox.post)
         let stats = ServerStats()
         let router = Router()
-        let table = ConnectionTable(loop: loop, config: config, log: log, stats: stats, router: router)
+        let table = ConnectionTable(loop: loop, config: config, log: log, stats: stats, router: router, budget: budget)
         self.table = table
         let report = StatsReport(loop: loop, stats: stats, router: router, table: table, store: store, fetch: fetch)
         for op in Wiring.operations(config, loop: loop, log: log, store: store, fetch: fetch, images: images, report: report,

@@ -17,15 +17,13 @@ public struct ServerConfig: Sendable {
     /// Unsent reply bytes at which the daemon stops reading from a connection, and where it starts again.
     public var highWaterBytes = 1024 * 1024
     public var lowWaterBytes = 256 * 1024
-    /// Reply bytes buffered across connections past which streamed replies wait (each connection still gets one
-    /// piece at a time): the output part of the daemon's memory budget (`--reply-buffer`).
-    public var replyBufferBytes = 32 * 1024 * 1024
+    /// The daemon's budget for bytes in transit (`MemoryBudget`, `--buffer-limit`): unwritten replies, arriving
+    /// bodies, values waiting for the disk, bodies of transfers. Past it streamed replies wait (each connection still
+    /// gets one piece at a time) and uploads and large sets are refused with `resource_exhausted`.
+    public var bufferLimit = 64 * 1024 * 1024
     /// Bodies held in memory for replies a client has not read yet, per connection: past it such replies fail
     /// with `resource_exhausted` (values on disk are read as the client takes them and do not count).
     public var maxUnreadReplyBytes = 64 * 1024 * 1024
-    /// Request bodies still arriving in continuation frames, across all connections (they are not paused by
-    /// backpressure, so they have a budget of their own).
-    public var maxUploadBytes = 256 * 1024 * 1024
     /// How long requests in flight may take to finish after SIGINT/SIGTERM.
     public var gracePeriodMs: UInt64 = 10_000
     /// Accept peers with another uid (SO_PEERCRED).

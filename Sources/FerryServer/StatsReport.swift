@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import FerryCache
 import FerryFetch
 import FerryLoop
 import FerryProtocol
@@ -46,7 +47,35 @@ final class StatsReport {
                      "budget": .int(Int64(store.config.diskBudget))],
         ]
         if let fetch { json["fetch"] = .object(StatsReport.json(fetch.stats, active: fetch.activeTransfers)) }
+        json["memory"] = .object(memory(cacheBytes: c.memoryBytes))
         return json
+    }
+
+    /// What the daemon holds: its resident size, the transit budget and each of its accounts, and the memory tier
+    /// (the image loader's bytes are added by `StatsOperation`).
+    private func memory(cacheBytes: Int) -> JSONObject {
+        let budget = table.budget
+        var accounts = JSONObject()
+        for account in MemoryBudget.Account.allCases { accounts[account.name] = .int(Int64(budget.used(by: account))) }
+        // Counted when asked (a sum over at most `--fetch-total` transfers), not held against the budget yet.
+        accounts[MemoryBudget.Account.fetchBodies.name] = .int(Int64(fetch?.bodyBytesInFlight ?? 0))
+        return ["rss": .int(StatsReport.residentBytes()), "buffers": .int(Int64(budget.used + (fetch?.bodyBytesInFlight ?? 0))),
+                "buffer_limit": .int(Int64(budget.limit)), "buffer_peak": .int(Int64(budget.peak)),
+                "buffer_refusals": .int(Int64(budget.refusals)), "accounts": .object(accounts),
+                "cache": .int(Int64(cacheBytes))]
+    }
+
+    /// VmRSS, from /proc/self/statm (pages), in bytes; 0 where there is no /proc.
+    static func residentBytes() -> Int64 {
+        let fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return 0 }
+        defer { close(fd) }
+        var buf = [UInt8](repeating: 0, count: 128)
+        let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress!, 127) }
+        guard n > 0 else { return 0 }
+        let fields = String(decoding: buf[..<n], as: UTF8.self).split(separator: " ")
+        guard fields.count > 1, let pages = Int64(fields[1]) else { return 0 }
+        return pages * Int64(sysconf(Int32(_SC_PAGESIZE)))
     }
 
     static func json(_ f: FetchStats, active: Int) -> JSONObject {

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import FerryCache
 import FerryFetch
 import FerryLoop
 import FerryImages
@@ -12,12 +13,12 @@ import FerryStore
 /// the services it uses. The one place to add an operation: build it here.
 ///
 /// ```swift
-/// let store = try Wiring.openStore(config, post: mailbox.post, log: log)
+/// let store = try Wiring.openStore(config, budget: budget, post: mailbox.post, log: log)
 /// let ops = Wiring.operations(config, loop: loop, log: log, store: store, fetch: fetch, images: images,
 ///                             report: report, post: mailbox.post)
 /// ```
 enum Wiring {
-    static func openStore(_ config: ServerConfig, post: @escaping LoopPost, log: Logger) throws(ServerError) -> CacheStore {
+    static func openStore(_ config: ServerConfig, budget: MemoryBudget, post: @escaping LoopPost, log: Logger) throws(ServerError) -> CacheStore {
         var storeConfig = StoreConfig(directory: config.cacheDirectory)
         storeConfig.memoryBudget = config.memoryLimit
         storeConfig.diskBudget = config.diskLimit
@@ -26,7 +27,7 @@ enum Wiring {
         let store: CacheStore
         do {
             try DaemonProcess.makeDirectories(config.cacheDirectory)
-            store = try CacheStore(config: storeConfig, post: post)
+            store = try CacheStore(config: storeConfig, budget: budget, post: post)
         } catch {
             throw .store("cannot open the cache in \(config.cacheDirectory): \(error)")
         }

@@ -36,8 +36,10 @@ public final class CacheStore: @unchecked Sendable {
     /// Keeps late completions from putting old values into the memory tier.
     private var mutations = MutationTracker()
 
-    public convenience init(config: StoreConfig, post: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) throws(StoreError) {
-        let disk = try DiskTier(config: config, post: post)
+    /// `budget` counts the values waiting for the disk (`.storeQueue`); a large set that does not fit it fails.
+    public convenience init(config: StoreConfig, budget: MemoryBudget = MemoryBudget(limit: 256 * 1024 * 1024),
+                            post: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) throws(StoreError) {
+        let disk = try DiskTier(config: config, budget: budget, post: post)
         self.init(config: config, tier: disk, notices: disk.notices)
     }
 
@@ -56,7 +58,7 @@ public final class CacheStore: @unchecked Sendable {
         c.diskBytes = d.bytes
         c.diskEntries = d.entries
         c.diskEvictions = d.evictions
-        c.damaged = d.damaged
+        c.damaged += d.damaged
         c.expirations += d.expirations
         return c
     }
@@ -115,7 +117,11 @@ public final class CacheStore: @unchecked Sendable {
     }
 
     /// A streamed value did not match its checksum: it is dropped from disk and counted (`counters.damaged`).
-    public func reportDamaged(_ blob: StoredBlob) { disk.reportDamaged(blob) }
+    /// Counted at once, so the reply that found it and a `stats` right after agree.
+    public func reportDamaged(_ blob: StoredBlob) {
+        own.damaged += 1
+        disk.reportDamaged(blob)
+    }
 
     /// Stores a value; `done(false)` when `ifAbsent` and a live entry exists.
     public func set(_ key: CacheKey, value: [UInt8], ttlMs: Int64?, ifAbsent: Bool, now: Int64,

@@ -46,13 +46,13 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     static let handOffBytes = 4 * 1024 * 1024
     /// The active journal file is sealed and a new one started at this size, and at every sweep.
     static let journalRotateBytes = 32 * 1024 * 1024
-    /// Value bytes handed to the disk worker and not yet done: a client that sends sets faster than the disk takes
-    /// them (and cancels or times out) must not grow the daemon without bound.
-    private var queuedValueBytes = 0
-    static let maxQueuedValueBytes = 256 * 1024 * 1024
+    /// Value bytes handed to the disk worker and not yet done are held in the daemon's budget (`.storeQueue`): a
+    /// client that sends sets faster than the disk takes them (and cancels or times out) must not grow the daemon.
+    private let budget: MemoryBudget
 
-    init(config: StoreConfig, post: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) throws(StoreError) {
+    init(config: StoreConfig, budget: MemoryBudget, post: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) throws(StoreError) {
         self.config = config
+        self.budget = budget
         let opened = try StoreOpening.open(config)
         notices = opened.notices
         lockFD = opened.lockFD
@@ -137,12 +137,14 @@ final class DiskTier: StoreTier, @unchecked Sendable {
             return
         }
         let size = entry.value.count
-        guard queuedValueBytes + size <= DiskTier.maxQueuedValueBytes else {
-            return done(.failure(.diskFull("\(queuedValueBytes) bytes of values are waiting for the disk; try again")))
+        guard budget.reserve(size, for: .storeQueue) else {
+            return done(.failure(.busy("""
+                \(budget.used(by: .storeQueue)) bytes of values are waiting for the disk and ferryd holds \(budget.used) bytes in \
+                transit (its buffer limit is \(budget.limit)); try again
+                """)))
         }
-        queuedValueBytes += size
         submit(.put(key, entry, ifAbsent: ifAbsent, now: now)) { [unowned self] result in
-            queuedValueBytes -= size
+            budget.release(size, from: .storeQueue)
             switch result {
             case .stored(let stored): done(.success(stored))
             case .failed(let e): done(.failure(e))

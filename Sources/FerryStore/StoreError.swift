@@ -8,6 +8,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case readOnly(String)
     /// The process has no descriptor left (EMFILE, ENFILE) → `resource_exhausted`: a load, not a bug.
     case tooManyFiles(String)
+    /// The daemon's buffer budget cannot hold the value while it waits for the disk → `resource_exhausted`: a load
+    /// to retry, not a full disk.
+    case busy(String)
     /// An I/O or SQLite failure that is not the caller's fault → `internal`.
     case io(String)
 
@@ -17,6 +20,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .diskFull(let m): return "the cache disk is full: \(m)"
         case .readOnly(let m): return "the cache directory is not writable: \(m)"
         case .tooManyFiles(let m): return "ferryd has too many files open: \(m)"
+        case .busy(let m): return m
         case .io(let m): return m
         }
     }

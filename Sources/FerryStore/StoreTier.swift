@@ -19,7 +19,7 @@ public protocol StoreTier: AnyObject {
     func read(_ key: CacheKey, now: Int64, _ done: @escaping (Result<CacheEntry?, StoreError>) -> Void)
     /// The same, but a value larger than `streamAbove` may come back as a pinned `StoredBlob`, not read.
     func readValue(_ key: CacheKey, now: Int64, streamAbove: Int?, _ done: @escaping (Result<StoredValue?, StoreError>) -> Void)
-    /// A streamed blob turned out damaged: drop it (if its row still points at it) and count it.
+    /// A streamed blob turned out damaged: drop it if its row still points at it (the caller counts it).
     func reportDamaged(_ blob: StoredBlob)
     /// Whether a write of `entry` would be settled (acknowledged or failed) by the end of this loop iteration, so
     /// that it may be read from memory at once, as Redis serves a value before its append-only file is written.

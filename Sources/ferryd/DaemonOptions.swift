@@ -17,6 +17,7 @@ enum DaemonOptions {
         OptionSpec("max-in-flight", takesValue: true, help: "requests in flight per connection (default: 256)"),
         OptionSpec("max-frame-bytes", takesValue: true, help: "largest frame after hello, at least 65536 (default: 4194304)"),
         OptionSpec("memory-limit", takesValue: true, help: "cache memory budget, e.g. 256MiB (default: 256MiB)"),
+        OptionSpec("buffer-limit", takesValue: true, help: "bytes in transit: unwritten replies, arriving bodies, values waiting for the disk (default: 64MiB)"),
         OptionSpec("disk-limit", takesValue: true, help: "cache disk budget, e.g. 2GiB (default: 2GiB)"),
         OptionSpec("max-value-bytes", takesValue: true, help: "largest cache value, e.g. 16MiB (default: 16MiB)"),
         OptionSpec("fsync", takesValue: true, help: "when writes reach the disk: always, everysec or no (default: everysec)"),
@@ -68,6 +69,7 @@ enum DaemonOptions {
             config.limits.maxJSONBytes = min(config.limits.maxJSONBytes, bytes - 8)
         }
         if let v = args.value("memory-limit") { config.memoryLimit = try size(v, "--memory-limit", allowZero: true) }
+        if let v = args.value("buffer-limit") { config.bufferLimit = try size(v, "--buffer-limit") }
         if let v = args.value("disk-limit") { config.diskLimit = try size(v, "--disk-limit") }
         if let v = args.value("max-value-bytes") { config.limits.maxValueBytes = try size(v, "--max-value-bytes") }
         if let v = args.value("fsync") {
@@ -87,6 +89,10 @@ enum DaemonOptions {
         if let n = args.value("image-max-pixels") { config.imageMaxPixels = try positive(n, "--image-max-pixels") }
         if let n = args.value("image-downloads") { config.imageDownloads = try positive(n, "--image-downloads") }
         config.allowOtherUsers = args.has("allow-other-users")
+        // A set of the largest value must be able to wait for the disk.
+        guard config.bufferLimit >= config.limits.maxValueBytes else {
+            throw UsageError("--buffer-limit (\(config.bufferLimit)) must hold at least one value of --max-value-bytes (\(config.limits.maxValueBytes))")
+        }
         return config
     }
 

@@ -158,6 +158,17 @@ final class RawSocket {
         return (try JSONParser.parse(Array(rest[..<jl]), maxDepth: 64), Array(rest[jl...]))
     }
 
+    /// The next reply whole: its final frame, with the bodies of the `chunk` events before it joined in front of
+    /// its own (large replies come in pieces). Other events of the request are skipped.
+    func readWholeReply() throws -> (JSONValue, [UInt8])? {
+        var joined: [UInt8] = []
+        while let (json, body) = try readFrame() {
+            if json["final"] == true { return (json, joined + body) }
+            if json["event"] == "chunk" { joined += body }
+        }
+        return nil
+    }
+
     func readReply() throws -> ReplyEnvelope? {
         guard let (json, _) = try readFrame() else { return nil }
         guard let r = ReplyEnvelope.parse(json) else { throw HarnessError("not a reply: \(json)") }

@@ -125,12 +125,12 @@ extension IntegrationTests {
         usleep(50_000)
         daemon.signal(SIGTERM)
         usleep(600_000)  // the reply is written (and queued) long before we read
-        guard let (json, echoed) = try raw.readFrame() else {
+        guard let (json, echoed) = try raw.readWholeReply() else {
             Issue.record("EOF before the reply")
             return
         }
         #expect(json["result"]?["pong"] == true)
-        #expect(echoed == body)
+        #expect(echoed.count == body.count && echoed == body)
         #expect(daemon.waitExit() == 0)
     }
 
@@ -144,12 +144,12 @@ extension IntegrationTests {
         try raw.send(["id": 2, "op": "ping"], body: body)
         shutdown(raw.fd, Int32(SHUT_WR))
         usleep(200_000)
-        guard let (json, echoed) = try raw.readFrame() else {
+        guard let (json, echoed) = try raw.readWholeReply() else {
             Issue.record("EOF before the reply")
             return
         }
         #expect(json["id"] == 2)
-        #expect(echoed == body)
+        #expect(echoed.count == body.count && echoed == body)
         #expect(try raw.isClosedByPeer())
     }
 

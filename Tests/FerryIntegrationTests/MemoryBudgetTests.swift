@@ -21,8 +21,7 @@ extension IntegrationTests {
             defer { daemon.stop() }
             let client = try await FerryClient.connect(path: daemon.socket)
             defer { client.close() }
-            var value = [UInt8](repeating: 0, count: Self.sixteenMiB)
-            for i in stride(from: 0, to: value.count, by: 509) { value[i] = UInt8(truncatingIfNeeded: i >> 9) }  // pieces out of place show
+            let value = Self.patterned(Self.sixteenMiB)
             try await client.cacheSet("big", value)
             try await client.cacheSet("small", Array("bystander".utf8))
             let before = rssKiB(daemon.pid)
@@ -44,6 +43,8 @@ extension IntegrationTests {
             #expect(peak - before < 48 * 1024, "ferryd grew by \(peak - before) KiB for 64 unread replies of 16 MiB (\(flags))")
             let stats = try await client.stats()
             #expect(stats["connections"]?["open"] == 2, "\(stats)")
+            let buffered = try #require(stats["memory"]?["accounts"]?["replies"]?.intValue)
+            #expect(buffered <= 2 * 1024 * 1024, "reply bytes buffered for the client that does not read: \(buffered)")
 
             // Once it reads, it gets its replies whole and exact (the first few; then it leaves mid-reply).
             let replies = try Self.readReplies(attacker, count: 3)
@@ -59,9 +60,90 @@ extension IntegrationTests {
             #expect(try await client.ping() > .zero, "still serving after a client left in the middle of 61 replies")
         }
 
+        /// A value deleted (and its file unreferenced) while a slow reply reads it still arrives whole: the file is
+        /// pinned from the lookup until the reply is done, then removed.
+        @Test func aValueDeletedWhileItStreamsArrivesWholeAndItsFileGoesAfter() async throws {
+            let (daemon, client) = try await Self.diskOnlyDaemon()
+            defer { daemon.stop(); client.close() }
+            let value = Self.patterned(4 * 1024 * 1024)
+            try await client.cacheSet("ahead", [UInt8](repeating: 1, count: 4 * 1024 * 1024))
+            try await client.cacheSet("moving", value)
+            // "moving" waits behind "ahead" on this connection: its file is not even open when the delete lands.
+            let raw = try RawSocket(daemon.socket)
+            try raw.hello()
+            try raw.send(FrameEncoder.encode(json: ["id": 6, "op": "cache.get", "args": ["key": "ahead"]])
+                         + FrameEncoder.encode(json: ["id": 7, "op": "cache.get", "args": ["key": "moving"]]))
+            let (first, firstBody) = try #require(try raw.readFrame())
+            #expect(ReplyEnvelope.parse(first) == .event(id: 6, name: "chunk", data: ["offset": 0]), "\(first)")
+            #expect(try await client.cacheDelete("moving"))
+            #expect(try await client.cacheGet("moving") == nil)
+            let rest = try Self.readReplies(raw, count: 2, begun: [6: firstBody])
+            #expect(rest[6]?.body.count == 4 * 1024 * 1024)
+            let reply = try #require(rest[7])
+            let got = reply.body
+            // Compared by sum: a failed == of two 4 MiB arrays makes the test library diff them for minutes.
+            #expect(reply.error == nil && got.count == value.count && Checksum64.of(got) == Checksum64.of(value),
+                    "\(String(describing: reply.error)), \(got.count) bytes")
+            try await client.cacheDelete("ahead")
+            var left = Self.blobFiles(daemon.dir.path + "/cache")
+            for _ in 0..<200 where !left.isEmpty {
+                try await Task.sleep(for: .milliseconds(10))
+                left = Self.blobFiles(daemon.dir.path + "/cache")
+            }
+            #expect(left.isEmpty, "the unreferenced file outlived its reply: \(left)")
+        }
+
+        /// Damage found after the first piece went out fails the reply `unavailable` (the client drops what it got);
+        /// the entry is dropped and counted, and the next get is a miss.
+        @Test func damageFoundMidStreamFailsTheReplyAndDropsTheEntry() async throws {
+            let (daemon, client) = try await Self.diskOnlyDaemon()
+            defer { daemon.stop(); client.close() }
+            let value = [UInt8](repeating: 9, count: 2 * 1024 * 1024)
+            try await client.cacheSet("worn", value)
+            let files = Self.blobFiles(daemon.dir.path + "/cache")
+            try #require(files.count == 1)
+            let fd = open(files[0], O_WRONLY)
+            var flipped: UInt8 = 8
+            #expect(pwrite(fd, &flipped, 1, off_t(value.count - 10)) == 1)
+            close(fd)
+            do {
+                _ = try await client.cacheGet("worn")
+                Issue.record("a damaged value was served")
+            } catch let error as WireError {
+                #expect(error.code == .unavailable && error.details?["damaged"] == .bool(true), "\(error)")
+            }
+            #expect(try await client.cacheGet("worn") == nil)
+            #expect(try await client.stats()["cache"]?["damaged"]?.intValue == 1)
+        }
+
+        /// A ferryd whose memory tier keeps nothing, so every value is read from disk; and a client of it.
+        static func diskOnlyDaemon() async throws -> (Daemon, FerryClient) {
+            let daemon = try Daemon(["--memory-limit", "0"])
+            do {
+                return (daemon, try await FerryClient.connect(path: daemon.socket))
+            } catch {
+                daemon.stop()
+                throw error
+            }
+        }
+
+        /// Mostly zeros (cheap to make in a debug build), with a byte every 509 that says where it is: a piece out
+        /// of place changes the sum.
+        static func patterned(_ count: Int) -> [UInt8] {
+            var value = [UInt8](repeating: 0, count: count)
+            for i in stride(from: 0, to: count, by: 509) { value[i] = UInt8(truncatingIfNeeded: i >> 9) }
+            return value
+        }
+
+        static func blobFiles(_ cacheDir: String) -> [String] {
+            (FileManager.default.enumerator(atPath: cacheDir + "/blobs")?.allObjects as? [String] ?? [])
+                .map { cacheDir + "/blobs/" + $0 }
+                .filter { (try? FileManager.default.attributesOfItem(atPath: $0)[.type] as? FileAttributeType) == .typeRegular }
+        }
+
         /// Reads `count` replies, joining each one's chunk events in offset order.
-        static func readReplies(_ raw: RawSocket, count: Int) throws -> [UInt64: (error: WireError?, body: [UInt8])] {
-            var bodies: [UInt64: [UInt8]] = [:]
+        static func readReplies(_ raw: RawSocket, count: Int, begun: [UInt64: [UInt8]] = [:]) throws -> [UInt64: (error: WireError?, body: [UInt8])] {
+            var bodies = begun
             var done: [UInt64: (error: WireError?, body: [UInt8])] = [:]
             while done.count < count, let (json, body) = try raw.readFrame() {
                 guard let reply = ReplyEnvelope.parse(json) else { throw HarnessError("not a reply: \(json)") }

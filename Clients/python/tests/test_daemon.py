@@ -88,7 +88,8 @@ class DaemonTests(DaemonCase):
     def test_body_echo_one_mebibyte(self):
         body = os.urandom(1 << 20)
         result, echoed = self.client.call("ping", body=body)
-        self.assertEqual(result, {"pong": True})
+        # Larger than 256 KiB: it came in chunk events, and the result carries the total size (PROTOCOL.md §5).
+        self.assertEqual(result, {"pong": True, "size": 1 << 20})
         self.assertEqual(len(echoed), len(body))
         self.assertTrue(echoed == body, "the 1 MiB body came back altered")
 

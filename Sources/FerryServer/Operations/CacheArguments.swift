@@ -81,16 +81,21 @@ extension RequestContext {
     }
 
     /// The `not_found` answer for a key with no live entry.
-    func failNotFound(_ key: CacheKey) {
-        fail(.notFound, "no entry \"\(key.key.truncatedForMessages)\" in namespace \"\(key.namespace)\"")
-    }
+    func failNotFound(_ key: CacheKey) { fail(WireError.notFound(key)) }
 
     /// Answers a storage failure with its protocol code.
     func fail(store error: StoreError) {
         switch error {
-        case .valueTooLarge, .diskFull, .tooManyFiles: fail(.resourceExhausted, error.description)
+        case .valueTooLarge, .diskFull, .tooManyFiles, .busy: fail(.resourceExhausted, error.description)
         case .readOnly: fail(.unavailable, error.description)
         case .io: fail(.internal, error.description)
         }
+    }
+}
+
+extension WireError {
+    /// The answer for a key with no live entry (a damaged value found before any of it was sent is one too).
+    static func notFound(_ key: CacheKey) -> WireError {
+        WireError(.notFound, "no entry \"\(key.key.truncatedForMessages)\" in namespace \"\(key.namespace)\"")
     }
 }

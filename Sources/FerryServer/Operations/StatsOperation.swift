@@ -25,6 +25,10 @@ final class StatsOperation: OperationHandler {
             post {
                 var json = bound.value.1
                 json["image"] = .object(images.json(budget: loader.config.memoryBudget, maxEntries: loader.config.maxEntries))
+                if case .object(var memory)? = json["memory"] {
+                    memory["images"] = .int(Int64(images.bytes))
+                    json["memory"] = .object(memory)
+                }
                 bound.value.0.succeed(json)
             }
         }
