@@ -116,6 +116,9 @@ enum StoredRecord {
             putString(name, &out)
             putString(value, &out)
         }
+        // Exactly the record's size: grown by appending, the array would keep up to twice what the memory tier
+        // counts for it.
+        out.reserveCapacity(out.count + body.count)
         out += body
         return out
     }

@@ -48,9 +48,11 @@ final class DiskIndex {
         // process is killed (it is in the OS cache and the WAL); what a power loss may cost is the `--fsync` policy's.
         if !readOnly {
             try db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=\(fsync.sqliteSynchronous);")
-            // 64 MiB of page cache (the default is 2 MiB): the index of a large cache then stays in memory, and a
-            // set of a random key costs no page reads.
-            try db.exec("PRAGMA cache_size=-65536;")
+            // 8 MiB of page cache (the default is 2 MiB): enough for the key pages of a few hundred thousand
+            // entries, so a set of a random key costs no page reads. Not more: values up to 64 KiB live in the rows,
+            // and a larger cache fills with them, memory outside every budget (64 MiB of it was most of the excess
+            // RSS in `make bench` row (g)); the OS page cache keeps them anyway.
+            try db.exec("PRAGMA cache_size=-8192;")
             try db.exec(DiskIndex.schema)
             // An index made before values carried a checksum gets the column; its old rows stay unchecked.
             if try db.scalarText("SELECT COUNT(*) FROM pragma_table_info('entries') WHERE name='checksum'") == "0" {

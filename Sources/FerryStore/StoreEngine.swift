@@ -82,7 +82,8 @@ final class StoreEngine {
     /// Pending sets are applied once this many, or this many value bytes, have gathered (and by every sweep, about
     /// once a second), which bounds both the journal file and the memory `pending` holds.
     static let applyThreshold = 20_000
-    static let applyThresholdBytes = 32 * 1024 * 1024
+    /// Small: these values are held twice while the memory tier keeps them too, and apart from it once evicted.
+    static let applyThresholdBytes = 8 * 1024 * 1024
 
     init(config: StoreConfig, index: DiskIndex, blobs: BlobFiles) throws(SQLiteError) {
         self.config = config
@@ -301,8 +302,8 @@ final class StoreEngine {
                 removeIfUnused(hash)
                 return .swept
             case .damagedBlob(let key, let hash):
-                guard let row = try index.get(key), row.blob == hash else { return .swept }  // replaced meanwhile
-                outcome.damaged += 1
+                // Counted by the loop when it found the damage; the row goes only if it still points at that file.
+                guard let row = try index.get(key), row.blob == hash else { return .swept }
                 removeDamaged(key)
                 return .swept
             case .journaled, .retireJournal:
