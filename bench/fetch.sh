@@ -5,7 +5,9 @@
 #   (b) a 10 MB cached body through the socket (ferry-bench fetch --conns 1), beside the raw Unix-socket limit
 #       (bench/rawpingpong.c answering each request with 10 MB);
 #   (c) 100 concurrent identical cold requests (ferry-bench fetch-storm): requests the origin saw;
-#   (d) the miss path: `ferry fetch --cache no-store` of nginx's file beside `curl` straight to nginx (hyperfine).
+#   (d) the miss path: `ferry fetch --cache no-store` of nginx's file beside `curl` straight to nginx (hyperfine);
+#   (e)-(g) images (memory hits, disk hits, peak RSS under budgets); (h) a client that pipelines 64 cache.gets of a
+#   16 MiB value and never reads: ferryd's RSS growth and a bystander's ping latency (bench/hostile.py).
 # Servers (ferryd, nginx, rawpingpong, the test origin) run on CPU 0, clients on CPU 1; every process started here
 # is stopped by PID on exit. nginx, wrk and hyperfine are installed with apt-get when missing (as root).
 #
@@ -201,6 +203,17 @@ peak_kib=$(awk '/^VmHWM:/ { print $2 }' "/proc/$FERRYD_PID/status")
 image_stats=$("$BIN/ferry" stats --json | python3 -c 'import json, sys; i = json.load(sys.stdin)["image"]; print(i["bytes"], i["entries"], i["evictions"])')
 echo "RESULT mode=image-rss idle_kib=$idle_kib peak_kib=$peak_kib loader_bytes_entries_evictions=${image_stats// /,}" | tee -a "$RESULTS"
 
+log "(h) a client pipelines 64 cache.gets of a 16 MiB value and never reads; a bystander pings (disk value, then memory)"
+kill "$FERRYD_PID"; wait "$FERRYD_PID" 2>/dev/null || true
+for tier in disk memory; do
+    limit=(); [[ $tier == disk ]] && limit=(--memory-limit 0)
+    start_bg "${SERVER_CPU[@]}" "$BIN/ferryd" --socket "$SOCK" --cache-dir "$TMP/cache-hostile-$tier" --log-level warn "${limit[@]}"
+    FERRYD_PID=$STARTED_PID
+    wait_for ferryd test -S "$SOCK"
+    "${CLIENT_CPU[@]}" python3 bench/hostile.py "$SOCK" "$FERRYD_PID" | sed "s/mode=hostile-reader/mode=hostile-reader-$tier/" | tee -a "$RESULTS"
+    kill "$FERRYD_PID"; wait "$FERRYD_PID" 2>/dev/null || true
+done
+
 # ---- the table -------------------------------------------------------------------------------------------------
 field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<"$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "–"; else printf "%.2f", a / b }'; }
@@ -225,6 +238,10 @@ TABLE=$TMP/table.md
     echo "| … p50 / p99 µs | $(field "$im" p50_us) / $(field "$im" p99_us) | $(field "$fhi" p50_us) / $(field "$fhi" p99_us) | |"
     echo "| **(f) disk hits after a restart** (2,000 distinct images, 50 clients) images/s | $(field "$id" ops_per_s) ($(field "$id" mb_per_s) MB/s) | | |"
     echo "| **(g) peak RSS, 2,000 distinct images, 64 MiB budgets** | $(field "$rs" peak_kib) KiB (idle $(field "$rs" idle_kib) KiB) | 2 × 65,536 KiB of budgets | |"
+    for tier in disk memory; do
+        hr=$(grep "mode=hostile-reader-$tier " "$RESULTS")
+        echo "| **(h) 64 unread cache.gets of 16 MiB ($tier)**: ferryd RSS growth; bystander ping p50 / p99 / max µs | $(field "$hr" rss_growth_kib) KiB; $(field "$hr" p50_us) / $(field "$hr" p99_us) / $(field "$hr" max_us) | budgets + 32 MiB; p99 < 20,000 µs | |"
+    done
     echo "| **(d) miss path, whole process**: mean ms | $(field "$fm" mean_ms) (\`ferry fetch --cache no-store\`) | $(field "$cm" mean_ms) (\`curl\`) | $(ratio "$(field "$fm" mean_ms)" "$(field "$cm" mean_ms)") |"
 } >"$TABLE"
 mkdir -p "$OUT_DIR"
