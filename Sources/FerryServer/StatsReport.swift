@@ -44,7 +44,7 @@ final class StatsReport {
             "memory": ["bytes": .int(Int64(c.memoryBytes)), "entries": .int(Int64(c.memoryEntries)),
                        "budget": .int(Int64(store.config.memoryBudget))],
             "disk": ["bytes": .int(Int64(c.diskBytes)), "entries": .int(Int64(c.diskEntries)),
-                     "budget": .int(Int64(store.config.diskBudget))],
+                     "budget": .int(Int64(store.config.diskBudget)), "full": .bool(c.diskFull)],
         ]
         if let fetch { json["fetch"] = .object(StatsReport.json(fetch.stats, active: fetch.activeTransfers)) }
         json["memory"] = .object(memory(cacheBytes: c.memoryBytes))

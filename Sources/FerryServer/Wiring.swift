@@ -32,6 +32,7 @@ enum Wiring {
             throw .store("cannot open the cache in \(config.cacheDirectory): \(error)")
         }
         for notice in store.notices { log.error(notice) }
+        store.onNotice = { line in log.warn(line) }
         log.info("cache: \(config.cacheDirectory), \(store.counters.diskEntries) entries on disk")
         return store
     }

@@ -27,6 +27,8 @@ public final class CacheStore: @unchecked Sendable {
     public let config: StoreConfig
     /// Repairs made at start-up (damaged index moved aside, orphans removed), for the log.
     public let notices: [String]
+    /// Lines for the daemon's log while it runs (the disk filling up and emptying).
+    public var onNotice: (String) -> Void = { _ in }
     private let memory: MemoryLRU<CacheKey, CacheEntry>
     /// The tier below memory: the disk's in the daemon, a counting fake in the store's unit tests.
     private let disk: StoreTier
@@ -41,6 +43,7 @@ public final class CacheStore: @unchecked Sendable {
                             post: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) throws(StoreError) {
         let disk = try DiskTier(config: config, budget: budget, post: post)
         self.init(config: config, tier: disk, notices: disk.notices)
+        disk.onNotice = { [unowned self] line in onNotice(line) }
     }
 
     /// A store on any tier (tests drive the memory tier's rules with a fake one).
@@ -59,6 +62,7 @@ public final class CacheStore: @unchecked Sendable {
         c.diskEntries = d.entries
         c.diskEvictions = d.evictions
         c.damaged += d.damaged
+        c.diskFull = d.diskFull
         c.expirations += d.expirations
         return c
     }

@@ -24,7 +24,14 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     /// Repairs made at start-up (damaged index moved aside, orphans removed), for the log.
     let notices: [String]
     private(set) var usage = TierUsage()
+    /// The last journal write found the disk full: sets go to the worker (which refuses them in full mode) until the
+    /// next sweep tries the journal again.
+    private var journalFull = false
+    /// Where lines for the daemon's log go (entering and leaving full mode).
+    var onNotice: (String) -> Void = { _ in }
     private var worker: DiskWorker!
+    /// Touched on the loop thread only after the worker stopped (`close`).
+    private let engine: StoreEngine
     private let lockFD: Int32
     private var completions: [(DiskResult) -> Void] = []
     private var completionsHead = 0
@@ -43,7 +50,8 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     private var unhandedCost = 0
     static let handOffRecords = 512
     /// Values held for the hand-off count too: 512 records of 64 KiB would be 32 MiB kept outside every budget.
-    static let handOffBytes = 4 * 1024 * 1024
+    /// At most the engine's apply threshold, so one hand-off never outgrows the room its disk reserve gives.
+    private let handOffBytes: Int
     /// The active journal file is sealed and a new one started at this size, and at every sweep.
     static let journalRotateBytes = 32 * 1024 * 1024
     /// Value bytes handed to the disk worker and not yet done are held in the daemon's budget (`.storeQueue`): a
@@ -57,6 +65,8 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         notices = opened.notices
         lockFD = opened.lockFD
         let engine = opened.engine
+        self.engine = engine
+        handOffBytes = min(4 * 1024 * 1024, engine.applyThresholdBytes)
         do {
             journal = try JournalWriter(directory: config.directory, generation: opened.journalGeneration, nextSeq: opened.nextSeq)
         } catch {
@@ -86,6 +96,7 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         worker.submit(unsubmitted)
         unsubmitted.removeAll()
         worker.stop()
+        engine.retakeReserveForStop()  // the worker is gone: this thread is the engine's only user now
         if lockFD >= 0 { Glibc.close(lockFD) }
     }
 
@@ -124,7 +135,7 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     /// Small and unconditional, and it fits the disk budget without evicting: the journal path. (Eviction and
     /// `if_absent` need the index, so those sets go to the worker.)
     func settlesAtOnce(_ key: CacheKey, _ entry: CacheEntry, ifAbsent: Bool) -> Bool {
-        !ifAbsent && entry.value.count <= config.inlineThreshold
+        !ifAbsent && !usage.diskFull && !journalFull && entry.value.count <= config.inlineThreshold
             && usage.bytes + uncountedJournalBytes + StoreEngine.cost(key, size: entry.value.count) <= config.diskBudget
     }
 
@@ -195,6 +206,7 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     }
 
     func sweep(now: Int64, accessed: [CacheKey]) {
+        journalFull = false
         submit(.sweep(now: now, accessed: accessed)) { _ in }
         if journal.fileBytes > 0 { rotateJournal() }
     }
@@ -223,7 +235,7 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         let settled = writtenSets
         writtenSets.removeAll(keepingCapacity: true)
         for set in settled { set.done(set.failure.map { .failure($0) } ?? .success(true)) }
-        if unhandedRecords.count >= DiskTier.handOffRecords || unhandedCost >= DiskTier.handOffBytes { handOffJournaled() }
+        if unhandedRecords.count >= DiskTier.handOffRecords || unhandedCost >= handOffBytes { handOffJournaled() }
         if journal.fileBytes >= DiskTier.journalRotateBytes { rotateJournal() }
     }
 
@@ -240,6 +252,7 @@ final class DiskTier: StoreTier, @unchecked Sendable {
             unhandedCost += cost
             for ack in acks { writtenSets.append((ack, nil)) }
         } catch {
+            if case .diskFull = error { journalFull = true }
             uncountedJournalBytes -= cost
             for ack in acks { writtenSets.append((ack, error)) }
         }
@@ -279,6 +292,8 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         usage.evictions += UInt64(outcome.evictions)
         usage.expirations += UInt64(outcome.expirations)
         usage.damaged += UInt64(outcome.damaged)
+        usage.diskFull = outcome.diskFull
+        for notice in outcome.notices { onNotice(notice) }
         for result in outcome.results {
             let done = completions[completionsHead]
             completionsHead += 1

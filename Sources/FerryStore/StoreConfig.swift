@@ -63,4 +63,6 @@ public struct StoreCounters: Sendable {
     public var diskEntries = 0
     /// Values read from disk that failed their checksum (a miss each, and removed).
     public var damaged: UInt64 = 0
+    /// Full mode: the disk is full, new values are refused (reads, deletes and clears work).
+    public var diskFull = false
 }

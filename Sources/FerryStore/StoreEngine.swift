@@ -53,6 +53,10 @@ struct BatchOutcome: Sendable {
     var expirations: Int
     /// Values read back that did not match their checksum (each answered as a miss and removed).
     var damaged = 0
+    /// Full mode: the reserve is given back and new values are refused.
+    var diskFull = false
+    /// Lines for the daemon's log (entering and leaving full mode).
+    var notices: [String] = []
 }
 
 /// Runs batches of disk jobs on the worker thread: one SQLite transaction per batch, blob files written before the
@@ -83,12 +87,23 @@ final class StoreEngine {
     /// once a second), which bounds both the journal file and the memory `pending` holds.
     static let applyThreshold = 20_000
     /// Small: these values are held twice while the memory tier keeps them too, and apart from it once evicted.
-    static let applyThresholdBytes = 8 * 1024 * 1024
+    static let maxApplyThresholdBytes = 8 * 1024 * 1024
 
-    init(config: StoreConfig, index: DiskIndex, blobs: BlobFiles) throws(SQLiteError) {
+    /// Room kept so that a full disk can still be emptied (`DiskReserve`); not held = full mode.
+    private var reserve: DiskReserve
+    /// Pending sets are applied at this many value bytes: at most half the reserve, so that giving the reserve back
+    /// always leaves room to apply them (and to run the deletes queued behind them).
+    let applyThresholdBytes: Int
+
+    init(config: StoreConfig, index: DiskIndex, blobs: BlobFiles, reserve: DiskReserve) throws(SQLiteError) {
         self.config = config
         self.index = index
         self.blobs = blobs
+        self.reserve = reserve
+        applyThresholdBytes = min(StoreEngine.maxApplyThresholdBytes, reserve.size / 2)
+        // The WAL folds back into the database every quarter reserve (at most SQLite's default 1000 pages): on a
+        // full disk it must never hold more than the reserve can give, or folding it back would need room itself.
+        try index.db.exec("PRAGMA wal_autocheckpoint=\(max(16, min(1000, reserve.size / 4 / 4096)));")
         let totals = try index.totals(overheadPerRow: StoreConfig.diskOverheadPerEntry)
         diskBytes = totals.bytes
         diskEntries = totals.rows
@@ -102,36 +117,70 @@ final class StoreEngine {
         var outcome = BatchOutcome(results: [DiskResult](repeating: .swept, count: jobs.count), diskBytes: 0, diskEntries: 0,
                                    evictions: 0, expirations: 0)
         for (i, job) in jobs.enumerated() {
-            switch job {
-            case .journaled(let records):
-                accept(records)
-            case .get(let key, let now, _):
-                if let entry = pending[key] {
-                    outcome.results[i] = .entry(entry.isExpired(now: now) ? nil : entry)
-                } else {
-                    outcome.results[i] = perform(job, &outcome)  // a read: no transaction needed
-                    index.resetStatements()
-                }
-            case .releaseBlob, .damagedBlob:
-                outcome.results[i] = perform(job, &outcome)  // no transaction: a file removed, a damaged row dropped
-                index.resetStatements()
-            case .retireJournal(let path):
-                sealedJournals.append(path)
-                do { try applyPending() } catch { outcome.results[i] = .failed(error) }
-            default:
-                do {
-                    try applyPending()
-                } catch {
-                    outcome.results[i] = .failed(error)
-                    continue
-                }
-                outcome.results[i] = runTransaction([job], &outcome)[0]
-            }
+            if case .retireJournal(let path) = job { sealedJournals.append(path) }
+            var result = runOne(job, &outcome)
+            // The file system is full: give back the reserve, whose room lets this job (and the deletes that
+            // free space) commit, and refuse new values from now on (full mode).
+            if case .failed(.diskFull(let why)) = result, enterFullMode(why, &outcome) { result = runOne(job, &outcome) }
+            outcome.results[i] = result
         }
-        if pending.count >= StoreEngine.applyThreshold || pendingBytes >= StoreEngine.applyThresholdBytes { try? applyPending() }
+        if pending.count >= StoreEngine.applyThreshold || pendingBytes >= applyThresholdBytes {
+            // Applied while it still fits the reserve: pending sets must never outgrow the room a full disk has.
+            do throws(StoreError) { try applyPending() } catch .diskFull(let why) {
+                if enterFullMode(why, &outcome) { try? applyPending() }
+            } catch {}
+        }
         outcome.diskBytes = diskBytes
         outcome.diskEntries = diskEntries
+        outcome.diskFull = !reserve.isHeld
         return outcome
+    }
+
+    /// At a clean stop (the worker stopped): the reserve is taken back if it fits at all, so that the next start on
+    /// a disk something else filled meanwhile still has room to free.
+    func retakeReserveForStop() { _ = reserve.hold() }
+
+    /// Gives the reserve back (false when it already was): from now on new values are refused.
+    private func enterFullMode(_ why: String, _ outcome: inout BatchOutcome) -> Bool {
+        guard reserve.giveBack() else { return false }
+        outcome.notices.append("CACHE DISK FULL (\(why)): gave back the \(reserve.size)-byte reserve; "
+                               + "new values are refused until there is room, reads and deletes go on")
+        return true
+    }
+
+    /// Why a value is refused in full mode.
+    private var fullModeRefusal: StoreError {
+        .diskFull("the cache's file system has \(reserve.freeBytes()) bytes free; new values are refused until there is room (deletes, clears and reads work)")
+    }
+
+    private func runOne(_ job: DiskJob, _ outcome: inout BatchOutcome) -> DiskResult {
+        switch job {
+        case .journaled(let records):
+            accept(records)
+            return .swept
+        case .get(let key, let now, _):
+            if let entry = pending[key] { return .entry(entry.isExpired(now: now) ? nil : entry) }
+            defer { index.resetStatements() }
+            return perform(job, &outcome)  // a read: no transaction needed
+        case .releaseBlob, .damagedBlob:
+            defer { index.resetStatements() }
+            return perform(job, &outcome)  // no transaction: a file removed, a damaged row dropped
+        case .retireJournal:
+            do { try applyPending() } catch { return .failed(error) }
+            return .swept
+        case .put where !reserve.isHeld:
+            return .failed(fullModeRefusal)
+        default:
+            do { try applyPending() } catch { return .failed(error) }
+            let result = runTransaction([job], &outcome)[0]
+            // In full mode every write folds the WAL back at once: otherwise each delete's frames would take the
+            // room the reserve gave before the next sweep, and deletes would stop freeing space.
+            if !reserve.isHeld { index.checkpoint() }
+            if case .sweep = job, !reserve.isHeld, reserve.retakeIfRoom() {
+                outcome.notices.append("cache disk has room again: reserve of \(reserve.size) bytes taken back, values accepted")
+            }
+            return result
+        }
     }
 
     /// Takes journaled sets into `pending`.
@@ -321,7 +370,7 @@ final class StoreEngine {
     private func put(_ key: CacheKey, _ entry: CacheEntry, now: Int64, outcome: inout BatchOutcome) throws {
         let cost = StoreEngine.cost(key, size: entry.value.count)
         guard cost <= config.diskBudget else {
-            throw StoreError.diskFull("a value of \(entry.value.count) bytes does not fit the disk budget of \(config.diskBudget)")
+            throw StoreError.overDiskBudget("a value of \(entry.value.count) bytes does not fit the disk budget of \(config.diskBudget)")
         }
         let old = try index.get(key)
         let oldCost = old.map { StoreEngine.cost(key, size: $0.size) } ?? 0

@@ -4,6 +4,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case valueTooLarge(size: Int, limit: Int)
     /// The disk (or the disk budget) cannot take the value → `resource_exhausted`.
     case diskFull(String)
+    /// The value is larger than the whole disk budget (`--disk-limit`) → `resource_exhausted`.
+    case overDiskBudget(String)
     /// The cache directory cannot be written (a read-only file system or permissions) → `unavailable`.
     case readOnly(String)
     /// The process has no descriptor left (EMFILE, ENFILE) → `resource_exhausted`: a load, not a bug.
@@ -21,6 +23,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .readOnly(let m): return "the cache directory is not writable: \(m)"
         case .tooManyFiles(let m): return "ferryd has too many files open: \(m)"
         case .busy(let m): return m
+        case .overDiskBudget(let m): return m
         case .io(let m): return m
         }
     }

@@ -22,15 +22,25 @@ enum StoreOpening {
         try BlobFiles.makeDirectory(config.directory)
         try checkPrivate(config.directory)
         let lockFD = try lockDirectory(config.directory)
+        var reserve = DiskReserve(directory: config.directory)
         do {
-            return try openLocked(config, lockFD: lockFD)
+            do {
+                return try openLocked(config, lockFD: lockFD, reserve: reserve)
+            } catch .diskFull(let why) where reserve.giveBack() {
+                // A full disk (a clean stop left it so): the reserve's room lets the index open and the journal
+                // replay; the store starts in full mode, serving reads and refusing new values until there is room.
+                var opened = try openLocked(config, lockFD: lockFD, reserve: reserve)
+                opened.notices.append("CACHE DISK FULL at start (\(why)): gave back the \(reserve.size)-byte reserve; "
+                                      + "serving reads and deletes, refusing new values until there is room")
+                return opened
+            }
         } catch {
             close(lockFD)
             throw error
         }
     }
 
-    private static func openLocked(_ config: StoreConfig, lockFD: Int32) throws(StoreError) -> Opened {
+    private static func openLocked(_ config: StoreConfig, lockFD: Int32, reserve: DiskReserve) throws(StoreError) -> Opened {
         let path = config.directory + "/index.db"
         var notices: [String] = []
         let index: DiskIndex
@@ -56,8 +66,19 @@ enum StoreOpening {
             let replayed = try replayJournals(in: config.directory, into: index)
             notices += replayed.notices
             notices += try reconcile(index, blobs)
-            return Opened(engine: try StoreEngine(config: config, index: index, blobs: blobs), notices: notices, lockFD: lockFD,
-                          journalGeneration: replayed.nextGeneration, nextSeq: replayed.nextSeq)
+            var reserve = reserve
+            if reserve.isHeld && reserve.freeBytes() < reserve.size {
+                // Started on a full disk: the reserve's room goes to the deletes that will free space.
+                reserve.giveBack()
+                notices.append("CACHE DISK FULL at start (\(reserve.freeBytes()) bytes free): gave back the \(reserve.size)-byte reserve; "
+                               + "serving reads and deletes, refusing new values until there is room")
+            } else if !reserve.isHeld && !reserve.hold() {
+                notices.append("CACHE DISK FULL: no room for the \(reserve.size)-byte reserve; refusing new values until there is room")
+            }
+            return Opened(engine: try StoreEngine(config: config, index: index, blobs: blobs, reserve: reserve), notices: notices,
+                          lockFD: lockFD, journalGeneration: replayed.nextGeneration, nextSeq: replayed.nextSeq)
+        } catch where error.isDiskFull {
+            throw error.storeError
         } catch {
             throw .io("cannot read the index at \(path): \(error)")
         }

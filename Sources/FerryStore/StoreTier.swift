@@ -91,6 +91,8 @@ public struct TierUsage: Sendable, Equatable {
     public var expirations: UInt64 = 0
     /// Values read back damaged (their checksum did not match): answered as misses and removed.
     public var damaged: UInt64 = 0
+    /// The tier's disk is full: it refuses new values (full mode) until there is room again.
+    public var diskFull = false
 
     public init() {}
 }

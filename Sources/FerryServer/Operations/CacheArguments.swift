@@ -86,7 +86,7 @@ extension RequestContext {
     /// Answers a storage failure with its protocol code.
     func fail(store error: StoreError) {
         switch error {
-        case .valueTooLarge, .diskFull, .tooManyFiles, .busy: fail(.resourceExhausted, error.description)
+        case .valueTooLarge, .diskFull, .tooManyFiles, .busy, .overDiskBudget: fail(.resourceExhausted, error.description)
         case .readOnly: fail(.unavailable, error.description)
         case .io: fail(.internal, error.description)
         }

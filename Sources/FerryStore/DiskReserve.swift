@@ -1,0 +1,84 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Room kept on the cache's file system so that a full disk can still be emptied: a file of `size` bytes
+/// (`reserve`, allocated for real with `posix_fallocate`) that the store gives back the moment a write finds the disk
+/// full. The freed bytes let the deletes, clears and journal applies that free space commit (SQLite needs room in its
+/// WAL even to delete); while the reserve is given back the store is in *full mode* and refuses new values, so they
+/// cannot take that room again. It is taken back once the file system has room for it and a margin.
+///
+/// ```swift
+/// var reserve = DiskReserve(directory: dir)
+/// reserve.hold()                      // at start, when there is room
+/// if writeFailedBecauseFull { reserve.giveBack() }   // then retry the write once
+/// reserve.retakeIfRoom()              // at every sweep
+/// ```
+struct DiskReserve {
+    let path: String
+    /// The reserve's size: 1/32 of the file system, between 256 KiB and 16 MiB.
+    let size: Int
+    /// Whether the file is in place. False: the store is in full mode.
+    private(set) var isHeld = false
+
+    init(directory: String) {
+        path = directory + "/reserve"
+        size = DiskReserve.size(forFileSystemOf: directory)
+        var st = stat()
+        isHeld = lstat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFREG && Int(st.st_size) == size
+    }
+
+    static func size(forFileSystemOf directory: String) -> Int {
+        var fs = statvfs()
+        guard statvfs(directory, &fs) == 0 else { return 1 << 20 }
+        let total = Int(fs.f_blocks) * Int(fs.f_frsize)
+        return min(16 << 20, max(256 << 10, total / 32))
+    }
+
+    /// Bytes the file system still gives to an unprivileged writer.
+    func freeBytes() -> Int {
+        var fs = statvfs()
+        guard statvfs(path.dropLastComponent, &fs) == 0 else { return 0 }
+        return Int(fs.f_bavail) * Int(fs.f_frsize)
+    }
+
+    /// Allocates the file (true when it is in place afterwards). Never follows a planted link.
+    @discardableResult
+    mutating func hold() -> Bool {
+        guard !isHeld else { return true }
+        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        guard posix_fallocate(fd, 0, off_t(size)) == 0, ftruncate(fd, off_t(size)) == 0 else {
+            unlink(path)  // a partial reserve would only take room
+            return false
+        }
+        isHeld = true
+        return true
+    }
+
+    /// Frees the reserve's bytes at once (the store enters full mode). False when it was not held.
+    @discardableResult
+    mutating func giveBack() -> Bool {
+        guard isHeld else { return false }
+        unlink(path)
+        isHeld = false
+        return true
+    }
+
+    /// Takes the reserve back when the file system has room for it twice over (so taking it does not fill the disk
+    /// again at once); true when it is held afterwards.
+    mutating func retakeIfRoom() -> Bool {
+        guard !isHeld else { return true }
+        guard freeBytes() >= 2 * size else { return false }
+        return hold()
+    }
+}
+
+extension String {
+    /// "/a/b/c" → "/a/b".
+    fileprivate var dropLastComponent: String {
+        guard let slash = lastIndex(of: "/") else { return "." }
+        return slash == startIndex ? "/" : String(self[..<slash])
+    }
+}
