@@ -43,6 +43,7 @@ public final class FetchEngine {
     /// Exchanges with origins running now.
     public var activeTransfers: Int { transport.activeTransfers }
     public var bodyBytesInFlight: Int { transport.bodyBytesInFlight }
+    public var waitingTransfers: Int { transport.waitingTransfers }
 
     public func close() { transport.close() }
 
@@ -86,7 +87,7 @@ public final class FetchEngine {
         for name in FetchEngine.clientConditions + ["if-range", "range"] { headers.removeAll(name) }
         headers = headers.appending(contentsOf: conditionalHeaders(for: found.response))
         let outgoing = OriginRequest(url: request.url, method: "GET", headers: headers.pairs, body: [],
-                                        timeoutMs: 60_000, maxBytes: spec.maxBytes)
+                                        timeoutMs: 60_000, maxBytes: spec.maxBytes, owner: spec.owner)
         let storageKey = found.storageKey
         let waiter = TransferGroup.Waiter(wantsProgress: false, accepts: { _ in true }) { [weak self] outcome in
             guard let self else { return }

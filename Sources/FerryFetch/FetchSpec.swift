@@ -22,6 +22,8 @@ public struct FetchSpec: Sendable {
     public var cacheMode: CacheMode
     /// Whether the job reports progress (`FetchJob.onProgress`).
     public var progress: Bool
+    /// Who asks, for fair shares of transfer slots (`SlotScheduler`): the client connection's id; 0 for the daemon.
+    public var owner: UInt64 = 0
 
     public static let maxURLBytes = 8192
     public static let maxHeaderBytes = 64 * 1024

@@ -15,12 +15,15 @@ public protocol OriginTransport: AnyObject {
     var activeTransfers: Int { get }
     /// Body bytes received by the exchanges running now (held until each ends), for `stats`.
     var bodyBytesInFlight: Int { get }
+    /// Exchanges waiting for a transfer slot (`FairTransport`).
+    var waitingTransfers: Int { get }
     /// Ends every exchange (`done` with a failure) and frees the transport (the daemon stops).
     func close()
 }
 
 extension OriginTransport {
     public var bodyBytesInFlight: Int { 0 }
+    public var waitingTransfers: Int { 0 }
 }
 
 /// One exchange in flight.
@@ -37,8 +40,12 @@ public struct OriginRequest: Sendable {
     public var body: [UInt8]
     public var timeoutMs: Int?
     public var maxBytes: Int
+    /// Who asks (a client connection; 0: the daemon itself): transfer slots are shared fairly among owners.
+    public var owner: UInt64
 
-    public init(url: String, method: String, headers: [(String, String)], body: [UInt8], timeoutMs: Int?, maxBytes: Int) {
+    public init(url: String, method: String, headers: [(String, String)], body: [UInt8], timeoutMs: Int?, maxBytes: Int,
+                owner: UInt64 = 0) {
+        self.owner = owner
         self.url = url
         self.method = method
         self.headers = headers

@@ -15,7 +15,8 @@ final class Download {
     }
 }
 
-/// Downloads waiting for a slot: direct requests first, in order; prefetches after them, in order.
+/// Downloads waiting for a slot: direct requests first, prefetches after them; among each, the download of the owner
+/// (client) running the fewest goes first, the oldest among equals, and an owner at its share waits.
 struct DownloadQueue {
     private var direct: [Download] = []
     private var prefetches: [Download] = []
@@ -26,11 +27,23 @@ struct DownloadQueue {
         if d.isPrefetch { prefetches.append(d) } else { direct.append(d) }
     }
 
-    /// The next download to start: a direct request whenever one waits, else a prefetch when allowed.
-    mutating func next(prefetchAllowed: Bool = true) -> Download? {
-        if !direct.isEmpty { return direct.removeFirst() }
-        if prefetchAllowed && !prefetches.isEmpty { return prefetches.removeFirst() }
+    /// The next download to start: a direct request whenever one may start, else a prefetch when allowed.
+    /// `running(owner)` is how many downloads an owner runs now; one running `maxPerOwner` is passed over.
+    mutating func next(prefetchAllowed: Bool = true, running: (UInt64) -> Int = { _ in 0 }, maxPerOwner: Int = .max) -> Download? {
+        if let i = DownloadQueue.fairest(direct, running, maxPerOwner) { return direct.remove(at: i) }
+        if prefetchAllowed, let i = DownloadQueue.fairest(prefetches, running, maxPerOwner) { return prefetches.remove(at: i) }
         return nil
+    }
+
+    private static func fairest(_ line: [Download], _ running: (UInt64) -> Int, _ maxPerOwner: Int) -> Int? {
+        var best: (index: Int, held: Int)?
+        for (i, d) in line.enumerated() {
+            let held = running(d.request.owner)
+            guard held < maxPerOwner else { continue }
+            if best == nil || held < best!.held { best = (i, held) }
+            if held == 0 { break }  // nobody is fairer than an owner running none
+        }
+        return best?.index
     }
 
     /// A prefetch asked for directly joins the direct line (at its end); one that runs already is left alone.

@@ -54,6 +54,9 @@ public actor ImageLoader {
     private var subscriptions: [ImageSubscriber: String] = [:]
     private var queue = DownloadQueue()
     private var running = 0
+    /// Downloads running per owner (client), for fair shares: one client holds at most half the slots.
+    private var runningByOwner: [UInt64: Int] = [:]
+    private var maxPerOwner: Int { max(1, config.maxConcurrent / 2) }
     /// Downloads running for prefetches only (none of their subscribers asked directly).
     private var runningPrefetches = 0
     private var prefetchLimit: Int { config.maxPrefetching ?? max(1, config.maxConcurrent / 3) }
@@ -159,8 +162,11 @@ public actor ImageLoader {
 
     /// Starts queued downloads while fewer than `maxConcurrent` run.
     private func pump() {
-        while running < config.maxConcurrent, let download = queue.next(prefetchAllowed: runningPrefetches < prefetchLimit) {
+        while running < config.maxConcurrent,
+              let download = queue.next(prefetchAllowed: runningPrefetches < prefetchLimit, running: { self.runningByOwner[$0] ?? 0 },
+                                        maxPerOwner: maxPerOwner) {
             running += 1
+            runningByOwner[download.request.owner, default: 0] += 1
             if download.isPrefetch {
                 download.runsAsPrefetch = true
                 runningPrefetches += 1
@@ -195,6 +201,8 @@ public actor ImageLoader {
     /// Back on the actor: store, then answer every subscriber, then let the next download start.
     private func completed(_ download: Download, _ result: Result<(CachedImage, FetchedImage), ImageError>) {
         running -= 1
+        let owner = download.request.owner
+        if let n = runningByOwner[owner] { runningByOwner[owner] = n > 1 ? n - 1 : nil }
         if download.runsAsPrefetch {
             download.runsAsPrefetch = false
             runningPrefetches -= 1

@@ -16,6 +16,9 @@ public struct ImageRequest: Sendable {
     public var cache: CacheMode
     /// For each exchange with the origin; nil: the fetcher's own limit.
     public var timeoutMs: Int?
+    /// Who asks (a client connection; 0 when nobody in particular): download slots are shared fairly among owners.
+    /// Not part of the image's identity: two clients asking for one URL share one download.
+    public var owner: UInt64 = 0
 
     public init(url: String, headers: [(String, String)] = [], cache: CacheMode = .default, timeoutMs: Int? = nil) {
         self.url = url

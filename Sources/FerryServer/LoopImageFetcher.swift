@@ -38,13 +38,18 @@ final class LoopImageFetcher: ImageFetching, @unchecked Sendable {
         return try outcome.get()
     }
 
+    static let slotOwner = UInt64.max
+
     /// On the loop thread.
     private func start(_ request: ImageRequest, maxBytes: Int, _ handle: FetchHandle) {
         guard handle.begin() else { return }
         // The request was checked when it arrived (`ImageArguments`, `image.prefetch`); this is its one FetchSpec.
         // Nobody may be waiting on a prefetch: every image download has a deadline of its own.
-        let spec = FetchSpec(url: request.url, headers: request.headers, timeoutMs: request.timeoutMs ?? LoopImageFetcher.defaultTimeoutMs,
+        var spec = FetchSpec(url: request.url, headers: request.headers, timeoutMs: request.timeoutMs ?? LoopImageFetcher.defaultTimeoutMs,
                              maxBytes: maxBytes, cacheMode: request.cache)
+        // The image loader shares its downloads among its clients itself (its queue, prefetches behind); to the
+        // transfer slots it is one owner.
+        spec.owner = LoopImageFetcher.slotOwner
         let job = FetchJob(engine: engine, spec: spec) { result in handle.resume(LoopImageFetcher.image(from: result)) }
         handle.job = job
         job.start()

@@ -14,6 +14,8 @@ import FerryProtocol
 /// ```
 public final class RequestContext {
     public let id: UInt64
+    /// The connection it came on (its id): whose share of shared slots the request uses.
+    public let clientID: UInt64
     public let op: String
     public let args: JSONObject
     public let body: [UInt8]
@@ -32,6 +34,7 @@ public final class RequestContext {
 
     init(envelope: RequestEnvelope, body: [UInt8], serial: UInt64, counters: OperationCounters, connection: Connection) {
         id = envelope.id
+        clientID = connection.id
         op = envelope.op
         args = envelope.args
         self.body = body

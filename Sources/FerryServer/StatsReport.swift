@@ -46,7 +46,11 @@ final class StatsReport {
             "disk": ["bytes": .int(Int64(c.diskBytes)), "entries": .int(Int64(c.diskEntries)),
                      "budget": .int(Int64(store.config.diskBudget)), "full": .bool(c.diskFull)],
         ]
-        if let fetch { json["fetch"] = .object(StatsReport.json(fetch.stats, active: fetch.activeTransfers)) }
+        if let fetch {
+            var f = StatsReport.json(fetch.stats, active: fetch.activeTransfers)
+            f["transfers_waiting"] = .int(Int64(fetch.waitingTransfers))
+            json["fetch"] = .object(f)
+        }
         json["memory"] = .object(memory(cacheBytes: c.memoryBytes))
         return json
     }

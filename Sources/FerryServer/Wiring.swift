@@ -46,7 +46,9 @@ enum Wiring {
         transportConfig.connectTimeoutMs = config.fetchConnectTimeoutMs
         transportConfig.defaultTimeoutMs = config.fetchTimeoutMs
         do {
-            let transport = try CurlTransport(loop: loop, config: transportConfig)
+            let curl = try CurlTransport(loop: loop, config: transportConfig)
+            // libcurl would queue past its limits in arrival order; the slots are shared among clients here first.
+            let transport = FairTransport(curl, loop: loop, capacity: config.fetchTotal, defaultTimeoutMs: config.fetchTimeoutMs)
             return FetchEngine(transport: transport, responses: ResponseStore(storage: CacheStoreResponses(store: store)))
         } catch {
             throw .store("cannot start the HTTP client: \(error)")

@@ -183,6 +183,31 @@ final class FakeImageFetcher: ImageFetching, @unchecked Sendable {
         joined.cancel()
     }
 
+    /// One client asking for six images from origins that never answer holds half the six slots; another client's
+    /// request starts at once (issue 10, item 5).
+    @Test func oneClientHoldsAtMostHalfTheDownloadSlots() async throws {
+        let fetcher = FakeImageFetcher(body: Self.png)
+        let l = loader(fetcher, concurrent: 6)
+        var hog: [Task<LoadedImage, any Error>] = []
+        for n in 0..<6 {
+            var r = ImageRequest(url: "http://black.hole/\(n).png")
+            r.owner = 1
+            hog.append(Task { try await l.load(r, subscriber: ImageSubscriber(id: UInt64(10 + n))) })
+        }
+        await fetcher.waitStarted(3)
+        try await Task.sleep(for: .milliseconds(20))
+        let queued = await l.snapshot().queued
+        #expect(fetcher.started.count == 3 && queued == 3, "the hog holds its share: \(fetcher.started)")
+        var fair = ImageRequest(url: "http://a.test/mine.png")
+        fair.owner = 2
+        let mine = Task { try await l.load(fair, subscriber: ImageSubscriber(id: 1)) }
+        await fetcher.waitStarted(4)
+        #expect(fetcher.started.last == "http://a.test/mine.png", "started at once, ahead of the hog's three waiting")
+        fetcher.release("http://a.test/mine.png")
+        #expect(try await mine.value.source == .network)
+        for t in hog { t.cancel() }
+    }
+
     @Test func notAnImageIsAnErrorAndNotKept() async throws {
         let fetcher = FakeImageFetcher(body: Array("<!DOCTYPE html><p>hi".utf8))
         let l = loader(fetcher)

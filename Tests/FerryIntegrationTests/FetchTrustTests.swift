@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 import FerryClient
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// No client can poison the shared HTTP cache or smuggle a request past ferryd, and the limits a request sets
 /// hold whoever stored the response: a real ferryd and the project's origin, counted at the origin.
@@ -88,6 +91,58 @@ extension IntegrationTests {
             #expect(r.status == 200 && r.body.count == 400)
         }
 
+        /// 70 fetches of one client to 70 black holes (ports that accept and never answer) held every transfer slot,
+        /// and a healthy fetch with `timeout_ms: 5000` waited in libcurl's queue until it failed. Now the client holds
+        /// half the slots, the healthy fetch starts at once, and one that must wait fails when its time is up.
+        @Test func oneClientCannotTakeEveryTransferSlot() async throws {
+            let s = try await Setup(daemonArgs: ["--fetch-total", "8"])
+            defer { s.stop() }
+            let holes = try (0..<10).map { _ in try BlackHole() }
+            defer { for h in holes { h.close() } }
+            let hog = try await FerryClient.connect(path: s.daemon.socket)
+            defer { hog.close() }
+            let hogging = Task {
+                await withTaskGroup(of: Void.self) { group in
+                    for h in holes { group.addTask { _ = try? await hog.fetch(FetchRequest("http://127.0.0.1:\(h.port)/")) } }
+                }
+            }
+            defer { hogging.cancel() }
+            var waited = 0
+            while (try await s.client.stats()["fetch"]?["transfers_waiting"]?.intValue ?? 0) < 6 && waited < 500 {
+                try await Task.sleep(for: .milliseconds(10))
+                waited += 1
+            }
+            let stats = try await s.client.stats()
+            #expect(stats["fetch"]?["transfers_active"] == 4 && stats["fetch"]?["transfers_waiting"] == 6, "\(stats)")
+            var healthy = FetchRequest(s.origin.url("/r?body=fine&cc=no-store"))
+            healthy.timeout = .seconds(5)
+            let r = try await s.client.fetch(healthy)
+            #expect(r.status == 200 && r.text == "fine")
+
+            // Three more clients take the other half; a fourth waits, and its 300 ms run out in the queue.
+            let others = try await (0..<3).asyncMap { _ in try await FerryClient.connect(path: s.daemon.socket) }
+            defer { for c in others { c.close() } }
+            let busy = Task {
+                await withTaskGroup(of: Void.self) { group in
+                    for (c, h) in zip(others, holes) { group.addTask { _ = try? await c.fetch(FetchRequest("http://127.0.0.1:\(h.port)/x")) } }
+                    group.addTask { _ = try? await s.client.fetch(FetchRequest("http://127.0.0.1:\(holes[9].port)/y")) }
+                }
+            }
+            defer { busy.cancel() }
+            waited = 0
+            while (try await s.client.stats()["fetch"]?["transfers_active"]?.intValue ?? 0) < 8 && waited < 500 {
+                try await Task.sleep(for: .milliseconds(10))
+                waited += 1
+            }
+            let late = try await FerryClient.connect(path: s.daemon.socket)
+            defer { late.close() }
+            var hurried = FetchRequest(s.origin.url("/r?body=late&cc=no-store"))
+            hurried.timeout = .milliseconds(300)
+            let e = await Self.failure { _ = try await late.fetch(hurried) }
+            #expect(e?.code == .deadlineExceeded, "\(String(describing: e))")
+            #expect(try s.origin.count(path: "/r") == 1, "the late request never reached the origin")
+        }
+
         @Test func anOversizedResponseHeaderIsNamedAsSuch() async throws {
             let s = try await Setup()
             defer { s.stop() }
@@ -99,5 +154,39 @@ extension IntegrationTests {
             let fine = try await s.get("/bigheader?bytes=60000&lines=2", cache: .noStore)
             #expect(fine.status == 200 && fine.text == "ok")
         }
+    }
+}
+
+/// A TCP port on 127.0.0.1 that accepts connections (in the kernel's backlog) and never answers: a request to it
+/// holds its transfer until a limit ends it.
+final class BlackHole: @unchecked Sendable {
+    let fd: Int32
+    let port: Int
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        addr.sin_port = 0
+        let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard bound == 0, listen(fd, 64) == 0 else {
+            Glibc.close(fd)
+            throw HarnessError("black hole: \(String(cString: strerror(errno)))")
+        }
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        self.fd = fd
+        port = Int(UInt16(bigEndian: addr.sin_port))
+    }
+
+    func close() { Glibc.close(fd) }
+}
+
+extension Sequence {
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var out: [T] = []
+        for element in self { out.append(try await transform(element)) }
+        return out
     }
 }

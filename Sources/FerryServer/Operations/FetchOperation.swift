@@ -17,7 +17,9 @@ final class FetchOperation: OperationHandler {
         let spec: FetchSpec
         switch FetchArguments.parse(request.args, body: request.body, maxBytesLimit: engine.config.maxBytesLimit) {
         case .failure(let failure): return request.fail(failure.wireError)
-        case .success(let s): spec = s
+        case .success(var s):
+            s.owner = request.clientID  // its share of the transfer slots is this connection's
+            spec = s
         }
         let job = FetchJob(engine: engine, spec: spec) { result in
             switch result {

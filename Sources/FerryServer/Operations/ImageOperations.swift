@@ -41,7 +41,9 @@ final class ImageGetOperation: ImageOperation, OperationHandler {
         let imageRequest: ImageRequest
         switch ImageArguments.request(request.args) {
         case .failure(let failure): return request.fail(failure.wireError)
-        case .success(let r): imageRequest = r
+        case .success(var r):
+            r.owner = request.clientID  // its share of the download slots is this connection's
+            imageRequest = r
         }
         let subscriber = ImageSubscriber(id: nextSubscriber)
         nextSubscriber += 1
@@ -79,7 +81,9 @@ final class ImagePrefetchOperation: ImageOperation, OperationHandler {
         for item in items {
             guard case .string(let url) = item else { return request.fail(.invalidArgument, "each of \"urls\" must be a string") }
             if let problem = FetchSpec.urlProblem(url) { return request.fail(.invalidArgument, problem) }
-            requests.append(ImageRequest(url: url))
+            var r = ImageRequest(url: url)
+            r.owner = request.clientID
+            requests.append(r)
         }
         let post = self.post, bound = LoopBound(value: request)
         Task {
