@@ -19,8 +19,15 @@ final class CurlMulti {
     private var polls: [curl_socket_t: LoopPoll] = [:]
     private var transfers: [UInt: Transfer] = [:]
     private var isClosed = false
+    /// Body bytes held by the transfers running now, and the most they may hold (the daemon's buffer limit).
+    private(set) var bodyBytes = 0
+    private let bodyLimit: Int
+    private var paused: [UInt: Transfer] = [:]
+    /// A transfer under this size never pauses: small responses (every bystander's) keep their latency.
+    static let neverPausedBelow = 1 << 20
 
-    init(loop: EventLoop, maxPerHost: Int, maxTotal: Int) throws(FetchFailure) {
+    init(loop: EventLoop, maxPerHost: Int, maxTotal: Int, bodyLimit: Int = .max) throws(FetchFailure) {
+        self.bodyLimit = bodyLimit
         try CurlMulti.globalInit()
         guard let m = curl_multi_init() else { throw .internalError("curl_multi_init failed") }
         handle = m
@@ -49,7 +56,7 @@ final class CurlMulti {
     }
 
     var activeTransfers: Int { transfers.count }
-    var bodyBytes: Int { transfers.values.reduce(0) { $0 + $1.bodyBytes } }
+    var pausedTransfers: Int { paused.count }
 
     /// Starts a transfer; its `finish` runs on this loop when it completes or fails.
     func add(_ transfer: Transfer) {
@@ -57,6 +64,7 @@ final class CurlMulti {
         // cleaned-up multi handle.
         guard !isClosed else { return transfer.finish(CURLE_ABORTED_BY_CALLBACK, message: "the daemon is stopping") }
         transfers[transfer.key] = transfer
+        transfer.mayGrow = { [unowned self] t, n in admitGrowth(t, n) }
         let rc = curl_multi_add_handle(handle, transfer.easy)
         if rc != CURLM_OK {
             transfers[transfer.key] = nil
@@ -68,6 +76,37 @@ final class CurlMulti {
     func remove(_ transfer: Transfer) {
         guard transfers.removeValue(forKey: transfer.key) != nil else { return }
         curl_multi_remove_handle(handle, transfer.easy)
+        ended(transfer)
+    }
+
+    // MARK: The body budget
+
+    /// Whether `t` may keep `n` more body bytes. Past the limit only the transfer furthest along goes on (so one of
+    /// them finishes and frees its bytes, and nobody waits for ever) and small ones; the others pause until a
+    /// transfer ends. Bodies are held whole until their transfer ends, so this bounds them together at the limit
+    /// plus the leader's body; streaming them (issue 11) bounds each.
+    private func admitGrowth(_ t: Transfer, _ n: Int) -> Bool {
+        if bodyBytes + n <= bodyLimit || t.bodyBytes + n <= CurlMulti.neverPausedBelow || isLeader(t) {
+            bodyBytes += n
+            return true
+        }
+        paused[t.key] = t
+        return false
+    }
+
+    private func isLeader(_ t: Transfer) -> Bool {
+        !transfers.values.contains { $0 !== t && !$0.isPaused && $0.bodyBytes > t.bodyBytes }
+    }
+
+    /// A transfer ended: its bytes leave the budget, and the paused ones try again (those still over it pause
+    /// again, the new leader goes on).
+    private func ended(_ transfer: Transfer) {
+        bodyBytes -= transfer.bodyBytes
+        paused[transfer.key] = nil
+        guard !paused.isEmpty else { return }
+        let waiting = paused.values.sorted { $0.bodyBytes > $1.bodyBytes }
+        paused.removeAll()
+        for t in waiting where transfers[t.key] != nil { t.resume() }
     }
 
     /// Cancels every transfer and frees the handles (daemon stop).
@@ -140,6 +179,7 @@ final class CurlMulti {
             let key = UInt(bitPattern: ferry_info_private(easy))
             curl_multi_remove_handle(handle, easy)
             guard let transfer = transfers.removeValue(forKey: key) else { continue }
+            ended(transfer)
             transfer.finish(code, message: nil)
         }
     }

@@ -18,6 +18,8 @@ public final class CurlTransport: OriginTransport {
         /// The limit of an exchange whose request sets none (`timeout_ms`): without it, an origin trickling a few
         /// bytes a second would hold a slot for ever.
         public var defaultTimeoutMs = 300_000
+        /// Body bytes all transfers may hold together before the larger ones pause (`CurlMulti`).
+        public var bodyLimit = 64 * 1024 * 1024
         public init() {}
     }
 
@@ -26,7 +28,7 @@ public final class CurlTransport: OriginTransport {
 
     public init(loop: EventLoop, config: Config) throws(FetchFailure) {
         self.config = config
-        multi = try CurlMulti(loop: loop, maxPerHost: config.maxPerHost, maxTotal: config.maxTotal)
+        multi = try CurlMulti(loop: loop, maxPerHost: config.maxPerHost, maxTotal: config.maxTotal, bodyLimit: config.bodyLimit)
     }
 
     public func start(_ request: OriginRequest, progress: @escaping (Int, Int?) -> Void,
@@ -42,6 +44,7 @@ public final class CurlTransport: OriginTransport {
 
     public var activeTransfers: Int { multi.activeTransfers }
     public var bodyBytesInFlight: Int { multi.bodyBytes }
+    public var pausedTransfers: Int { multi.pausedTransfers }
 
     public func close() { multi.close() }
 

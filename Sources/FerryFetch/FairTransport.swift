@@ -67,6 +67,7 @@ public final class FairTransport: OriginTransport {
 
     public var activeTransfers: Int { inner.activeTransfers }
     public var bodyBytesInFlight: Int { inner.bodyBytesInFlight }
+    public var pausedTransfers: Int { inner.pausedTransfers }
     /// Exchanges waiting for a slot.
     public var waitingTransfers: Int { slots.waitingCount }
 

@@ -44,6 +44,7 @@ public final class FetchEngine {
     public var activeTransfers: Int { transport.activeTransfers }
     public var bodyBytesInFlight: Int { transport.bodyBytesInFlight }
     public var waitingTransfers: Int { transport.waitingTransfers }
+    public var pausedTransfers: Int { transport.pausedTransfers }
 
     public func close() { transport.close() }
 

@@ -17,6 +17,8 @@ public protocol OriginTransport: AnyObject {
     var bodyBytesInFlight: Int { get }
     /// Exchanges waiting for a transfer slot (`FairTransport`).
     var waitingTransfers: Int { get }
+    /// Exchanges paused because bodies in flight passed the buffer limit (`CurlMulti`).
+    var pausedTransfers: Int { get }
     /// Ends every exchange (`done` with a failure) and frees the transport (the daemon stops).
     func close()
 }
@@ -24,6 +26,7 @@ public protocol OriginTransport: AnyObject {
 extension OriginTransport {
     public var bodyBytesInFlight: Int { 0 }
     public var waitingTransfers: Int { 0 }
+    public var pausedTransfers: Int { 0 }
 }
 
 /// One exchange in flight.

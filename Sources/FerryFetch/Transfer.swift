@@ -18,6 +18,10 @@ final class Transfer {
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private var body: [UInt8] = []
     var bodyBytes: Int { body.count }
+    /// Asked before each piece of body is kept; false pauses the transfer: libcurl keeps the piece and hands it
+    /// over again after `resume` (`CurlMulti` bounds the body bytes of all transfers this way).
+    var mayGrow: (Transfer, Int) -> Bool = { _, _ in true }
+    private(set) var isPaused = false
     private var status = 0
     private var headers: [(String, String)] = []
     private var exceeded = false
@@ -134,8 +138,23 @@ final class Transfer {
             exceeded = true
             return 0  // libcurl stops the transfer with CURLE_WRITE_ERROR
         }
+        guard mayGrow(self, bytes.count) else {
+            isPaused = true
+            return Transfer.writePause
+        }
         body.append(contentsOf: bytes)
         return bytes.count
+    }
+
+    /// `CURL_WRITEFUNC_PAUSE`.
+    private static let writePause = 0x1000_0001
+
+    /// Lets a paused transfer go on (libcurl may hand over the kept piece inside this call). Loop thread only,
+    /// outside libcurl's callbacks for this handle.
+    func resume() {
+        guard isPaused else { return }
+        isPaused = false
+        curl_easy_pause(easy, 0)  // CURLPAUSE_CONT
     }
 
     /// One header line; false stops the transfer (the header section is too large). A status line starts a new

@@ -16,11 +16,13 @@ extension Connection {
     }
 
     /// A reply whose body goes out in `chunk` events as the client reads, then the final frame with the last piece.
-    /// Bodies held in memory are capped per connection (`maxUnreadReplyBytes`): past it, a client that does not
-    /// read gets `resource_exhausted` for further such replies instead of growing the daemon.
+    /// Bodies held in memory are capped per connection (`maxUnreadReplyBytes`) for a client that has stopped
+    /// reading (nothing of its output written for `stalledAfterMs`): past the cap it gets `resource_exhausted` for
+    /// further such replies instead of growing the daemon. A client that reads is never refused: its replies drain.
     func writeStreamed(id: UInt64, result: JSONObject, body: ReplyBody) {
         guard !isClosed else { return }
-        if body.holdsMemory && unreadMemoryBytes > 0 && unreadMemoryBytes + body.size > table.config.maxUnreadReplyBytes {
+        if body.holdsMemory && unreadMemoryBytes > 0 && unreadMemoryBytes + body.size > table.config.maxUnreadReplyBytes
+            && isStalled {
             table.stats.countError(.resourceExhausted, op: nil)
             return writeError(id: id, error: WireError(.resourceExhausted, """
                 \(unreadMemoryBytes) bytes of earlier replies wait unread on this connection (at most \(table.config.maxUnreadReplyBytes)); \
@@ -32,6 +34,9 @@ extension Connection {
         if body.holdsMemory { unreadMemoryBytes += body.size }
         pump()
     }
+
+    /// Output waits and none of it was written for `stalledAfterMs`: the client has stopped reading.
+    var isStalled: Bool { pendingOutputBytes > 0 && WallClock.nowMs() - lastDrainMs >= Connection.stalledAfterMs }
 
     /// The largest body piece of one frame: a quarter MiB, or less when frames are small.
     var pieceBytes: Int { min(Connection.streamPieceBytes, table.config.limits.maxFrameBytes - ProtocolLimits.headerBytes - 4096) }
@@ -159,6 +164,7 @@ extension Connection {
         }
         table.stats.bytesOut += UInt64(written)
         table.outputBytes -= written
+        if written > 0 { lastDrainMs = WallClock.nowMs() }
         let rest = out.count - written
         if rest > 0 {
             let queued = out.withUnsafeBytes { pipe.write(copying: UnsafeRawBufferPointer(rebasing: $0[written...])) }
@@ -172,6 +178,7 @@ extension Connection {
     func pipeDidWrite(count: Int, status: Int32) {
         queuedWriteBytes -= count
         table.outputBytes -= count
+        if status == 0 { lastDrainMs = WallClock.nowMs() }
         if status == 0 { table.stats.bytesOut += UInt64(count) }
         guard !isClosed else { return }
         if status < 0 {

@@ -42,6 +42,9 @@ final class Connection: LoopPipeDelegate {
     /// The part of `streamedBytes` held in memory (not a file read later), capped by `maxUnreadReplyBytes`.
     var unreadMemoryBytes = 0
     var isPumping = false
+    /// When output was last written (`isStalled`).
+    var lastDrainMs = WallClock.nowMs()
+    static let stalledAfterMs: Int64 = 2000
     /// Body bytes per `chunk` event of a streamed reply.
     static let streamPieceBytes = 256 * 1024
     /// Request bodies held by requests in flight: memory a client makes the daemon keep, so it counts toward

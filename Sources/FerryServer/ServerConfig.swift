@@ -21,8 +21,9 @@ public struct ServerConfig: Sendable {
     /// bodies, values waiting for the disk, bodies of transfers. Past it streamed replies wait (each connection still
     /// gets one piece at a time) and uploads and large sets are refused with `resource_exhausted`.
     public var bufferLimit = 64 * 1024 * 1024
-    /// Bodies held in memory for replies a client has not read yet, per connection: past it such replies fail
-    /// with `resource_exhausted` (values on disk are read as the client takes them and do not count).
+    /// Bodies held in memory for replies a client has not read yet, per connection: past it, while the client has
+    /// stopped reading, such replies fail with `resource_exhausted` (values on disk are read as the client takes
+    /// them and do not count).
     public var maxUnreadReplyBytes = 64 * 1024 * 1024
     /// How long requests in flight may take to finish after SIGINT/SIGTERM.
     public var gracePeriodMs: UInt64 = 10_000

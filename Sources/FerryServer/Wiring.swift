@@ -45,6 +45,7 @@ enum Wiring {
         transportConfig.maxTotal = config.fetchTotal
         transportConfig.connectTimeoutMs = config.fetchConnectTimeoutMs
         transportConfig.defaultTimeoutMs = config.fetchTimeoutMs
+        transportConfig.bodyLimit = config.bufferLimit
         do {
             let curl = try CurlTransport(loop: loop, config: transportConfig)
             // libcurl would queue past its limits in arrival order; the slots are shared among clients here first.

@@ -116,6 +116,75 @@ extension IntegrationTests {
             #expect(try await client.stats()["cache"]?["damaged"]?.intValue == 1)
         }
 
+        /// Bodies of transfers in flight are held whole until each ends (they stream with issue 11): past the buffer
+        /// limit the larger ones pause, all but the one furthest along, so together they hold at most the limit plus
+        /// that one. Four 30 MB downloads at once, `--buffer-limit 16MiB`: before, they held 120 MB together.
+        @Test func transfersPausePastTheBufferLimitAndAllFinish() async throws {
+            let origin = try OriginServer()
+            defer { origin.stop() }
+            let daemon = try Daemon(["--buffer-limit", "16MiB"])
+            defer { daemon.stop() }
+            let client = try await FerryClient.connect(path: daemon.socket)
+            let watcher = try await FerryClient.connect(path: daemon.socket)
+            defer { client.close(); watcher.close() }
+            let size = 30_000_000
+            let downloads = Task {
+                try await withThrowingTaskGroup(of: Int.self) { group in
+                    for n in 0..<4 {
+                        group.addTask {
+                            try await client.fetch(FetchRequest(origin.url("/slow?size=\(size)&chunks=30&interval_ms=40&cc=no-store&n=\(n)"))).body.count
+                        }
+                    }
+                    return try await group.reduce(into: [Int]()) { $0.append($1) }
+                }
+            }
+            var peak = 0
+            var paused = false
+            for _ in 0..<400 {
+                let stats = try await watcher.stats()
+                peak = max(peak, stats["memory"]?["accounts"]?["fetch_bodies"]?.intValue.map(Int.init) ?? 0)
+                if stats["fetch"]?["transfers_paused"]?.intValue ?? 0 > 0 { paused = true }
+                if stats["fetch"]?["transfers_active"] == 0 && peak > 0 { break }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            let sizes = try await downloads.value
+            #expect(sizes == [size, size, size, size], "every paused transfer went on to the end")
+            #expect(paused, "some transfer paused")
+            #expect(peak <= 16 * 1024 * 1024 + size + 4 * 1024 * 1024, "bodies in flight peaked at \(peak) bytes")
+        }
+
+        /// Fetched bodies wait in memory for a client that does not read them, up to 64 MiB per connection; once it
+        /// has read nothing for two seconds, further replies past that fail `resource_exhausted` instead of growing
+        /// the daemon. It still gets what was kept, whole, when it reads.
+        @Test func aClientThatStopsReadingFetchedBodiesIsRefusedPastItsCap() async throws {
+            let origin = try OriginServer()
+            defer { origin.stop() }
+            let daemon = try Daemon()
+            defer { daemon.stop() }
+            let raw = try RawSocket(daemon.socket)
+            try raw.hello()
+            let size = 30_000_000
+            let paths = ["/r?size=\(size)&cc=no-store&n=0",
+                         "/slow?size=\(size)&chunks=30&interval_ms=100&cc=no-store&n=1",
+                         "/slow?size=\(size)&chunks=30&interval_ms=110&cc=no-store&n=2"]
+            var frames: [UInt8] = []
+            for (n, path) in paths.enumerated() {
+                frames += FrameEncoder.encode(json: ["id": .int(Int64(10 + n)), "op": "fetch", "args": ["url": .string(origin.url(path))]])
+            }
+            try raw.send(frames)
+            let watcher = try await FerryClient.connect(path: daemon.socket)
+            defer { watcher.close() }
+            try await Task.sleep(for: .milliseconds(300))  // the three have started
+            for _ in 0..<500 {
+                if try await watcher.stats()["fetch"]?["transfers_active"] == 0 { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let replies = try Self.readReplies(raw, count: 3)
+            #expect(replies[10]?.error == nil && replies[10]?.body.count == size)
+            #expect(replies[11]?.error == nil && replies[11]?.body.count == size)
+            #expect(replies[12]?.error?.code == .resourceExhausted, "\(String(describing: replies[12]?.error))")
+        }
+
         /// A ferryd whose memory tier keeps nothing, so every value is read from disk; and a client of it.
         static func diskOnlyDaemon() async throws -> (Daemon, FerryClient) {
             let daemon = try Daemon(["--memory-limit", "0"])
