@@ -23,6 +23,9 @@ final class CurlMulti {
     private(set) var bodyBytes = 0
     private let bodyLimit: Int
     private var paused: [UInt: Transfer] = [:]
+    /// While transfers are paused, they try again every `retryPausedMs` (a leader may have stalled).
+    private var retryTimer: LoopTimer!
+    static let retryPausedMs: UInt64 = 1000
     /// A transfer under this size never pauses: small responses (every bystander's) keep their latency.
     static let neverPausedBelow = 1 << 20
 
@@ -47,6 +50,7 @@ final class CurlMulti {
             return 0
         })
         timer = LoopTimer(loop: loop) { [unowned self] _ in self.action(CURL_SOCKET_TIMEOUT, 0) }
+        retryTimer = LoopTimer(loop: loop) { [unowned self] _ in retryPaused() }
     }
 
     /// `curl_global_init` once per process, before any other thread could call libcurl.
@@ -90,12 +94,18 @@ final class CurlMulti {
             bodyBytes += n
             return true
         }
+        if paused.isEmpty { retryTimer.start(afterMs: CurlMulti.retryPausedMs) }
         paused[t.key] = t
         return false
     }
 
+    /// No running transfer is further along and still growing: one that stopped growing for a second (an origin
+    /// trickling) does not hold the others.
     private func isLeader(_ t: Transfer) -> Bool {
-        !transfers.values.contains { $0 !== t && !$0.isPaused && $0.bodyBytes > t.bodyBytes }
+        let now = WallClock.nowMs()
+        return !transfers.values.contains {
+            $0 !== t && !$0.isPaused && $0.bodyBytes > t.bodyBytes && now - $0.lastGrowthMs < Int64(CurlMulti.retryPausedMs)
+        }
     }
 
     /// A transfer ended: its bytes leave the budget, and the paused ones try again (those still over it pause
@@ -103,7 +113,13 @@ final class CurlMulti {
     private func ended(_ transfer: Transfer) {
         bodyBytes -= transfer.bodyBytes
         paused[transfer.key] = nil
-        guard !paused.isEmpty else { return }
+        retryPaused()
+    }
+
+    /// The paused transfers try again, furthest along first (those still over the budget pause again).
+    private func retryPaused() {
+        retryTimer.stop()
+        guard !paused.isEmpty, !isClosed else { return }
         let waiting = paused.values.sorted { $0.bodyBytes > $1.bodyBytes }
         paused.removeAll()
         for t in waiting where transfers[t.key] != nil { t.resume() }
@@ -121,6 +137,7 @@ final class CurlMulti {
         for (_, poll) in polls { poll.close() }
         polls.removeAll()
         timer.close()
+        retryTimer.close()
         curl_multi_cleanup(handle)
     }
 

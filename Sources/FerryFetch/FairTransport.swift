@@ -53,7 +53,8 @@ public final class FairTransport: OriginTransport {
         switch slots.request(id, owner: request.owner, deadlineMs: t + Int64(timeout), now: t) {
         case .start:
             do {
-                exchange.below = try inner.start(request, progress: progress, done: ended(exchange, done))
+                let below = try inner.start(request, progress: progress, done: ended(exchange, done))
+                if !exchange.isDone { exchange.below = below }  // `done` may run before `start` returns
             } catch {
                 release(owner: request.owner)
                 throw error
@@ -97,6 +98,7 @@ public final class FairTransport: OriginTransport {
         -> (Result<OriginResponse, FetchFailure>) -> Void {
         { [weak self] result in
             exchange.below = nil
+            exchange.isDone = true
             self?.release(owner: exchange.owner)
             done(result)
         }
@@ -116,7 +118,8 @@ public final class FairTransport: OriginTransport {
         }
         request.timeoutMs = left
         do {
-            q.exchange.below = try inner.start(request, progress: q.progress, done: ended(q.exchange, q.done))
+            let below = try inner.start(request, progress: q.progress, done: ended(q.exchange, q.done))
+            if !q.exchange.isDone { q.exchange.below = below }
         } catch {
             releaseLater(q)
             q.done(.failure(error))
@@ -127,6 +130,7 @@ public final class FairTransport: OriginTransport {
     private func releaseLater(_ q: Queued) { release(owner: q.request.owner) }
 
     private func cancel(_ exchange: Exchange) {
+        guard !exchange.isDone else { return }
         if let below = exchange.below {
             exchange.below = nil
             below.cancel()
@@ -147,6 +151,8 @@ public final class FairTransport: OriginTransport {
         let id: UInt64
         let owner: UInt64
         var below: OriginExchange?
+        /// Its `done` ran: its slot is released, and a late `cancel` does nothing.
+        var isDone = false
         unowned let transport: FairTransport
         init(id: UInt64, owner: UInt64, transport: FairTransport) {
             self.id = id

@@ -22,6 +22,8 @@ final class Transfer {
     /// over again after `resume` (`CurlMulti` bounds the body bytes of all transfers this way).
     var mayGrow: (Transfer, Int) -> Bool = { _, _ in true }
     private(set) var isPaused = false
+    /// When its body last grew (a leader that stopped growing lets the next transfer go on).
+    private(set) var lastGrowthMs: Int64 = 0
     private var status = 0
     private var headers: [(String, String)] = []
     private var exceeded = false
@@ -143,6 +145,7 @@ final class Transfer {
             return Transfer.writePause
         }
         body.append(contentsOf: bytes)
+        lastGrowthMs = WallClock.nowMs()
         return bytes.count
     }
 

@@ -122,6 +122,8 @@ extension Connection {
 
     private func appendFrame(body: ArraySlice<UInt8>, json: (inout [UInt8]) -> Void) {
         guard !isClosed else { return }
+        // Output starts waiting now: a stall is measured from here (or from the last write), not from an old drain.
+        if pendingOutputBytes == 0 { lastDrainMs = WallClock.nowMs() }
         let before = out.count
         body.withUnsafeBytes { b in FrameEncoder.append(to: &out, body: b, writeJSON: json) }
         table.outputBytes += out.count - before
@@ -168,7 +170,10 @@ extension Connection {
         let rest = out.count - written
         if rest > 0 {
             let queued = out.withUnsafeBytes { pipe.write(copying: UnsafeRawBufferPointer(rebasing: $0[written...])) }
-            guard queued else { return close() }
+            guard queued else {
+                out.removeFirst(written)  // already subtracted: close() subtracts what is left
+                return close()
+            }
             queuedWriteBytes += rest
         }
         out.removeAll(keepingCapacity: out.capacity <= 256 * 1024)

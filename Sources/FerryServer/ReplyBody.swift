@@ -61,8 +61,12 @@ final class StreamedReply {
             return .bytes(all[start..<end], isLast: end == all.endIndex)
         case .blob(let blob, let store):
             if reader == nil {
-                guard let opened = blob.open() else { return damaged(blob, store) }
-                reader = opened
+                switch blob.open() {
+                case .success(let opened): reader = opened
+                case .failure(.damaged): return damaged(blob, store)
+                case .failure(.busy(let why)):
+                    return .failed(WireError(.resourceExhausted, "ferryd cannot open the stored value now (\(why)); try again"))
+                }
             }
             switch reader!.next(max: max) {
             case .piece(let bytes, let isLast):

@@ -25,11 +25,11 @@ enum StoreOpening {
         var reserve = DiskReserve(directory: config.directory)
         do {
             do {
-                return try openLocked(config, lockFD: lockFD, reserve: reserve)
+                return try openLocked(config, lockFD: lockFD, reserve: reserve, mayHold: true)
             } catch .diskFull(let why) where reserve.giveBack() {
                 // A full disk (a clean stop left it so): the reserve's room lets the index open and the journal
                 // replay; the store starts in full mode, serving reads and refusing new values until there is room.
-                var opened = try openLocked(config, lockFD: lockFD, reserve: reserve)
+                var opened = try openLocked(config, lockFD: lockFD, reserve: reserve, mayHold: false)
                 opened.notices.append("CACHE DISK FULL at start (\(why)): gave back the \(reserve.size)-byte reserve; "
                                       + "serving reads and deletes, refusing new values until there is room")
                 return opened
@@ -40,7 +40,8 @@ enum StoreOpening {
         }
     }
 
-    private static func openLocked(_ config: StoreConfig, lockFD: Int32, reserve: DiskReserve) throws(StoreError) -> Opened {
+    /// `mayHold` false: the reserve was just given back to open on a full disk; it stays given back (full mode).
+    private static func openLocked(_ config: StoreConfig, lockFD: Int32, reserve: DiskReserve, mayHold: Bool) throws(StoreError) -> Opened {
         let path = config.directory + "/index.db"
         var notices: [String] = []
         let index: DiskIndex
@@ -72,7 +73,7 @@ enum StoreOpening {
                 reserve.giveBack()
                 notices.append("CACHE DISK FULL at start (\(reserve.freeBytes()) bytes free): gave back the \(reserve.size)-byte reserve; "
                                + "serving reads and deletes, refusing new values until there is room")
-            } else if !reserve.isHeld && !reserve.hold() {
+            } else if mayHold && !reserve.isHeld && !reserve.hold() {
                 notices.append("CACHE DISK FULL: no room for the \(reserve.size)-byte reserve; refusing new values until there is room")
             }
             return Opened(engine: try StoreEngine(config: config, index: index, blobs: blobs, reserve: reserve), notices: notices,

@@ -11,7 +11,7 @@ import Synchronization
 ///
 /// ```swift
 /// store.read(key, now: now, streamAbove: 64 * 1024) { result in
-///     if case .success(.blob(let blob)?) = result, let reader = blob.open() {
+///     if case .success(.blob(let blob)?) = result, case .success(let reader) = blob.open() {
 ///         while case .piece(let bytes) = reader.next(max: 256 * 1024) { send(bytes) }
 ///     }
 /// }
@@ -40,17 +40,26 @@ public final class StoredBlob: @unchecked Sendable {
 
     deinit { release(hash) }
 
-    /// Opens the file for one pass over it; nil when it cannot be read (it is then reported as damaged).
-    public func open() -> BlobReader? {
+    /// Opens the file for one pass over it: `.damaged` when it is missing or not its size (it is then reported),
+    /// `.busy` when the process is out of descriptors or memory (a load, not damage: nothing is dropped).
+    public func open() -> Result<BlobReader, BlobOpenFailure> {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return nil }
+        guard fd >= 0 else {
+            let e = errno
+            return .failure(e == EMFILE || e == ENFILE || e == ENOMEM ? .busy(String(cString: strerror(e))) : .damaged)
+        }
         var st = stat()
         guard fstat(fd, &st) == 0, Int(st.st_size) == size else {
             Glibc.close(fd)
-            return nil
+            return .failure(.damaged)
         }
-        return BlobReader(fd: fd, blob: self)
+        return .success(BlobReader(fd: fd, blob: self))
     }
+}
+
+public enum BlobOpenFailure: Error, Equatable {
+    case damaged
+    case busy(String)
 }
 
 /// One pass over a `StoredBlob`, in pieces, checking the value's checksum as it goes: the last piece is handed out

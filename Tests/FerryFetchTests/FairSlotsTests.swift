@@ -88,3 +88,34 @@ import Testing
         #expect(origin.exchanges[0].cancelled && origin.exchanges.count == 3 && origin.exchanges[2].request.owner == 4)
     }
 }
+
+/// An origin whose first exchange ends inside `start` (as `CurlMulti.add` does when it cannot add the handle), the
+/// others stay open: a late cancel of the first must not give its slot back twice.
+@Suite struct FairTransportEarlyDoneTests {
+    final class InstantThenOpen: OriginTransport {
+        final class Open: OriginExchange { func cancel() {} }
+        private(set) var started = 0
+        func start(_ request: OriginRequest, progress: @escaping (Int, Int?) -> Void,
+                   done: @escaping (Result<OriginResponse, FetchFailure>) -> Void) throws(FetchFailure) -> OriginExchange {
+            started += 1
+            if started == 1 { done(.failure(.unavailable(curlCode: 0, message: "refused at once"))) }
+            return Open()
+        }
+        var activeTransfers: Int { 0 }
+        func close() {}
+    }
+
+    @Test func anExchangeThatEndedBeforeStartReturnedReleasesItsSlotOnce() throws {
+        let origin = InstantThenOpen()
+        let fair = FairTransport(origin, loop: nil, capacity: 1, defaultTimeoutMs: 300_000, now: { 0 })
+        func request(_ owner: UInt64) -> OriginRequest {
+            OriginRequest(url: "http://a.test/", method: "GET", headers: [], body: [], timeoutMs: nil, maxBytes: 1, owner: owner)
+        }
+        let first = try fair.start(request(1), progress: { _, _ in }, done: { _ in })
+        _ = try fair.start(request(2), progress: { _, _ in }, done: { _ in })
+        #expect(origin.started == 2, "the slot came back when the first ended")
+        first.cancel()  // after its end: nothing to give back
+        _ = try fair.start(request(3), progress: { _, _ in }, done: { _ in })
+        #expect(origin.started == 2 && fair.waitingTransfers == 1, "one slot, held by the second: the third waits")
+    }
+}
