@@ -1,7 +1,8 @@
 # Ferry: `make run` runs the daemon with its defaults, `make test` runs every test. Both install what the build
 # needs first (Debian packages, through apt-get, as root or with sudo).
 SWIFT ?= swift
-APT_PACKAGES := libuv1-dev libsqlite3-dev libcurl4-openssl-dev pkg-config python3 openssl ca-certificates
+# `time`: /usr/bin/time, with which a CLI test measures the CLI's own peak memory.
+APT_PACKAGES := libuv1-dev libsqlite3-dev libcurl4-openssl-dev pkg-config python3 openssl ca-certificates time
 # Warnings fail the build: the project promises a warning-free Swift 6 build.
 SWIFT_FLAGS := -Xswiftc -warnings-as-errors
 

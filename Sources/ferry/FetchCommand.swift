@@ -38,8 +38,21 @@ struct FetchCommand {
         let request = try buildRequest(url: words[0])
         let client = try await commands.launcher.connect()
         defer { client.close() }
-        let response = try await fetch(client, request)
-        try output(response, head: request.method == "HEAD")
+        // `-o FILE`: the body goes to the file as it arrives (`BodyFile`), not through this process's memory.
+        let plain = !args.has("json") && request.method != "HEAD"
+        if let path = args.value("output"), plain {
+            let file = try BodyFile(path: path)
+            let response = try await fetch(client, request) { bytes throws(CommandFailure) in try file.append(bytes) }
+            if !(args.has("fail") && response.status >= 400) { try file.commit() }
+            return try output(response, head: false, bodyWritten: true)
+        }
+        // To stdout as it arrives, unless something must come first (-i: the head) or decide (-f: the status).
+        if plain && !args.has("include") && !args.has("fail") {
+            let response = try await fetch(client, request) { bytes throws(CommandFailure) in writeStdout(bytes) }
+            return try output(response, head: false, bodyWritten: true)
+        }
+        let response = try await fetch(client, request, sink: nil)
+        try output(response, head: request.method == "HEAD", bodyWritten: false)
     }
 
     func buildRequest(url: String) throws(CommandFailure) -> FetchRequest {
@@ -83,30 +96,34 @@ struct FetchCommand {
         return path == "-" ? readStdin() : try readFile(path)
     }
 
-    /// With a terminal on stderr and no -s, a progress bar for downloads that are large or slow.
-    private func fetch(_ client: FerryClient, _ request: FetchRequest) async throws(CommandFailure) -> FetchResponse {
-        guard isatty(2) == 1, !args.has("silent"), request.method != "HEAD" else {
+    /// With a terminal on stderr and no -s, a progress bar for downloads that are large or slow. With a `sink`, the
+    /// body's chunks go to it as they come and the response's body stays empty.
+    private func fetch(_ client: FerryClient, _ request: FetchRequest,
+                       sink: (([UInt8]) throws(CommandFailure) -> Void)?) async throws(CommandFailure) -> FetchResponse {
+        let showBar = isatty(2) == 1 && !args.has("silent") && request.method != "HEAD"
+        guard showBar || sink != nil else {
             return try await commands.run { try await client.fetch(request) }
         }
         return try await commands.run {
-            var bar = ProgressBar()
+            var bar = showBar ? ProgressBar() : nil
             var body: [UInt8] = []
             var final: FetchResponse?
             for try await event in client.fetchStream(request) {
                 switch event {
-                case .progress(let received, let total): bar.update(received: received, total: total)
-                case .chunk(let bytes): body += bytes
+                case .progress(let received, let total): bar?.update(received: received, total: total)
+                case .chunk(let bytes): if let sink { try sink(bytes) } else { body += bytes }
                 case .response(let r): final = r
                 }
             }
-            bar.finish()
+            bar?.finish()
             guard var response = final else { throw CommandFailure(code: .operationFailed, message: "the daemon sent no response") }
             response.body = body
             return response
         }
     }
 
-    private func output(_ response: FetchResponse, head: Bool) throws(CommandFailure) {
+    /// `bodyWritten`: the body went to `-o FILE` already (`BodyFile`).
+    private func output(_ response: FetchResponse, head: Bool, bodyWritten: Bool) throws(CommandFailure) {
         if args.has("json") {
             print(jsonLine(.object(FetchCommand.json(response))))
         } else {
@@ -115,7 +132,7 @@ struct FetchCommand {
                 for h in response.headers { text += "\(h.name): \(h.value)\r\n" }
                 writeStdout(Array((text + "\r\n").utf8))
             }
-            if !head && !(args.has("fail") && response.status >= 400) {
+            if !head && !bodyWritten && !(args.has("fail") && response.status >= 400) {
                 if let out = args.value("output") { try writeFile(out, response.body) } else { writeStdout(response.body) }
             }
         }

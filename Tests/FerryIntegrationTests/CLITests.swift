@@ -12,6 +12,41 @@ extension IntegrationTests {
         try runCommand(Binaries.ferry, args, environment: ["FERRY_SOCKET": socket].merging(env) { $1 }, stdin: stdin)
     }
 
+    /// `ferry fetch -o FILE` writes the body as it arrives (before, the CLI held it whole), and a failed download
+    /// leaves no file and replaces none.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/time")))
+    func fetchToAFileStreamsAndNeverLeavesAPartialFile() throws {
+        let origin = try OriginServer()
+        defer { origin.stop() }
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let dir = TempDir()
+        defer { dir.remove() }
+        let size = 30_000_000  // held whole, as before, it made the CLI peak at about 70 MB
+        let out = dir.path + "/big.bin"
+        let run = try runCommand("/usr/bin/time", ["-f", "maxrss=%M", Binaries.ferry, "fetch", "-s", origin.url("/r?size=\(size)&cc=no-store"), "-o", out],
+                                 environment: ["FERRY_SOCKET": daemon.socket])
+        #expect(run.status == 0, "\(run.err)")
+        let written = try [UInt8](Data(contentsOf: URL(fileURLWithPath: out)))
+        // The origin's body of size=N is the bytes i % 251.
+        let firstWrong = written.withUnsafeBufferPointer { b in (0..<b.count).first { b[$0] != UInt8($0 % 251) } }
+        #expect(written.count == size && firstWrong == nil, "\(written.count) bytes, first wrong at \(String(describing: firstWrong))")
+        let maxRSS = Int(run.err.components(separatedBy: "maxrss=").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? -1
+        #expect(maxRSS > 0 && maxRSS < 24 * 1024, "the CLI peaked at \(maxRSS) KiB for a \(size)-byte body")
+
+        // To stdout, without -i or -f, the body goes out as it arrives too.
+        let piped = try runCommand("/usr/bin/time", ["-f", "maxrss=%M", Binaries.ferry, "fetch", "-s", origin.url("/r?size=\(size)&cc=no-store")],
+                                   environment: ["FERRY_SOCKET": daemon.socket])
+        let pipedRSS = Int(piped.err.components(separatedBy: "maxrss=").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? -1
+        #expect(piped.status == 0 && pipedRSS > 0 && pipedRSS < 24 * 1024, "to stdout the CLI peaked at \(pipedRSS) KiB")
+
+        // -f and a 404: exit 22, the existing file untouched, nothing left beside it.
+        let failed = try ferry(["fetch", "-s", "-f", origin.url("/r?status=404&body=gone"), "-o", out], socket: daemon.socket)
+        #expect(failed.status == 22, "\(failed)")
+        #expect((try? FileManager.default.attributesOfItem(atPath: out)[.size] as? Int) == size, "an existing file is not replaced")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["big.bin"], "no partial file left")
+    }
+
     @Test func commandsAgainstARunningDaemon() throws {
         let daemon = try Daemon()
         defer { daemon.stop() }
