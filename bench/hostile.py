@@ -8,16 +8,12 @@ its peak growth while the attacker waits (VmRSS sampled after every ping), and t
 import argparse
 import os
 import socket
-import struct
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Clients", "python"))
 from ferry import Client  # noqa: E402
-
-
-def frame(envelope: bytes, body: bytes = b"") -> bytes:
-    return struct.pack(">II", len(envelope), len(body)) + envelope + body
+from ferry.framing import encode_frame  # noqa: E402
 
 
 def rss_kib(pid: int) -> int:
@@ -45,8 +41,8 @@ def main() -> None:
     attacker = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     attacker.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     attacker.connect(a.socket)
-    attacker.sendall(frame(b'{"id":1,"op":"hello","args":{"versions":[1]}}'))
-    frames = b"".join(frame(b'{"id":%d,"op":"cache.get","args":{"key":"hostile-big"}}' % (100 + n)) for n in range(a.count))
+    attacker.sendall(encode_frame({"id": 1, "op": "hello", "args": {"versions": [1]}}))
+    frames = b"".join(encode_frame({"id": 100 + n, "op": "cache.get", "args": {"key": "hostile-big"}}) for n in range(a.count))
     attacker.sendall(frames)
 
     peak = before

@@ -62,9 +62,10 @@ final class StatsReport {
         let budget = table.budget
         var accounts = JSONObject()
         for account in MemoryBudget.Account.allCases { accounts[account.name] = .int(Int64(budget.used(by: account))) }
-        // Counted when asked (a sum over at most `--fetch-total` transfers), not held against the budget yet.
-        accounts[MemoryBudget.Account.fetchBodies.name] = .int(Int64(fetch?.bodyBytesInFlight ?? 0))
-        return ["rss": .int(StatsReport.residentBytes()), "buffers": .int(Int64(budget.used + (fetch?.bodyBytesInFlight ?? 0))),
+        // Counted by the transfers against the same limit (`CurlMulti`), not charged to this budget.
+        let fetchBodies = fetch?.bodyBytesInFlight ?? 0
+        accounts[MemoryBudget.Account.fetchBodies.name] = .int(Int64(fetchBodies))
+        return ["rss": .int(StatsReport.residentBytes()), "buffers": .int(Int64(budget.used + fetchBodies)),
                 "buffer_limit": .int(Int64(budget.limit)), "buffer_peak": .int(Int64(budget.peak)),
                 "buffer_refusals": .int(Int64(budget.refusals)), "accounts": .object(accounts),
                 "cache": .int(Int64(cacheBytes))]

@@ -15,6 +15,7 @@ import Glibc
 /// reserve.retakeIfRoom()              // at every sweep
 /// ```
 struct DiskReserve {
+    let directory: String
     let path: String
     /// The reserve's size: 1/32 of the file system, between 256 KiB and 16 MiB.
     let size: Int
@@ -22,6 +23,7 @@ struct DiskReserve {
     private(set) var isHeld = false
 
     init(directory: String) {
+        self.directory = directory
         path = directory + "/reserve"
         size = DiskReserve.size(forFileSystemOf: directory)
         var st = stat()
@@ -38,7 +40,7 @@ struct DiskReserve {
     /// Bytes the file system still gives to an unprivileged writer.
     func freeBytes() -> Int {
         var fs = statvfs()
-        guard statvfs(path.dropLastComponent, &fs) == 0 else { return 0 }
+        guard statvfs(directory, &fs) == 0 else { return 0 }
         return Int(fs.f_bavail) * Int(fs.f_frsize)
     }
 
@@ -72,13 +74,5 @@ struct DiskReserve {
         guard !isHeld else { return true }
         guard freeBytes() >= 2 * size else { return false }
         return hold()
-    }
-}
-
-extension String {
-    /// "/a/b/c" → "/a/b".
-    fileprivate var dropLastComponent: String {
-        guard let slash = lastIndex(of: "/") else { return "." }
-        return slash == startIndex ? "/" : String(self[..<slash])
     }
 }

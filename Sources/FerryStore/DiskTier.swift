@@ -103,12 +103,9 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     // MARK: StoreTier
 
     func read(_ key: CacheKey, now: Int64, _ done: @escaping (Result<CacheEntry?, StoreError>) -> Void) {
-        submit(.get(key, now: now, streamAbove: nil)) { result in
-            switch result {
-            case .entry(let entry): done(.success(entry))
-            case .failed(let e): done(.failure(e))
-            default: done(.failure(.io("unexpected disk result for get")))
-            }
+        // Never a blob without `streamAbove`: every value comes back whole.
+        readValue(key, now: now, streamAbove: nil) { result in
+            done(result.map { value in if case .entry(let entry)? = value { return entry } else { return nil } })
         }
     }
 

@@ -5,60 +5,6 @@ import CSQLite
 import FerryBytes
 import FerryCache
 
-/// Disk work, as the loop thread asks for it.
-enum DiskJob: Sendable {
-    /// A value larger than `streamAbove` that lives in a blob file comes back as `.blob` (pinned, not read).
-    case get(CacheKey, now: Int64, streamAbove: Int?)
-    case put(CacheKey, CacheEntry, ifAbsent: Bool, now: Int64)
-    case delete(CacheKey, now: Int64)
-    case touch(CacheKey, expiresAt: Int64?, now: Int64)
-    case list(namespace: String, prefix: String, cursor: String?, limit: Int, now: Int64)
-    case clear(namespace: String, now: Int64)
-    /// Deletes expired rows and records accesses served from memory (the disk tier's LRU order).
-    case sweep(now: Int64, accessed: [CacheKey])
-    /// Small sets the loop thread wrote to the journal (and acknowledged), in their place among the other jobs.
-    case journaled([JournalRecord])
-    /// A journal file the loop has sealed: apply everything pending, then delete it.
-    case retireJournal(path: String)
-    /// A reply finished reading a pinned blob: remove the file if no row points at it any more.
-    case releaseBlob(hash: String)
-    /// A streamed blob did not match its checksum: drop the row if it still points at that file, and count it.
-    case damagedBlob(CacheKey, hash: String)
-}
-
-enum DiskResult: Sendable {
-    case entry(CacheEntry?)
-    case blob(StoredBlob)
-    case stored(Bool)
-    case deleted(Bool)
-    case touched(Bool)
-    case listed([ListedKey], more: Bool)
-    case cleared(Int)
-    case swept
-    case failed(StoreError)
-}
-
-public struct ListedKey: Sendable, Equatable {
-    public var key: String
-    public var size: Int
-    public var expiresAt: Int64?
-}
-
-/// What one batch did, for the loop thread.
-struct BatchOutcome: Sendable {
-    var results: [DiskResult]
-    var diskBytes: Int
-    var diskEntries: Int
-    var evictions: Int
-    var expirations: Int
-    /// Values read back that did not match their checksum (each answered as a miss and removed).
-    var damaged = 0
-    /// Full mode: the reserve is given back and new values are refused.
-    var diskFull = false
-    /// Lines for the daemon's log (entering and leaving full mode).
-    var notices: [String] = []
-}
-
 /// Runs batches of disk jobs on the worker thread: one SQLite transaction per batch, blob files written before the
 /// transaction (so a row never points at a missing file) and deleted after it commits (so a crash leaves at worst
 /// an orphan file, which start-up removes).
@@ -282,7 +228,6 @@ final class StoreEngine {
             let failure = error.storeError
             outcome.results = jobs.map { job in
                 if case .get = job { return perform(job, &outcome) }
-                if case .damagedBlob = job { return perform(job, &outcome) }
                 if case .list = job { return perform(job, &outcome) }
                 return .failed(failure)
             }

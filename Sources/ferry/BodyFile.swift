@@ -17,7 +17,6 @@ final class BodyFile {
     let temporary: String
     private var fd: Int32
     private var committed = false
-    private(set) var bytesWritten = 0
 
     init(path: String) throws(CommandFailure) {
         self.path = path
@@ -33,14 +32,7 @@ final class BodyFile {
     }
 
     func append(_ bytes: [UInt8]) throws(CommandFailure) {
-        var off = 0
-        while off < bytes.count {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + off, bytes.count - off) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { throw BodyFile.failure("cannot write \(temporary)") }
-            off += n
-        }
-        bytesWritten += bytes.count
+        guard writeAll(fd, bytes) else { throw BodyFile.failure("cannot write \(temporary)") }
     }
 
     /// The body is complete and wanted: FILE becomes it, in one rename.

@@ -30,14 +30,19 @@ func writeStderrRaw(_ s: String) {
     text.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
 }
 
-func writeStdout(_ bytes: [UInt8]) {
+func writeStdout(_ bytes: [UInt8]) { _ = writeAll(1, bytes) }
+
+/// Writes every byte (a short write goes on, EINTR is retried); false on an error, with `errno` set.
+func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
     bytes.withUnsafeBytes { b in
         var off = 0
         while off < b.count {
-            let n = write(1, b.baseAddress! + off, b.count - off)
-            if n <= 0 { return }
+            let n = write(fd, b.baseAddress! + off, b.count - off)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return false }
             off += n
         }
+        return true
     }
 }
 
@@ -109,10 +114,5 @@ func writeFile(_ path: String, _ bytes: [UInt8]) throws(CommandFailure) {
     let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
     guard fd >= 0 else { throw CommandFailure(code: .operationFailed, message: "cannot write \(path): \(String(cString: strerror(errno)))") }
     defer { close(fd) }
-    var off = 0
-    while off < bytes.count {
-        let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + off, bytes.count - off) }
-        if n <= 0 { throw CommandFailure(code: .operationFailed, message: "cannot write \(path): \(String(cString: strerror(errno)))") }
-        off += n
-    }
+    guard writeAll(fd, bytes) else { throw CommandFailure(code: .operationFailed, message: "cannot write \(path): \(String(cString: strerror(errno)))") }
 }

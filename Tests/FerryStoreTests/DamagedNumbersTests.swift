@@ -128,20 +128,23 @@ import FerryCache
         #expect(try h.set("big", value) && h.get("big")?.0.value == value, "and can be stored again")
     }
 
+    /// A store in `dir` holding `values`, closed, its index changed behind its back by `sql`, and opened again.
+    static func reopened(_ dir: String, storing values: [(String, [UInt8])], then sql: String) throws -> StoreHarness {
+        do {
+            let h = try StoreHarness(dir: dir)
+            for (key, value) in values { #expect(try h.set(key, value), "set \(key)") }
+            h.store.close()
+        }
+        try DiskIndex(path: dir + "/index.db").db.exec(sql)
+        return try StoreHarness(dir: dir)
+    }
+
     @Test func aDamagedInlineValueThatPassesSQLitesChecksIsAMiss() throws {
         let dir = tempDir()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        do {
-            let h = try StoreHarness(dir: dir)
-            #expect(try h.set("token", Array("secret-token".utf8)) && h.set("other", [1, 2, 3]))
-            h.store.close()
-        }
-        do {
-            // A page that SQLite's quick_check accepts but whose bytes changed: the row's value, not its checksum.
-            let index = try DiskIndex(path: dir + "/index.db")
-            try index.db.exec("UPDATE entries SET inline_value = x'7365637265742d746f6b656f' WHERE key = x'746f6b656e'")
-        }
-        let h = try StoreHarness(dir: dir)
+        // A page that SQLite's quick_check accepts but whose bytes changed: the row's value, not its checksum.
+        let h = try Self.reopened(dir, storing: [("token", Array("secret-token".utf8)), ("other", [1, 2, 3])],
+                                  then: "UPDATE entries SET inline_value = x'7365637265742d746f6b656f' WHERE key = x'746f6b656e'")
         defer { h.store.close() }
         #expect(try h.get("token") == nil && h.store.counters.damaged == 1)
         #expect(try h.get("other")?.0.value == [1, 2, 3], "the others are untouched")
@@ -150,16 +153,7 @@ import FerryCache
     @Test func rowsFromBeforeTheChecksumColumnStillRead() throws {
         let dir = tempDir()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        do {
-            let h = try StoreHarness(dir: dir)
-            #expect(try h.set("old", [9, 9]))
-            h.store.close()
-        }
-        do {
-            let index = try DiskIndex(path: dir + "/index.db")
-            try index.db.exec("UPDATE entries SET checksum = NULL")
-        }
-        let h = try StoreHarness(dir: dir)
+        let h = try Self.reopened(dir, storing: [("old", [9, 9])], then: "UPDATE entries SET checksum = NULL")
         defer { h.store.close() }
         #expect(try h.get("old")?.0.value == [9, 9] && h.store.counters.damaged == 0)
     }
