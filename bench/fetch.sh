@@ -7,7 +7,8 @@
 #   (c) 100 concurrent identical cold requests (ferry-bench fetch-storm): requests the origin saw;
 #   (d) the miss path: `ferry fetch --cache no-store` of nginx's file beside `curl` straight to nginx (hyperfine);
 #   (e)-(g) images (memory hits, disk hits, peak RSS under budgets); (h) a client that pipelines 64 cache.gets of a
-#   16 MiB value and never reads: ferryd's RSS growth and a bystander's ping latency (bench/hostile.py).
+#   16 MiB value and never reads: ferryd's RSS growth and a bystander's ping latency (bench/hostile.py); (i) a 1 GiB
+#   miss streamed to a file by `ferry fetch -o` beside `curl -o`, and ferryd's peak RSS meanwhile.
 # Servers (ferryd, nginx, rawpingpong, the test origin) run on CPU 0, clients on CPU 1; every process started here
 # is stopped by PID on exit. nginx, wrk and hyperfine are installed with apt-get when missing (as root).
 #
@@ -214,11 +215,34 @@ for tier in disk memory; do
     kill "$FERRYD_PID"; wait "$FERRYD_PID" 2>/dev/null || true
 done
 
+log "(i) a streamed 1 GiB miss: ferry fetch --cache no-store -o FILE vs curl -o FILE, straight to nginx"
+truncate -s 1G "$TMP/www/gig.bin"
+GIG_URL="http://127.0.0.1:$NGINX_PORT/gig.bin"
+start_bg "${SERVER_CPU[@]}" "$BIN/ferryd" --socket "$SOCK" --cache-dir "$TMP/cache-gig" --log-level warn
+FERRYD_PID=$STARTED_PID
+wait_for ferryd test -S "$SOCK"
+idle_kib=$(awk '/^VmRSS:/ { print $2 }' "/proc/$FERRYD_PID/status")
+seconds_of() { local t0 t1; t0=$(date +%s%N); "$@" >/dev/null; t1=$(date +%s%N); awk -v d=$((t1 - t0)) 'BEGIN { printf "%.3f", d / 1e9 }'; }
+for ((k = 1; k <= REPEATS; k++)); do
+    fs=$(seconds_of "${CLIENT_CPU[@]}" "$BIN/ferry" fetch -s --cache no-store "$GIG_URL" -o "$TMP/gig-ferry.bin")
+    [[ $(stat -c %s "$TMP/gig-ferry.bin") == 1073741824 ]] || { echo "ferry fetch wrote $(stat -c %s "$TMP/gig-ferry.bin") bytes" >&2; exit 1; }
+    rm -f "$TMP/gig-ferry.bin"
+    cs=$(seconds_of "${CLIENT_CPU[@]}" curl -s -o "$TMP/gig-curl.bin" "$GIG_URL")
+    rm -f "$TMP/gig-curl.bin"
+    echo "RESULT mode=gig-ferry mb_per_s=$(awk -v s="$fs" 'BEGIN { printf "%.0f", 1073.741824 / s }') seconds=$fs" | tee -a "$RESULTS"
+    echo "RESULT mode=gig-curl mb_per_s=$(awk -v s="$cs" 'BEGIN { printf "%.0f", 1073.741824 / s }') seconds=$cs" | tee -a "$RESULTS"
+done
+peak_kib=$(awk '/^VmHWM:/ { print $2 }' "/proc/$FERRYD_PID/status")
+echo "RESULT mode=gig-rss idle_kib=$idle_kib peak_kib=$peak_kib" | tee -a "$RESULTS"
+kill "$FERRYD_PID"; wait "$FERRYD_PID" 2>/dev/null || true
+rm -f "$TMP/www/gig.bin"
+
 # ---- the table -------------------------------------------------------------------------------------------------
 field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<"$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "–"; else printf "%.2f", a / b }'; }
-by_ops() { grep "mode=$1 " "$RESULTS" | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^ops_per_s=/) { split($i, a, "="); print a[2], $0 } }' \
+by_key() { grep "mode=$1 " "$RESULTS" | awk -v k="$2" '{ for (i = 1; i <= NF; i++) if (index($i, k "=") == 1) { split($i, a, "="); print a[2], $0 } }' \
     | sort -n | awk -v n="$(grep -c "mode=$1 " "$RESULTS")" 'NR == int((n + 1) / 2) { $1 = ""; print substr($0, 2) }'; }
+by_ops() { by_key "$1" ops_per_s; }
 fh=$(by_ops fetch-hit-1k); ng=$(by_ops nginx-1k); fb=$(by_ops fetch-hit-10m); rw=$(by_ops raw-10m)
 raw_mb=$(awk -v o="$(field "$rw" ops_per_s)" 'BEGIN { printf "%.1f", o * 10 }')
 fm=$(grep 'mode=miss-ferry ' "$RESULTS"); cm=$(grep 'mode=miss-curl ' "$RESULTS")
@@ -242,6 +266,8 @@ TABLE=$TMP/table.md
         hr=$(grep "mode=hostile-reader-$tier " "$RESULTS")
         echo "| **(h) 64 unread cache.gets of 16 MiB ($tier)**: ferryd RSS growth; bystander ping p50 / p99 / max µs | $(field "$hr" rss_growth_kib) KiB; $(field "$hr" p50_us) / $(field "$hr" p99_us) / $(field "$hr" max_us) | budgets + 32 MiB; p99 < 20,000 µs | |"
     done
+    gf=$(by_key gig-ferry mb_per_s); gc=$(by_key gig-curl mb_per_s); gr=$(grep 'mode=gig-rss ' "$RESULTS")
+    echo "| **(i) streamed 1 GiB miss to a file** MB/s; ferryd peak RSS | $(field "$gf" mb_per_s) (\`ferry fetch -o\`); $(field "$gr" peak_kib) KiB (idle $(field "$gr" idle_kib)) | $(field "$gc" mb_per_s) (\`curl -o\`) | $(ratio "$(field "$gf" mb_per_s)" "$(field "$gc" mb_per_s)") |"
     echo "| **(d) miss path, whole process**: mean ms | $(field "$fm" mean_ms) (\`ferry fetch --cache no-store\`) | $(field "$cm" mean_ms) (\`curl\`) | $(ratio "$(field "$fm" mean_ms)" "$(field "$cm" mean_ms)") |"
 } >"$TABLE"
 mkdir -p "$OUT_DIR"

@@ -9,7 +9,7 @@ import Synchronization
 final class ClientConnection: Sendable {
     enum Waiter {
         case call(CheckedContinuation<FerryReply, any Error>, chunks: [UInt8])
-        case stream(AsyncThrowingStream<FerryStreamItem, any Error>.Continuation)
+        case stream(AsyncThrowingStream<FerryStreamItem, any Error>.Continuation, StreamAccount)
     }
 
     struct State {
@@ -30,6 +30,8 @@ final class ClientConnection: Sendable {
     let path: String
     private let state = Mutex(State())
     private let writeLock = Mutex(())
+    /// Body bytes streams may hold unconsumed before the reader stops reading the socket.
+    let credit = ReadCredit(limit: 8 * 1024 * 1024)
 
     init(path: String) throws(FerryError) {
         self.path = path
@@ -143,10 +145,10 @@ final class ClientConnection: Sendable {
         switch (waiter, outcome) {
         case (.call(let c, _), .success(let reply)): c.resume(returning: reply)
         case (.call(let c, _), .failure(let e)): c.resume(throwing: e)
-        case (.stream(let c), .success(let reply)):
+        case (.stream(let c, _), .success(let reply)):
             c.yield(.final(reply))
             c.finish()
-        case (.stream(let c), .failure(let e)): c.finish(throwing: e)
+        case (.stream(let c, _), .failure(let e)): c.finish(throwing: e)
         }
     }
 
@@ -162,11 +164,12 @@ final class ClientConnection: Sendable {
             defer { s.waiters.removeAll() }
             return s.waiters
         }
+        credit.open()
         shutdown(fd, Int32(SHUT_RDWR))
         for (_, w) in waiters {
             switch w {
             case .call(let c, _): c.resume(throwing: error)
-            case .stream(let c): c.finish(throwing: error)
+            case .stream(let c, _): c.finish(throwing: error)
             }
         }
     }
@@ -177,6 +180,7 @@ final class ClientConnection: Sendable {
         var decoder = FrameDecoder(maxFrameBytes: 65536, maxJSONBytes: 65536)
         var failure = FerryError.connection("ferryd closed the connection")
         reading: while true {
+            credit.waitForRoom()
             let space = decoder.buffer.writableSpace(minimum: 64 * 1024)
             let n = recv(fd, space.baseAddress, space.count, 0)
             if n < 0 && errno == EINTR { continue }
@@ -225,7 +229,7 @@ final class ClientConnection: Sendable {
     }
 
     private func deliverEvent(id: UInt64, name: String, data: JSONObject, body: [UInt8]) {
-        let streamContinuation = state.withLock { s -> AsyncThrowingStream<FerryStreamItem, any Error>.Continuation? in
+        let stream = state.withLock { s -> (AsyncThrowingStream<FerryStreamItem, any Error>.Continuation, StreamAccount)? in
             switch s.waiters[id] {
             case .call(let c, var chunks)?:
                 // A plain call joins chunk events into the final body and drops other events.
@@ -235,10 +239,12 @@ final class ClientConnection: Sendable {
                     s.waiters[id] = .call(c, chunks: chunks)
                 }
                 return nil
-            case .stream(let c)?: return c
+            case .stream(let c, let account)?: return (c, account)
             case nil: return nil
             }
         }
-        streamContinuation?.yield(.event(name: name, data: data, body: body))
+        guard let (continuation, account) = stream else { return }
+        account.delivered(body.count)
+        if case .terminated = continuation.yield(.event(name: name, data: data, body: body)) { account.consumed(body.count) }
     }
 }

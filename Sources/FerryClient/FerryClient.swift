@@ -82,26 +82,30 @@ public final class FerryClient: Sendable {
 
     /// The same for an operation of this protocol version, by its typed name.
     public func stream(_ op: OperationName, _ args: JSONObject = JSONObject(), body: [UInt8] = [],
-                       timeout: Duration? = nil) -> AsyncThrowingStream<FerryStreamItem, any Error> {
+                       timeout: Duration? = nil) -> FerryEventStream {
         stream(op.rawValue, args, body: body, timeout: timeout)
     }
 
     /// Calls an operation and yields its events as they arrive, then the final reply. Cancelling the consuming task
-    /// (or dropping the stream) cancels the request.
+    /// (or dropping the stream) cancels the request. The connection reads ahead at most 8 MiB of bodies the
+    /// consumer has not taken yet.
     public func stream(_ op: String, _ args: JSONObject = JSONObject(), body: [UInt8] = [],
-                       timeout: Duration? = nil) -> AsyncThrowingStream<FerryStreamItem, any Error> {
+                       timeout: Duration? = nil) -> FerryEventStream {
         let connection = self.connection
         let id = connection.allocateID()
-        return AsyncThrowingStream { continuation in
+        let account = StreamAccount(credit: connection.credit)
+        let base = AsyncThrowingStream<FerryStreamItem, any Error> { continuation in
             continuation.onTermination = { termination in
+                account.ended()
                 if case .cancelled = termination { connection.cancel(id) }
             }
-            if let error = connection.register(id, .stream(continuation)) {
+            if let error = connection.register(id, .stream(continuation, account)) {
                 continuation.finish(throwing: error)
                 return
             }
             connection.send(RequestEnvelope(id: id, op: op, args: args, timeoutMs: timeout.map(FerryClient.milliseconds)), body: body)
         }
+        return FerryEventStream(base: base, account: account)
     }
 
     /// One round trip; returns how long it took.

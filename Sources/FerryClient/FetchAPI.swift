@@ -101,14 +101,6 @@ public struct FetchResponse: Sendable, Equatable {
     }
 }
 
-/// What `fetchStream` yields: progress while the daemon downloads, the body in pieces, then the response head.
-public enum FetchEvent: Sendable, Equatable {
-    case progress(received: Int, total: Int?)
-    case chunk([UInt8])
-    /// The end: status, headers and the rest; its `body` is empty (the bytes came as chunks).
-    case response(FetchResponse)
-}
-
 extension FerryClient {
     /// Makes the request through ferryd and its shared HTTP cache.
     public func fetch(_ request: FetchRequest, deadline: Duration? = nil) async throws -> FetchResponse {
@@ -116,36 +108,20 @@ extension FerryClient {
         return FetchResponse(result: reply.result, body: reply.body)
     }
 
-    /// The same request, as a stream: `progress` events, the body as `chunk`s, then the `response`. Cancelling the
-    /// consuming task cancels the request (and the download, if no other client waits for it).
-    public func fetchStream(_ request: FetchRequest, deadline: Duration? = nil) -> AsyncThrowingStream<FetchEvent, any Error> {
+    /// The same request, as a stream: the response's `head` as soon as it is known (when the body streams),
+    /// `progress` while the daemon downloads, the body in `chunk`s as it arrives, then the `response`. Consuming it
+    /// slowly slows the download's delivery, not the client's memory (`ReadCredit`); dropping it or cancelling the
+    /// consuming task cancels the request (and the download, if no other client follows it).
+    ///
+    /// ```swift
+    /// for try await event in client.fetchStream(FetchRequest(url)) {
+    ///     if case .chunk(let bytes) = event { try file.write(bytes) }
+    /// }
+    /// ```
+    public func fetchStream(_ request: FetchRequest, deadline: Duration? = nil) -> FetchEventStream {
         var args = request.arguments
         args["progress"] = true
-        let upstream = stream(.fetch, args, body: request.body, timeout: deadline)
-        return AsyncThrowingStream { continuation in
-            let task = Task {
-                do {
-                    for try await item in upstream {
-                        switch item {
-                        case .event(let name, let data, let body):
-                            if name == EventName.chunk.rawValue {
-                                continuation.yield(.chunk(body))
-                            } else if name == EventName.progress.rawValue {
-                                continuation.yield(.progress(received: Int(data["received"]?.intValue ?? 0),
-                                                             total: data["total"]?.intValue.map { Int($0) }))
-                            }
-                        case .final(let reply):
-                            if !reply.body.isEmpty { continuation.yield(.chunk(reply.body)) }
-                            continuation.yield(.response(FetchResponse(result: reply.result, body: [])))
-                        }
-                    }
-                    continuation.finish()
-                } catch {
-                    continuation.finish(throwing: error)
-                }
-            }
-            continuation.onTermination = { _ in task.cancel() }
-        }
+        return FetchEventStream(upstream: stream(.fetch, args, body: request.body, timeout: deadline))
     }
 
     /// Fetches an endpoint of an API described as values (see `Endpoint`).

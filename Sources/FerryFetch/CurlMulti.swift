@@ -19,18 +19,15 @@ final class CurlMulti {
     private var polls: [curl_socket_t: LoopPoll] = [:]
     private var transfers: [UInt: Transfer] = [:]
     private var isClosed = false
-    /// Body bytes held by the transfers running now, and the most they may hold (the daemon's buffer limit).
+    /// Body bytes the running transfers hold in memory (their spools' memory parts and write buffers: a body
+    /// past `BodySpool.Config.memoryBytes` is on disk), as of the last time each was looked at.
     private(set) var bodyBytes = 0
-    private let bodyLimit: Int
-    private var paused: [UInt: Transfer] = [:]
-    /// While transfers are paused, they try again every `retryPausedMs` (a leader may have stalled).
-    private var retryTimer: LoopTimer!
-    static let retryPausedMs: UInt64 = 1000
-    /// A transfer under this size never pauses: small responses (every bystander's) keep their latency.
-    static let neverPausedBelow = 1 << 20
+    private var counted: [UInt: Int] = [:]
+    /// Transfers whose callbacks gathered something to announce once libcurl returns (`deliverEvents`).
+    private var touched: [Transfer] = []
+    private var touchedKeys = Set<UInt>()
 
-    init(loop: EventLoop, maxPerHost: Int, maxTotal: Int, bodyLimit: Int = .max) throws(FetchFailure) {
-        self.bodyLimit = bodyLimit
+    init(loop: EventLoop, maxPerHost: Int, maxTotal: Int) throws(FetchFailure) {
         try CurlMulti.globalInit()
         guard let m = curl_multi_init() else { throw .internalError("curl_multi_init failed") }
         handle = m
@@ -50,7 +47,6 @@ final class CurlMulti {
             return 0
         })
         timer = LoopTimer(loop: loop) { [unowned self] _ in self.action(CURL_SOCKET_TIMEOUT, 0) }
-        retryTimer = LoopTimer(loop: loop) { [unowned self] _ in retryPaused() }
     }
 
     /// `curl_global_init` once per process, before any other thread could call libcurl.
@@ -60,7 +56,6 @@ final class CurlMulti {
     }
 
     var activeTransfers: Int { transfers.count }
-    var pausedTransfers: Int { paused.count }
 
     /// Starts a transfer; its `finish` runs on this loop when it completes or fails.
     func add(_ transfer: Transfer) {
@@ -68,7 +63,9 @@ final class CurlMulti {
         // cleaned-up multi handle.
         guard !isClosed else { return transfer.finish(CURLE_ABORTED_BY_CALLBACK, message: "the daemon is stopping") }
         transfers[transfer.key] = transfer
-        transfer.mayGrow = { [unowned self] t, n in admitGrowth(t, n) }
+        transfer.onTouched = { [unowned self] t in
+            if touchedKeys.insert(t.key).inserted { touched.append(t) }
+        }
         let rc = curl_multi_add_handle(handle, transfer.easy)
         if rc != CURLM_OK {
             transfers[transfer.key] = nil
@@ -78,51 +75,30 @@ final class CurlMulti {
 
     /// Stops a transfer without finishing it (its owner cancelled).
     func remove(_ transfer: Transfer) {
+        transfer.silence()
         guard transfers.removeValue(forKey: transfer.key) != nil else { return }
         curl_multi_remove_handle(handle, transfer.easy)
         ended(transfer)
     }
 
-    // MARK: The body budget
-
-    /// Whether `t` may keep `n` more body bytes. Past the limit only the transfer furthest along goes on (so one of
-    /// them finishes and frees its bytes, and nobody waits for ever) and small ones; the others pause until a
-    /// transfer ends. Bodies are held whole until their transfer ends, so this bounds them together at the limit
-    /// plus the leader's body; streaming them (issue 11) bounds each.
-    private func admitGrowth(_ t: Transfer, _ n: Int) -> Bool {
-        if bodyBytes + n <= bodyLimit || t.bodyBytes + n <= CurlMulti.neverPausedBelow || isLeader(t) {
-            bodyBytes += n
-            return true
-        }
-        if paused.isEmpty { retryTimer.start(afterMs: CurlMulti.retryPausedMs) }
-        paused[t.key] = t
-        return false
-    }
-
-    /// No running transfer is further along and still growing: one that stopped growing for a second (an origin
-    /// trickling) does not hold the others.
-    private func isLeader(_ t: Transfer) -> Bool {
-        let now = WallClock.nowMs()
-        return !transfers.values.contains {
-            $0 !== t && !$0.isPaused && $0.bodyBytes > t.bodyBytes && now - $0.lastGrowthMs < Int64(CurlMulti.retryPausedMs)
-        }
-    }
-
-    /// A transfer ended: its bytes leave the budget, and the paused ones try again (those still over it pause
-    /// again, the new leader goes on).
+    /// A transfer ended: its bytes leave the count.
     private func ended(_ transfer: Transfer) {
-        bodyBytes -= transfer.bodyBytes
-        paused[transfer.key] = nil
-        retryPaused()
+        bodyBytes -= counted.removeValue(forKey: transfer.key) ?? 0
     }
 
-    /// The paused transfers try again, furthest along first (those still over the budget pause again).
-    private func retryPaused() {
-        retryTimer.stop()
-        guard !paused.isEmpty, !isClosed else { return }
-        let waiting = paused.values.sorted { $0.bodyBytes > $1.bodyBytes }
-        paused.removeAll()
-        for t in waiting where transfers[t.key] != nil { t.resume() }
+    /// Announces what libcurl's callbacks gathered (heads, body growth), now that libcurl has returned, and counts
+    /// the memory the bodies hold.
+    private func deliverTouched() {
+        while !touched.isEmpty {
+            let batch = touched
+            touched.removeAll()
+            touchedKeys.removeAll()
+            for t in batch where transfers[t.key] != nil {
+                let memory = t.memoryBytes
+                bodyBytes += memory - (counted.updateValue(memory, forKey: t.key) ?? 0)
+                t.deliverEvents()
+            }
+        }
     }
 
     /// Cancels every transfer and frees the handles (daemon stop).
@@ -137,7 +113,6 @@ final class CurlMulti {
         for (_, poll) in polls { poll.close() }
         polls.removeAll()
         timer.close()
-        retryTimer.close()
         curl_multi_cleanup(handle)
     }
 
@@ -185,6 +160,7 @@ final class CurlMulti {
         var running: Int32 = 0
         curl_multi_socket_action(handle, socket, flags, &running)
         collectFinished()
+        deliverTouched()
     }
 
     /// Hands every finished transfer its result; the transfer's owner may start new ones from `finish`.

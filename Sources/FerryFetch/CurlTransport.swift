@@ -18,8 +18,6 @@ public final class CurlTransport: OriginTransport {
         /// The limit of an exchange whose request sets none (`timeout_ms`): without it, an origin trickling a few
         /// bytes a second would hold a slot for ever.
         public var defaultTimeoutMs = 300_000
-        /// Body bytes all transfers may hold together before the larger ones pause (`CurlMulti`).
-        public var bodyLimit = 64 * 1024 * 1024
         public init() {}
     }
 
@@ -28,15 +26,15 @@ public final class CurlTransport: OriginTransport {
 
     public init(loop: EventLoop, config: Config) throws(FetchFailure) {
         self.config = config
-        multi = try CurlMulti(loop: loop, maxPerHost: config.maxPerHost, maxTotal: config.maxTotal, bodyLimit: config.bodyLimit)
+        multi = try CurlMulti(loop: loop, maxPerHost: config.maxPerHost, maxTotal: config.maxTotal)
     }
 
-    public func start(_ request: OriginRequest, progress: @escaping (Int, Int?) -> Void,
-                      done: @escaping (Result<OriginResponse, FetchFailure>) -> Void) throws(FetchFailure) -> OriginExchange {
+    public func start(_ request: OriginRequest, body: BodySpool, events: OriginEvents) throws(FetchFailure) -> OriginExchange {
         var request = request
         request.timeoutMs = request.timeoutMs ?? config.defaultTimeoutMs
-        let transfer = try Transfer(request, caFile: config.caFile, connectTimeoutMs: config.connectTimeoutMs, done)
-        transfer.reportProgress(progress)
+        let transfer = try Transfer(request, body: body, events: events, caFile: config.caFile,
+                                    connectTimeoutMs: config.connectTimeoutMs)
+        transfer.reportProgress(events.progress)
         let exchange = Exchange(transfer: transfer, multi: multi)
         multi.add(transfer)
         return exchange
@@ -44,7 +42,6 @@ public final class CurlTransport: OriginTransport {
 
     public var activeTransfers: Int { multi.activeTransfers }
     public var bodyBytesInFlight: Int { multi.bodyBytes }
-    public var pausedTransfers: Int { multi.pausedTransfers }
 
     public func close() { multi.close() }
 

@@ -21,16 +21,16 @@ public final class FairTransport: OriginTransport {
 
     private final class Queued {
         let request: OriginRequest
-        let progress: (Int, Int?) -> Void
-        let done: (Result<OriginResponse, FetchFailure>) -> Void
+        let body: BodySpool
+        let events: OriginEvents
         let exchange: Exchange
-        init(_ request: OriginRequest, _ progress: @escaping (Int, Int?) -> Void,
-             _ done: @escaping (Result<OriginResponse, FetchFailure>) -> Void, _ exchange: Exchange) {
+        init(_ request: OriginRequest, _ body: BodySpool, _ events: OriginEvents, _ exchange: Exchange) {
             self.request = request
-            self.progress = progress
-            self.done = done
+            self.body = body
+            self.events = events
             self.exchange = exchange
         }
+        func done(_ result: Result<OriginTiming, FetchFailure>) { events.done(result) }
     }
 
     /// `loop` nil: no timer (tests call `expireWaiting` themselves); `now` in milliseconds.
@@ -43,8 +43,7 @@ public final class FairTransport: OriginTransport {
         if let loop { timer = LoopTimer(loop: loop) { [weak self] _ in self?.expireWaiting() } }
     }
 
-    public func start(_ request: OriginRequest, progress: @escaping (Int, Int?) -> Void,
-                      done: @escaping (Result<OriginResponse, FetchFailure>) -> Void) throws(FetchFailure) -> OriginExchange {
+    public func start(_ request: OriginRequest, body: BodySpool, events: OriginEvents) throws(FetchFailure) -> OriginExchange {
         let id = nextID
         nextID += 1
         let t = now()
@@ -53,14 +52,14 @@ public final class FairTransport: OriginTransport {
         switch slots.request(id, owner: request.owner, deadlineMs: t + Int64(timeout), now: t) {
         case .start:
             do {
-                let below = try inner.start(request, progress: progress, done: ended(exchange, done))
+                let below = try inner.start(request, body: body, events: ended(exchange, events))
                 if !exchange.isDone { exchange.below = below }  // `done` may run before `start` returns
             } catch {
                 release(owner: request.owner)
                 throw error
             }
         case .wait:
-            queued[id] = Queued(request, progress, done, exchange)
+            queued[id] = Queued(request, body, events, exchange)
             armTimer()
         }
         return exchange
@@ -68,7 +67,6 @@ public final class FairTransport: OriginTransport {
 
     public var activeTransfers: Int { inner.activeTransfers }
     public var bodyBytesInFlight: Int { inner.bodyBytesInFlight }
-    public var pausedTransfers: Int { inner.pausedTransfers }
     /// Exchanges waiting for a slot.
     public var waitingTransfers: Int { slots.waitingCount }
 
@@ -94,14 +92,15 @@ public final class FairTransport: OriginTransport {
     // MARK: Slots
 
     /// Wraps `done`: the exchange's end frees its slot for the next waiting one.
-    private func ended(_ exchange: Exchange, _ done: @escaping (Result<OriginResponse, FetchFailure>) -> Void)
-        -> (Result<OriginResponse, FetchFailure>) -> Void {
-        { [weak self] result in
+    private func ended(_ exchange: Exchange, _ events: OriginEvents) -> OriginEvents {
+        var wrapped = events
+        wrapped.done = { [weak self] result in
             exchange.below = nil
             exchange.isDone = true
             self?.release(owner: exchange.owner)
-            done(result)
+            events.done(result)
         }
+        return wrapped
     }
 
     private func release(owner: UInt64) {
@@ -118,7 +117,7 @@ public final class FairTransport: OriginTransport {
         }
         request.timeoutMs = left
         do {
-            let below = try inner.start(request, progress: q.progress, done: ended(q.exchange, q.done))
+            let below = try inner.start(request, body: q.body, events: ended(q.exchange, q.events))
             if !q.exchange.isDone { q.exchange.below = below }
         } catch {
             releaseLater(q)

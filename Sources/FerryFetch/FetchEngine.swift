@@ -14,8 +14,12 @@ import FerryProtocol
 /// ```
 public final class FetchEngine {
     public struct Config: Sendable {
-        /// Largest `max_bytes` a request may ask for.
-        public var maxBytesLimit = 1 << 30
+        /// The daemon's `max_bytes`: the default of every request and the most one may ask for (`--max-fetch-bytes`).
+        /// The real bound of what is kept is the store's (`StoreConfig.maxAdoptedBytes`); larger bodies still
+        /// stream to their clients.
+        public var maxBytesLimit = 8 << 30
+        /// Where bodies go as they arrive (`BodySpool`); no directory keeps them in memory.
+        public var spool = BodySpool.Config(directory: nil)
         public init() {}
     }
 
@@ -44,7 +48,6 @@ public final class FetchEngine {
     public var activeTransfers: Int { transport.activeTransfers }
     public var bodyBytesInFlight: Int { transport.bodyBytesInFlight }
     public var waitingTransfers: Int { transport.waitingTransfers }
-    public var pausedTransfers: Int { transport.pausedTransfers }
 
     public func close() { transport.close() }
 
@@ -55,14 +58,16 @@ public final class FetchEngine {
             group.add(waiter)
             return group
         }
-        let group = TransferGroup(key: coalescingKey, engine: self)
+        let group = TransferGroup(key: coalescingKey, engine: self, spool: BodySpool(config: config.spool))
         group.add(waiter)
         if let key = coalescingKey { groups[key] = group }
         do {
             // The exchange holds its group until it finishes (a background revalidation's group has no other owner);
             // the group drops the exchange when it finishes or its last waiter leaves, which ends the cycle.
-            let exchange = try transport.start(request, progress: { received, total in group.progressed(received, total) },
-                                               done: { result in group.finished(result) })
+            let events = OriginEvents(head: { head in group.headArrived(head) },
+                                      progress: { received, total in group.progressed(received, total) },
+                                      done: { result in group.finished(result) })
+            let exchange = try transport.start(request, body: group.spool, events: events)
             stats.originRequests += 1
             group.started(exchange)
         } catch {
@@ -90,42 +95,46 @@ public final class FetchEngine {
         let outgoing = OriginRequest(url: request.url, method: "GET", headers: headers.pairs, body: [],
                                         timeoutMs: 60_000, maxBytes: spec.maxBytes, owner: spec.owner)
         let storageKey = found.storageKey
+        var group: TransferGroup?
         let waiter = TransferGroup.Waiter(wantsProgress: false, accepts: { _ in true }) { [weak self] outcome in
             guard let self else { return }
             revalidating.remove(storageKey)
-            guard case .own(.success(let response)) = outcome else { return }
-            _ = absorb(response, for: request, stored: found, validating: true)
+            guard case .own(.success(let arrival)) = outcome else { return }
+            let absorbed = absorbHead(arrival.head, for: request, stored: found, validating: true)
+            // A new response replaces the stored one once its body is in; nobody reads it meanwhile.
+            group?.storePlan = absorbed.plan
         }
-        _ = join(waiter, request: outgoing, coalescingKey: nil)
+        group = join(waiter, request: outgoing, coalescingKey: nil)
     }
 
-    /// What a response from the origin does to the cache: a 304 for a validation refreshes the stored response
-    /// (returned, to be served); a storable response is stored; a successful unsafe method invalidates. Returns
-    /// the stored response to serve instead of `response` (after a 304), or nil.
-    func absorb(_ response: OriginResponse, for request: CacheRequest, stored: ResponseStore.Found?,
-                validating: Bool) -> ResponseStore.Found? {
-        let headers = HTTPFields(response.headers)
-        if response.status == 304, validating, let stored {
+    /// What a response's head does to the cache: a 304 for a validation refreshes the stored response (returned,
+    /// to be served); a successful unsafe method invalidates; a storable response gets a plan to store it once its
+    /// body is complete (`TransferGroup.storePlan`).
+    func absorbHead(_ head: OriginHead, for request: CacheRequest, stored: ResponseStore.Found?,
+                    validating: Bool) -> (refreshed: ResponseStore.Found?, plan: TransferGroup.StorePlan?) {
+        let headers = HTTPFields(head.headers)
+        if head.status == 304, validating, let stored {
             // The body we keep is decoded; the stored Content-Encoding describes that body, not a new one.
-            let updated = stored.response.updating(withNotModified: headers, requestTime: response.requestTime,
-                                                   responseTime: response.responseTime,
+            let updated = stored.response.updating(withNotModified: headers, requestTime: head.requestTime,
+                                                   responseTime: head.responseTime,
                                                    keepingStored: ["content-encoding", "content-length"])
-            responses.update(updated, body: stored.body, storageKey: stored.storageKey)
-            return ResponseStore.Found(response: updated, body: stored.body, storageKey: stored.storageKey)
+            let refreshed = ResponseStore.Found(response: updated, body: stored.body, storageKey: stored.storageKey,
+                                                bodyKey: stored.bodyKey)
+            responses.update(refreshed)
+            return (refreshed, nil)
         }
         if !isSafeMethod(request.method) {
             let urls = invalidatedURLs(requestMethod: request.method, requestURL: request.url,
-                                       responseStatus: response.status, responseHeaders: headers)
+                                       responseStatus: head.status, responseHeaders: headers)
             responses.invalidate(urls: urls)
         }
-        if case .store(let key) = storageVerdict(request: request, status: response.status, responseHeaders: headers),
+        if case .store(let key) = storageVerdict(request: request, status: head.status, responseHeaders: headers),
            request.method != "HEAD" {
-            let entry = StoredResponse(storing: response.status, headers: Self.decoded(headers), for: request,
-                                       requestTime: response.requestTime, responseTime: response.responseTime,
-                                       bodySize: response.body.count)
-            responses.store(entry, body: response.body, key: key)
+            let entry = StoredResponse(storing: head.status, headers: Self.decoded(headers), for: request,
+                                       requestTime: head.requestTime, responseTime: head.responseTime, bodySize: 0)
+            return (nil, TransferGroup.StorePlan(entry: entry, key: key))
         }
-        return nil
+        return (nil, nil)
     }
 
     /// libcurl hands bodies over decoded: a stored `Content-Encoding` / `Content-Length` would describe bytes we

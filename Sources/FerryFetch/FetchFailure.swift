@@ -20,6 +20,8 @@ public enum FetchFailure: Error, Equatable, Sendable {
     case headersTooLarge(limit: Int)
     /// A redirect where the request said `redirect: "error"`, or too many of them: `failed_precondition`.
     case redirect(String)
+    /// The body could not be kept on the daemon's disk while it arrived (a full disk): `resource_exhausted`.
+    case spoolFailed(String)
     case internalError(String)
 
     static func from(_ code: CURLcode, _ message: String, exceeded: Bool, maxBytes: Int, headersExceeded: Bool = false) -> FetchFailure {

@@ -86,29 +86,39 @@ public final class FetchJob {
         let outgoing = OriginRequest(url: url, method: spec.method, headers: headers.pairs, body: spec.body,
                                      timeoutMs: spec.timeoutMs, maxBytes: spec.maxBytes, owner: spec.owner)
         let clock = engine.now
-        let waiter = TransferGroup.Waiter(wantsProgress: spec.progress, accepts: { response in
+        let waiter = TransferGroup.Waiter(wantsProgress: spec.progress, accepts: { head in
             // Someone else's response is ours only if the cache could have stored it for our request and would now
             // serve it to us without asking the origin (RFC 9111 §4: collapsed requests get reusable responses).
-            let headers = HTTPFields(response.headers)
+            let headers = HTTPFields(head.headers)
             // A 304 answers every waiter of a validation alike: they sent the same validators for the same entry.
-            if response.status == 304 && conditional != nil { return true }
-            guard storageVerdict(request: creq, status: response.status, responseHeaders: headers).isStorable else { return false }
-            let stored = StoredResponse(storing: response.status, headers: headers, for: creq, requestTime: response.requestTime,
-                                        responseTime: response.responseTime, bodySize: response.body.count)
+            if head.status == 304 && conditional != nil { return true }
+            guard storageVerdict(request: creq, status: head.status, responseHeaders: headers).isStorable else { return false }
+            let stored = StoredResponse(storing: head.status, headers: headers, for: creq, requestTime: head.requestTime,
+                                        responseTime: head.responseTime)
             if case .fresh = evaluate(request: creq, stored: stored, now: clock() / 1000) { return true }
             return false
-        }) { [self] outcome in
-            group = nil
-            guard !finished else { return }
+        }) { [weak self] outcome in
+            // Weak: the job is kept by who waits for it (a request, an image download), not by its own waiter.
+            guard let self else { return }
+            guard !finished else { return leaveTransfer() }
             switch outcome {
             case .own(let result): received(result, creq: creq, stored: stored, validating: conditional != nil, shared: false)
-            case .shared(let response): received(.success(response), creq: creq, stored: stored, validating: conditional != nil, shared: true)
-            case .retryAlone: network(creq, stored: stored, validating: conditional, alone: true)
+            case .shared(let arrival): received(.success(arrival), creq: creq, stored: stored, validating: conditional != nil, shared: true)
+            case .retryAlone:
+                group = nil
+                network(creq, stored: stored, validating: conditional, alone: true)
             }
         }
         waiter.progress = { [weak self] received, total in self?.onProgress?(received, total) }
         self.waiter = waiter
         group = engine.join(waiter, request: outgoing, coalescingKey: alone ? nil : coalescingKey(creq, conditional))
+        group?.catchUp(waiter)
+    }
+
+    /// This job no longer follows its transfer's body (it serves something else, or it is done with it).
+    private func leaveTransfer() {
+        if let group, let waiter { group.remove(waiter) }
+        group = nil
     }
 
     /// Identical requests share a transfer: same method, URL and headers (validators included), no body, and a
@@ -125,42 +135,70 @@ public final class FetchJob {
         return parts.joined(separator: "\n")
     }
 
-    private func received(_ result: Result<OriginResponse, FetchFailure>, creq: CacheRequest, stored: ResponseStore.Found?,
+    private func received(_ result: Result<TransferGroup.Arrival, FetchFailure>, creq: CacheRequest, stored: ResponseStore.Found?,
                           validating: Bool, shared: Bool) {
         let now = engine.now() / 1000
         switch result {
         case .failure(let failure):
+            group = nil
             if let stored, staleIfErrorAllowed(stored: stored.response, request: creq, now: now, disconnected: true) {
                 engine.stats.stale += 1
                 return serveStored(stored, age: currentAge(stored: stored.response, now: now), cacheStatus: .stale)
             }
             finish(.failure(failure))
-        case .success(let response):
-            if response.status >= 500, let stored, staleIfErrorAllowed(stored: stored.response, request: creq, now: now) {
+        case .success(let arrival):
+            let head = arrival.head
+            if head.status >= 500, let stored, staleIfErrorAllowed(stored: stored.response, request: creq, now: now) {
+                leaveTransfer()
                 engine.stats.stale += 1
                 return serveStored(stored, age: currentAge(stored: stored.response, now: now), cacheStatus: .stale)
             }
             // Only the transfer's own waiter feeds the cache (a shared response is stored once); a shared 304
             // refreshes each waiter's stored response, which is how it gets served.
-            let refreshed = shared && response.status != 304
-                ? nil : engine.absorb(response, for: creq, stored: stored, validating: validating)
-            if let refreshed {
-                engine.stats.revalidated += 1
-                return serveStored(refreshed, age: currentAge(stored: refreshed.response, now: now), cacheStatus: .revalidated)
+            if !shared || head.status == 304 {
+                let absorbed = engine.absorbHead(head, for: creq, stored: stored, validating: validating)
+                if !shared, var plan = absorbed.plan {
+                    plan.replacing = stored?.bodyKey
+                    group?.storePlan = plan
+                }
+                if let refreshed = absorbed.refreshed {
+                    leaveTransfer()
+                    engine.stats.revalidated += 1
+                    return serveStored(refreshed, age: currentAge(stored: refreshed.response, now: now), cacheStatus: .revalidated)
+                }
             }
-            if followRedirect(status: response.status, headers: HTTPFields(response.headers)) { return }
+            if redirectsToFollow(head.status, HTTPFields(head.headers)) && arrival.body.state == .receiving {
+                // Its body is not served, but it is stored with the redirect: follow once the transfer is done.
+                return afterBody(arrival.body) { [self] in
+                    _ = followRedirect(status: head.status, headers: HTTPFields(head.headers), leaving: true)
+                }
+            }
+            if followRedirect(status: head.status, headers: HTTPFields(head.headers), leaving: true) { return }
             let status: CacheStatus = shared ? .coalesced : (creq.mode.consultsCache ? .miss : .bypass)
             if status == .miss { engine.stats.misses += 1 }
             if status == .bypass { engine.stats.bypass += 1 }
-            serveNetwork(response, cacheStatus: status)
+            serveNetwork(arrival, cacheStatus: status)
+        }
+    }
+
+    private func redirectsToFollow(_ status: Int, _ headers: HTTPFields) -> Bool {
+        [301, 302, 303, 307, 308].contains(status) && spec.redirect != .manual && headers.first("location") != nil
+    }
+
+    /// Runs `next` once the body has ended (complete or failed), unless this job ended meanwhile.
+    private func afterBody(_ body: BodySpool, _ next: @escaping () -> Void) {
+        guard body.state == .receiving else { return next() }
+        body.whenGrows { [weak self] in
+            guard let self, !finished else { return }
+            afterBody(body, next)
         }
     }
 
     /// Follows a redirect the way browsers and curl do (RFC 9110 §15.4); true when a new hop started (or the
     /// request failed on it).
-    private func followRedirect(status: Int, headers: HTTPFields) -> Bool {
-        guard [301, 302, 303, 307, 308].contains(status), spec.redirect != .manual,
-              let location = headers.first("location") else { return false }
+    private func followRedirect(status: Int, headers: HTTPFields, leaving: Bool = false) -> Bool {
+        guard redirectsToFollow(status, headers), let location = headers.first("location") else { return false }
+        if leaving { leaveTransfer() }  // its body is not served: the transfer finishes (or stops) without this job
         if spec.redirect == .error {
             finish(.failure(.redirect("the origin redirected (\(status) to \(location.truncatedForMessages)) and \"redirect\" is \"error\"")))
             return true
@@ -187,30 +225,41 @@ public final class FetchJob {
         if followRedirect(status: found.response.status, headers: found.response.headers) { return }
         let creq = cacheRequest
         if clientConditionMatches(request: creq, stored: found.response) {
-            return reply(status: 304, headers: notModifiedHeaders(stored: found.response, age: age), body: [][...],
+            return reply(status: 304, headers: notModifiedHeaders(stored: found.response, age: age), body: .empty,
                          cache: cacheStatus, age: age, timing: nil)
         }
         // The request's limit holds for stored bodies too: it was stored for someone who allowed more.
-        if spec.method != "HEAD" && found.body.count > spec.maxBytes { return finish(.failure(.tooLarge(limit: spec.maxBytes))) }
-        engine.stats.bytesFromCache += UInt64(found.body.count)
+        let size = found.body.knownSize ?? 0
+        if spec.method != "HEAD" && size > spec.maxBytes { return finish(.failure(.tooLarge(limit: spec.maxBytes))) }
+        engine.stats.bytesFromCache += UInt64(size)
         reply(status: found.response.status, headers: headersForServing(stored: found.response, age: age),
               body: found.body, cache: cacheStatus, age: age, timing: nil)
     }
 
-    private func serveNetwork(_ response: OriginResponse, cacheStatus: CacheStatus) {
-        reply(status: response.status, headers: FetchEngine.decoded(HTTPFields(response.headers)), body: response.body[...],
-              cache: cacheStatus, age: 0, timing: response.timing)
+    /// The response from the origin: its body in memory when it came whole already, else the spool to follow.
+    private func serveNetwork(_ arrival: TransferGroup.Arrival, cacheStatus: CacheStatus) {
+        let body: FetchBody
+        if spec.method == "HEAD" {
+            body = .empty  // no body: the transfer ends at once, and its end is what the cache learns from
+        } else if let bytes = arrival.body.completeInMemory {
+            leaveTransfer()
+            body = .bytes(bytes)
+        } else {
+            body = .spool(arrival.body)  // the job stays in the group: cancelling it leaves the transfer
+        }
+        reply(status: arrival.head.status, headers: FetchEngine.decoded(HTTPFields(arrival.head.headers)), body: body,
+              cache: cacheStatus, age: 0, timing: arrival.head.timing)
     }
 
     /// RFC 9111 §5.2.1.7: nothing usable stored and the request may not go to the network.
     private func gatewayTimeout() {
         engine.stats.misses += 1
-        reply(status: 504, headers: HTTPFields([("Content-Length", "0")]), body: [][...], cache: .miss, age: 0, timing: nil)
+        reply(status: 504, headers: HTTPFields([("Content-Length", "0")]), body: .empty, cache: .miss, age: 0, timing: nil)
     }
 
-    private func reply(status: Int, headers: HTTPFields, body: ArraySlice<UInt8>, cache: CacheStatus, age: Int64, timing: OriginTiming?) {
+    private func reply(status: Int, headers: HTTPFields, body: FetchBody, cache: CacheStatus, age: Int64, timing: OriginTiming?) {
         let now = engine.now()
-        finish(.success(FetchOutcome(status: status, headers: headers, body: spec.method == "HEAD" ? [][...] : body, url: url,
+        finish(.success(FetchOutcome(status: status, headers: headers, body: spec.method == "HEAD" ? .empty : body, url: url,
                                      redirects: redirects, cache: cache, ageSeconds: age, totalMs: now - startedMs,
                                      origin: timing, freshForSeconds: FetchOutcome.freshFor(status: status, headers: headers, now: now / 1000))))
     }
@@ -220,17 +269,17 @@ public final class FetchJob {
         finished = true
         let done = onDone
         onDone = nil
-        onProgress = nil
+        // Progress goes on while the body streams from the transfer (until it ends or the job is cancelled).
+        if case .success(let o) = outcome, case .spool = o.body {} else { onProgress = nil }
         done?(outcome)
     }
 
-    /// Cancel, deadline or a closed connection: leave the transfer (the last waiter to leave stops it); nothing is
-    /// answered.
+    /// Cancel, deadline or a closed connection — also after the answer, while its body still streams from the
+    /// transfer: leave the transfer (the last waiter to leave stops it); nothing more is answered.
     public func cancel() {
         finished = true
         onDone = nil
         onProgress = nil
-        if let group, let waiter { group.remove(waiter) }
-        group = nil
+        leaveTransfer()
     }
 }

@@ -12,12 +12,13 @@ import FerryProtocol
 ///     outcome.freshForSeconds         // > 0: may be reused that long without asking the origin
 /// }
 /// ```
-public struct FetchOutcome: Sendable {
+public struct FetchOutcome {
     public var status: Int
     /// As served: decoded-body headers, `Age` for a stored response.
     public var headers: HTTPFields
-    /// A slice of the stored record or of the transfer's buffer; empty for HEAD.
-    public var body: ArraySlice<UInt8>
+    /// In memory (a slice of the stored record or of the transfer's buffer), still arriving (`.spool`: the reply
+    /// follows it and fails if the transfer does), or in the store's file; empty for HEAD.
+    public var body: FetchBody
     /// The URL of this response, after `redirects` redirects.
     public var url: String
     public var redirects: Int

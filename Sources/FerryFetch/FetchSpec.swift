@@ -27,10 +27,11 @@ public struct FetchSpec: Sendable {
 
     public static let maxURLBytes = 8192
     public static let maxHeaderBytes = 64 * 1024
-    public static let defaultMaxBytes = 64 * 1024 * 1024
+    /// The daemon's default (`--max-fetch-bytes`): 8 GiB; bodies stream, so this bounds disk and time, not memory.
+    public static let defaultMaxBytes = 8 << 30
     public static let defaultMaxRedirects = 10
 
-    /// A GET of `url` with the defaults: follow up to 10 redirects, the default cache mode, 64 MiB.
+    /// A GET of `url` with the defaults: follow up to 10 redirects, the default cache mode, 8 GiB.
     public init(url: String, method: String = "GET", headers: [(String, String)] = [], body: [UInt8] = [],
                 timeoutMs: Int? = nil, redirect: RedirectMode = .follow, maxRedirects: Int = FetchSpec.defaultMaxRedirects,
                 maxBytes: Int = FetchSpec.defaultMaxBytes, cacheMode: CacheMode = .default, progress: Bool = false) {

@@ -1,24 +1,24 @@
 /// What the fetch engine asks of the network: one HTTP exchange per request, never following redirects (the engine
-/// follows them itself, so that every hop goes through the cache). `CurlTransport` is the real one; tests drive the
-/// engine with a fake origin through the same protocol. Loop thread only.
+/// follows them itself, so that every hop goes through the cache). The response body goes into a `BodySpool` as it
+/// arrives, where every waiter reads it. `CurlTransport` is the real one; tests drive the engine with a fake origin
+/// through the same protocol. Loop thread only.
 ///
 /// ```swift
-/// let exchange = try transport.start(request, progress: { received, total in … }) { result in … }
+/// let exchange = try transport.start(request, body: spool, events: OriginEvents(
+///     head: { head in … },                 // the final response's status and headers: its body follows in `spool`
+///     progress: { received, total in … },
+///     done: { result in … }))              // .success(timing): `spool` holds the whole body
 /// exchange.cancel()   // the last waiter left: `done` is not called
 /// ```
 public protocol OriginTransport: AnyObject {
-    /// Starts an exchange. `progress` gets (bytes received, total if known) as the body arrives; `done` runs once
-    /// when it ends (possibly before `start` returns). Throws when the exchange cannot even start.
-    func start(_ request: OriginRequest, progress: @escaping (Int, Int?) -> Void,
-               done: @escaping (Result<OriginResponse, FetchFailure>) -> Void) throws(FetchFailure) -> OriginExchange
+    /// Starts an exchange. Throws when it cannot even start.
+    func start(_ request: OriginRequest, body: BodySpool, events: OriginEvents) throws(FetchFailure) -> OriginExchange
     /// Exchanges running now.
     var activeTransfers: Int { get }
-    /// Body bytes received by the exchanges running now (held until each ends), for `stats`.
+    /// Body bytes the exchanges running now hold in memory, for `stats`.
     var bodyBytesInFlight: Int { get }
     /// Exchanges waiting for a transfer slot (`FairTransport`).
     var waitingTransfers: Int { get }
-    /// Exchanges paused because bodies in flight passed the buffer limit (`CurlMulti`).
-    var pausedTransfers: Int { get }
     /// Ends every exchange (`done` with a failure) and frees the transport (the daemon stops).
     func close()
 }
@@ -26,7 +26,23 @@ public protocol OriginTransport: AnyObject {
 extension OriginTransport {
     public var bodyBytesInFlight: Int { 0 }
     public var waitingTransfers: Int { 0 }
-    public var pausedTransfers: Int { 0 }
+}
+
+/// What an exchange tells its owner, always from the loop and never from inside libcurl's callbacks (so an owner
+/// may cancel any exchange from them): `head` at most once, when the final (non-1xx) response's head is in, before
+/// `done(.success)`; `progress` as the body arrives; `done` once at the end (possibly inside `start`). A failure may
+/// come before or after the head; after it, the bytes in the spool are void.
+public struct OriginEvents {
+    public var head: (OriginHead) -> Void
+    public var progress: (Int, Int?) -> Void
+    public var done: (Result<OriginTiming, FetchFailure>) -> Void
+
+    public init(head: @escaping (OriginHead) -> Void, progress: @escaping (Int, Int?) -> Void = { _, _ in },
+                done: @escaping (Result<OriginTiming, FetchFailure>) -> Void) {
+        self.head = head
+        self.progress = progress
+        self.done = done
+    }
 }
 
 /// One exchange in flight.
@@ -58,21 +74,20 @@ public struct OriginRequest: Sendable {
     }
 }
 
-/// What came back: the final (non-1xx) response.
-public struct OriginResponse: Sendable {
+/// The final (non-1xx) response's head; its body arrives in the exchange's `BodySpool`.
+public struct OriginHead: Sendable {
     public var status: Int
     public var headers: [(String, String)]
-    public var body: [UInt8]
     /// When the request was sent and the response headers arrived (Unix seconds, for RFC 9111 age).
     public var requestTime: Int64
     public var responseTime: Int64
+    /// The exchange's times so far (`done` has the final ones).
     public var timing: OriginTiming
 
-    public init(status: Int, headers: [(String, String)], body: [UInt8], requestTime: Int64, responseTime: Int64,
+    public init(status: Int, headers: [(String, String)], requestTime: Int64, responseTime: Int64,
                 timing: OriginTiming = OriginTiming()) {
         self.status = status
         self.headers = headers
-        self.body = body
         self.requestTime = requestTime
         self.responseTime = responseTime
         self.timing = timing

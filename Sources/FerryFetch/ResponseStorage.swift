@@ -3,17 +3,24 @@ import FerryLoop
 import FerryStore
 
 /// Where the HTTP cache keeps its records: keys and byte values, reads answered through a callback (at once from
-/// memory, later from disk). `CacheStoreResponses` is the daemon's; the engine's tests keep records in a dictionary.
-/// Loop thread only.
+/// memory, later from disk), and large bodies apart from their records, taken from their spool file and served as
+/// the store's file. `CacheStoreResponses` is the daemon's; the engine's tests keep records in a dictionary. Loop
+/// thread only.
 ///
 /// ```swift
 /// storage.put("GET https://a.test/x", record)
 /// storage.get("GET https://a.test/x") { value in … }   // the record, or nil
+/// storage.putBody(bodyKey, spool) { stored in … }      // a complete spooled body
+/// storage.getBody(bodyKey) { body in … }               // .stored(blob), or nil
 /// ```
 public protocol ResponseStorage: AnyObject {
     func get(_ key: String, _ done: @escaping ([UInt8]?) -> Void)
     func put(_ key: String, _ value: [UInt8])
     func delete(_ key: String)
+    /// Keeps a complete spooled body (its file is taken over); `done(false)` when it was not kept.
+    func putBody(_ key: String, _ spool: BodySpool, _ done: @escaping (Bool) -> Void)
+    /// A body kept by `putBody`, as something to read in pieces; nil when it is gone.
+    func getBody(_ key: String, _ done: @escaping (FetchBody?) -> Void)
 }
 
 /// `ResponseStorage` in the project's storage engine, under a namespace no client can name (`cache.*` namespaces
@@ -36,6 +43,25 @@ public final class CacheStoreResponses: ResponseStorage {
     public func put(_ key: String, _ value: [UInt8]) {
         store.set(CacheKey(trusted: CacheStoreResponses.namespace, key), value: value, ttlMs: nil, ifAbsent: false,
                   now: WallClock.nowMs()) { _ in }
+    }
+
+    public func putBody(_ key: String, _ spool: BodySpool, _ done: @escaping (Bool) -> Void) {
+        guard let file = spool.takeFile() else { return done(false) }
+        let now = WallClock.nowMs()
+        store.adopt(CacheKey(trusted: CacheStoreResponses.namespace, key),
+                    AdoptedFile(path: file.path, size: file.size, checksum: file.checksum, createdAt: now)) { result in
+            if case .success(true) = result { done(true) } else { done(false) }
+        }
+    }
+
+    public func getBody(_ key: String, _ done: @escaping (FetchBody?) -> Void) {
+        store.read(CacheKey(trusted: CacheStoreResponses.namespace, key), now: WallClock.nowMs(), streamAbove: 0) { result in
+            switch result {
+            case .success((.blob(let blob), _)?): done(.stored(blob))
+            case .success((.entry(let entry), _)?): done(.bytes(entry.value[...]))
+            default: done(nil)
+            }
+        }
     }
 
     public func delete(_ key: String) {

@@ -3,10 +3,12 @@ import FerryLoop
 import FerryHTTPCache
 
 /// One HTTP exchange with an origin: a single request and its response, never following redirects (the fetch
-/// pipeline follows them itself, so that every hop goes through the cache). Owns its libcurl easy handle.
+/// pipeline follows them itself, so that every hop goes through the cache). Owns its libcurl easy handle. The body
+/// goes into its `BodySpool` from libcurl's write callback; the head and the spool's growth are announced later,
+/// by `CurlMulti` once libcurl has returned (`deliverEvents`), so that owners may cancel from them.
 ///
 /// ```swift
-/// let t = try Transfer(request, caFile: nil) { result in ... }   // Result<OriginResponse, FetchFailure>
+/// let t = try Transfer(request, body: spool, events: events, caFile: nil)
 /// multi.add(t)
 /// ```
 final class Transfer {
@@ -16,14 +18,11 @@ final class Transfer {
     let easy: UnsafeMutableRawPointer
     let request: OriginRequest
     private var headerList: UnsafeMutablePointer<curl_slist>?
-    private var body: [UInt8] = []
-    var bodyBytes: Int { body.count }
-    /// Asked before each piece of body is kept; false pauses the transfer: libcurl keeps the piece and hands it
-    /// over again after `resume` (`CurlMulti` bounds the body bytes of all transfers this way).
-    var mayGrow: (Transfer, Int) -> Bool = { _, _ in true }
-    private(set) var isPaused = false
-    /// When its body last grew (a leader that stopped growing lets the next transfer go on).
-    private(set) var lastGrowthMs: Int64 = 0
+    let spool: BodySpool
+    /// Body bytes held in memory (the spool's memory part or write buffer), for `stats`.
+    var memoryBytes: Int { spool.memoryBytes }
+    /// The spool could not keep a piece: the transfer stops with this failure.
+    private var spoolFailure: FetchFailure?
     private var status = 0
     private var headers: [(String, String)] = []
     private var exceeded = false
@@ -35,19 +34,25 @@ final class Transfer {
     static let maxHeaderBytes = 256 * 1024
     private var requestTime: Int64
     private var responseTime: Int64 = 0
-    private var onDone: ((Result<OriginResponse, FetchFailure>) -> Void)?
+    private var events: OriginEvents?
+    /// The final response's head is complete (the blank line after a non-1xx status), and whether it was announced.
+    private var headIsIn = false
+    private var headDelivered = false
+    /// Called by libcurl's callbacks when there is something to announce after libcurl returns (`CurlMulti`).
+    var onTouched: (Transfer) -> Void = { _ in }
     /// Called with (received, total if known) as the body arrives.
     var onProgress: ((Int, Int?) -> Void)?
 
-    init(_ request: OriginRequest, caFile: String?, connectTimeoutMs: Int = 30_000,
-         _ done: @escaping (Result<OriginResponse, FetchFailure>) -> Void) throws(FetchFailure) {
+    init(_ request: OriginRequest, body: BodySpool, events: OriginEvents, caFile: String?,
+         connectTimeoutMs: Int = 30_000) throws(FetchFailure) {
         guard let easy = curl_easy_init() else { throw .internalError("curl_easy_init failed") }
         self.easy = easy
         self.request = request
+        spool = body
         key = Transfer.nextKey
         Transfer.nextKey += 1
         requestTime = WallClock.nowMs() / 1000
-        onDone = done
+        self.events = events
         try configure(caFile: caFile, connectTimeoutMs: connectTimeoutMs)
     }
 
@@ -136,28 +141,36 @@ final class Transfer {
 
     private func received(_ bytes: UnsafeRawBufferPointer) -> Int {
         bodyStarted = true
-        if body.count + bytes.count > request.maxBytes {
+        if spool.receivedBytes + bytes.count > request.maxBytes {
             exceeded = true
             return 0  // libcurl stops the transfer with CURLE_WRITE_ERROR
         }
-        guard mayGrow(self, bytes.count) else {
-            isPaused = true
-            return Transfer.writePause
+        if let failure = spool.append(bytes) {
+            spoolFailure = failure
+            return 0
         }
-        body.append(contentsOf: bytes)
-        lastGrowthMs = WallClock.nowMs()
+        onTouched(self)
         return bytes.count
     }
 
-    /// `CURL_WRITEFUNC_PAUSE`.
-    private static let writePause = 0x1000_0001
+    /// Its owner cancelled: nothing more is announced.
+    func silence() {
+        events = nil
+        onProgress = nil
+    }
 
-    /// Lets a paused transfer go on (libcurl may hand over the kept piece inside this call). Loop thread only,
-    /// outside libcurl's callbacks for this handle.
-    func resume() {
-        guard isPaused else { return }
-        isPaused = false
-        curl_easy_pause(easy, 0)  // CURLPAUSE_CONT
+    /// Announces what the callbacks gathered: the head (once), then the spool's growth. Outside libcurl's calls.
+    func deliverEvents() {
+        if headIsIn && !headDelivered, let events {
+            headDelivered = true
+            events.head(head())
+        }
+        spool.announce(nowMs: WallClock.nowMs())
+    }
+
+    private func head() -> OriginHead {
+        OriginHead(status: status, headers: headers, requestTime: requestTime,
+                   responseTime: responseTime == 0 ? WallClock.nowMs() / 1000 : responseTime, timing: timing())
     }
 
     /// One header line; false stops the transfer (the header section is too large). A status line starts a new
@@ -179,7 +192,19 @@ final class Transfer {
             responseTime = WallClock.nowMs() / 1000
             return true
         }
-        if line.isEmpty { return true }
+        if line.isEmpty {
+            // The end of a head: a 1xx is interim (another head follows); anything else is the response.
+            if status >= 200 && !headIsIn {
+                headIsIn = true
+                let fields = HTTPFields(headers)
+                // The body's length is the announced one only when libcurl does not decode it.
+                if !fields.contains("content-encoding"), let length = fields.first("content-length").flatMap({ Int($0) }) {
+                    spool.expect(length)
+                }
+                onTouched(self)
+            }
+            return true
+        }
         if line.first == " " || line.first == "\t" {
             // obs-fold (RFC 9112 §5.2): a continuation of the previous field's value.
             if !headers.isEmpty { headers[headers.count - 1].1 += " " + HTTPSyntax.trimmingOWS(line) }
@@ -190,21 +215,25 @@ final class Transfer {
         return true
     }
 
-    /// Called by `CurlMulti` once, when libcurl is done with the transfer (or it was aborted).
+    /// Called by `CurlMulti` once, when libcurl is done with the transfer (or it was aborted): the head first if
+    /// it was not announced yet (a response that came whole in one go), then the end.
     func finish(_ code: CURLcode, message: String?) {
-        guard let done = onDone else { return }
-        onDone = nil
-        onProgress = nil
-        if code == CURLE_OK {
-            return done(.success(OriginResponse(status: status, headers: headers, body: body, requestTime: requestTime,
-                                          responseTime: responseTime == 0 ? WallClock.nowMs() / 1000 : responseTime,
-                                          timing: timing())))
+        // The body is whole: a response that came in one go is then served from memory, at its head.
+        if code == CURLE_OK { spool.finish(.success(())) }
+        if code == CURLE_OK && !headDelivered, let events {
+            headDelivered = true
+            events.head(head())  // may cancel this transfer: then there is no `done`
         }
+        guard let events else { return }
+        self.events = nil
+        onProgress = nil
+        if code == CURLE_OK { return events.done(.success(timing())) }
+        if let spoolFailure { return events.done(.failure(spoolFailure)) }
         let text = message ?? String(cString: curl_easy_strerror(code))
         // libcurl refuses a single header field over 100 KiB with "Out of memory" before it reaches the callback.
         let tooLongField = code == CURLE_OUT_OF_MEMORY && !bodyStarted
-        done(.failure(FetchFailure.from(code, text, exceeded: exceeded, maxBytes: request.maxBytes,
-                                        headersExceeded: headersExceeded || tooLongField)))
+        events.done(.failure(FetchFailure.from(code, text, exceeded: exceeded, maxBytes: request.maxBytes,
+                                               headersExceeded: headersExceeded || tooLongField)))
     }
 
     private func timing() -> OriginTiming {

@@ -1,52 +1,75 @@
+import FerryHTTPCache
 
-/// One origin transfer and the requests waiting for it: the first to ask, and every identical request that arrived
-/// while it ran (coalescing). Loop thread only.
+/// One origin transfer and the requests following it: the first to ask, every identical request that arrived while
+/// it ran (coalescing), and those that join once its body is already flowing (they read the spool from the start,
+/// then follow). Loop thread only.
 ///
 /// The rules: the first waiter always gets the response. The others get it only if they may use a response
 /// fetched for someone else — it is storable for their request (`Waiter.accepts`) — otherwise each makes its own
 /// request (`retryAlone`), so an uncacheable answer (a random quote, a private page) is never shared. A failure
-/// (refused, reset, timeout) is shared: retrying at once would only hammer a failing origin. A waiter that goes
-/// away (cancel, deadline, disconnect) leaves the others alone; the transfer stops when its last waiter goes.
+/// before the head (refused, reset, timeout) is shared: retrying at once would only hammer a failing origin; a
+/// failure after it voids the spool every reader follows. A waiter that goes away (cancel, deadline, disconnect)
+/// leaves the others alone; the transfer stops when its last waiter goes.
 ///
 /// ```swift
 /// let group = engine.join(waiter, request: outgoing, coalescingKey: "GET http://a.test/x …")
-/// group?.remove(waiter)   // on cancel
+/// group?.catchUp(waiter)   // a late joiner gets the head at once
+/// group?.remove(waiter)    // on cancel
 /// ```
 final class TransferGroup {
+    /// A response on its way: its head, and its body as it arrives.
+    struct Arrival {
+        let head: OriginHead
+        let body: BodySpool
+    }
+
     enum Outcome {
         /// The transfer made for this waiter (or a failure every waiter shares).
-        case own(Result<OriginResponse, FetchFailure>)
+        case own(Result<Arrival, FetchFailure>)
         /// A response fetched for another request, usable by this one.
-        case shared(OriginResponse)
+        case shared(Arrival)
         /// Not usable by this waiter: make a request of your own.
         case retryAlone
     }
 
     final class Waiter {
         let wantsProgress: Bool
-        let accepts: (OriginResponse) -> Bool
+        let accepts: (OriginHead) -> Bool
         let receive: (Outcome) -> Void
         var progress: ((Int, Int?) -> Void)?
+        fileprivate var answered = false
 
-        init(wantsProgress: Bool, accepts: @escaping (OriginResponse) -> Bool, receive: @escaping (Outcome) -> Void) {
+        init(wantsProgress: Bool, accepts: @escaping (OriginHead) -> Bool, receive: @escaping (Outcome) -> Void) {
             self.wantsProgress = wantsProgress
             self.accepts = accepts
             self.receive = receive
         }
     }
 
+    /// What the first waiter decided to keep once the body is complete (`FetchEngine.absorbHead`).
+    struct StorePlan {
+        let entry: StoredResponse
+        let key: HTTPCacheKey
+        /// The body of the stored response this one replaces, when stored apart (dropped once this one is in).
+        var replacing: String?
+    }
+
     let key: String?
     unowned let engine: FetchEngine
+    let spool: BodySpool
     /// The exchange with the origin, from `started` until it finishes or the last waiter leaves.
     private var exchange: OriginExchange?
     private var isFinished = false
+    private(set) var head: OriginHead?
+    var storePlan: StorePlan?
     private(set) var waiters: [Waiter] = []
     private var lastProgressMs: Int64 = 0
     private var lastReceived = -1
 
-    init(key: String?, engine: FetchEngine) {
+    init(key: String?, engine: FetchEngine, spool: BodySpool) {
         self.key = key
         self.engine = engine
+        self.spool = spool
     }
 
     /// The transport started the exchange (it may have finished already, inside `start`).
@@ -56,29 +79,65 @@ final class TransferGroup {
 
     func add(_ waiter: Waiter) { waiters.append(waiter) }
 
-    /// A waiter leaves; the last one to leave stops the transfer.
+    /// A waiter that joined after the head arrived gets its answer now (the caller has kept the group first).
+    func catchUp(_ waiter: Waiter) {
+        guard let head, !waiter.answered, waiters.contains(where: { $0 === waiter }) else { return }
+        answer(waiter, head: head, first: false)
+    }
+
+    /// A waiter leaves; the last one to leave stops the transfer (one whose body is complete already is only
+    /// waiting to report its end: it finishes, and is stored).
     func remove(_ waiter: Waiter) {
         waiters.removeAll { $0 === waiter }
-        guard waiters.isEmpty, let exchange else { return }
+        guard waiters.isEmpty, spool.state == .receiving, let exchange else { return }
         self.exchange = nil
         exchange.cancel()
         engine.forget(self)
+        // Nobody follows it any more: it ends (what waits on it is released, its file removed).
+        spool.finish(.failure(.internalError("the transfer was stopped: every request for it went away")))
     }
 
-    /// The transfer ended: hand the outcome to every waiter, in arrival order.
-    func finished(_ result: Result<OriginResponse, FetchFailure>) {
+    /// The final response's head: every waiter learns whether it follows this response.
+    func headArrived(_ head: OriginHead) {
+        self.head = head
+        let current = waiters  // answers may make waiters leave
+        for (i, waiter) in current.enumerated() where !waiter.answered { answer(waiter, head: head, first: i == 0) }
+    }
+
+    private func answer(_ waiter: Waiter, head: OriginHead, first: Bool) {
+        waiter.answered = true
+        let arrival = Arrival(head: head, body: spool)
+        if first { return waiter.receive(.own(.success(arrival))) }
+        if waiter.accepts(head) { return waiter.receive(.shared(arrival)) }
+        waiters.removeAll { $0 === waiter }
+        waiter.receive(.retryAlone)
+    }
+
+    /// The transfer ended. Before a head, the failure goes to every waiter; after it, the spool ends (complete or
+    /// void) for the readers, and a complete body the first waiter chose to keep is stored.
+    func finished(_ result: Result<OriginTiming, FetchFailure>) {
         engine.forget(self)
         isFinished = true
         exchange = nil
         let all = waiters
         waiters.removeAll()
-        if case .success(let r) = result { engine.stats.bytesFromOrigin += UInt64(r.body.count) }
-        for (i, waiter) in all.enumerated() {
-            guard i > 0, case .success(let response) = result else {
-                waiter.receive(.own(result))
-                continue
+        guard head != nil else {
+            let failure: FetchFailure
+            if case .failure(let f) = result { failure = f } else { failure = .internalError("the exchange ended without a response") }
+            spool.finish(.failure(failure))
+            for waiter in all where !waiter.answered { waiter.receive(.own(.failure(failure))) }
+            return
+        }
+        switch result {
+        case .success(let timing):
+            spool.timing = timing
+            spool.finish(.success(()))
+            engine.stats.bytesFromOrigin += UInt64(spool.length)
+            if let storePlan {
+                engine.responses.store(storePlan.entry, body: spool, key: storePlan.key, replacing: storePlan.replacing)
             }
-            waiter.receive(waiter.accepts(response) ? .shared(response) : .retryAlone)
+        case .failure(let failure):
+            spool.finish(.failure(failure))
         }
     }
 

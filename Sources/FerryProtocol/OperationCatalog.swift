@@ -170,7 +170,7 @@ public enum OperationCatalog {
                FieldDescriptor("timeout_ms", "integer", "for each exchange with the origin (the envelope's timeout_ms bounds the whole request)"),
                FieldDescriptor("redirect", "string", "follow (default), manual or error"),
                FieldDescriptor("max_redirects", "integer", "0 to 50, default 10"),
-               FieldDescriptor("max_bytes", "integer", "largest response body accepted, default 64 MiB"),
+               FieldDescriptor("max_bytes", "integer", "largest response body accepted, default the daemon's --max-fetch-bytes (8 GiB)"),
                FieldDescriptor("cache", "string", "default, no-store, reload, no-cache, force-cache or only-if-cached"),
                FieldDescriptor("progress", "boolean", "send progress events")],
         result: [FieldDescriptor("status", "integer", "the HTTP status"),
@@ -179,7 +179,7 @@ public enum OperationCatalog {
                  FieldDescriptor("redirects", "integer", "redirects followed"),
                  FieldDescriptor("cache", "object", "status (hit, miss, revalidated, stale, bypass, coalesced) and age_s"),
                  FieldDescriptor("timing", "object", "total_ms, and for a network exchange dns_ms, connect_ms, tls_ms, first_byte_ms")],
-        events: [.chunk, .progress], body: .http)
+        events: [.head, .chunk, .progress], body: .http)
 
     public static let imageGet = OperationDescriptor(
         op: .imageGet, summary: "An image through the shared image loader (memory, disk, network); the bytes are the reply body.",

@@ -42,6 +42,9 @@ public enum EventName: String, Sendable, CaseIterable {
     case chunk
     /// `fetch` with `progress`: `{received, total?}`.
     case progress
+    /// `fetch` whose body streams: the result's fields known before the body (status, headers, url, cache), sent
+    /// before the first `chunk`.
+    case head
 }
 
 /// How a `fetch` or `image.get` uses the shared HTTP cache: the WHATWG Fetch `RequestCache` modes (`"cache"`).

@@ -11,7 +11,10 @@ extension Connection {
     /// The same from a slice (a stored response's body inside its record, without a copy). A body larger than one
     /// piece is written as the socket drains (`writeStreamed`).
     func writeResult(id: UInt64, result: JSONObject, body: ArraySlice<UInt8>) {
-        guard body.count <= pieceBytes else { return writeStreamed(id: id, result: result, body: .bytes(body)) }
+        guard body.count <= pieceBytes else {
+            writeStreamed(id: id, result: result, body: .bytes(body))
+            return
+        }
         appendFinal(id: id, result: result, body: body)
     }
 
@@ -19,20 +22,56 @@ extension Connection {
     /// Bodies held in memory are capped per connection (`maxUnreadReplyBytes`) for a client that has stopped
     /// reading (nothing of its output written for `stalledAfterMs`): past the cap it gets `resource_exhausted` for
     /// further such replies instead of growing the daemon. A client that reads is never refused: its replies drain.
-    func writeStreamed(id: UInt64, result: JSONObject, body: ReplyBody) {
-        guard !isClosed else { return }
+    @discardableResult
+    func writeStreamed(id: UInt64, result: JSONObject, body: ReplyBody, onDrop: (() -> Void)? = nil,
+                       amend: ((inout JSONObject) -> Void)? = nil) -> StreamedReply? {
+        guard !isClosed else {
+            onDrop?()
+            return nil
+        }
         if body.holdsMemory && unreadMemoryBytes > 0 && unreadMemoryBytes + body.size > table.config.maxUnreadReplyBytes
             && isStalled {
             table.stats.countError(.resourceExhausted, op: nil)
-            return writeError(id: id, error: WireError(.resourceExhausted, """
+            onDrop?()
+            writeError(id: id, error: WireError(.resourceExhausted, """
                 \(unreadMemoryBytes) bytes of earlier replies wait unread on this connection (at most \(table.config.maxUnreadReplyBytes)); \
                 read them, then ask again
                 """, details: ["limit": .int(Int64(table.config.maxUnreadReplyBytes))]))
+            return nil
         }
-        streams.append(StreamedReply(id: id, result: result, body: body))
+        if case .spool = body, isStalled, streams.count(where: \.followsSpool) >= Connection.maxUnreadSpools {
+            // Each holds a transfer's file (and, once stored, keeps it on disk): a client that has stopped reading
+            // does not get more of them.
+            table.stats.countError(.resourceExhausted, op: nil)
+            onDrop?()
+            writeError(id: id, error: WireError(.resourceExhausted, """
+                \(Connection.maxUnreadSpools) downloads wait unread on this connection and it has read nothing for \
+                \(Connection.stalledAfterMs) ms; read them, then ask again
+                """, details: ["limit": .int(Int64(Connection.maxUnreadSpools))]))
+            return nil
+        }
+        let reply = StreamedReply(id: id, result: result, body: body)
+        reply.onDrop = onDrop
+        reply.amend = amend
+        streams.append(reply)
         streamedBytes += body.size
         if body.holdsMemory { unreadMemoryBytes += body.size }
         pump()
+        return reply
+    }
+
+    /// `cancel` of a reply whose body is still being sent: it stops (the work behind it too, `onDrop`) and ends
+    /// with `cancelled`, which voids the chunks sent.
+    func cancelStream(_ id: UInt64) -> Bool {
+        guard let index = streams.firstIndex(where: { $0.id == id }) else { return false }
+        let reply = streams.remove(at: index)
+        reply.isOver = true
+        streamedBytes -= reply.remaining
+        if reply.body.holdsMemory { unreadMemoryBytes -= reply.remaining }
+        reply.onDrop?()
+        table.stats.countError(.cancelled, op: nil)
+        writeError(id: id, error: WireError(.cancelled, "cancelled by the client"))
+        return true
     }
 
     /// Output waits and none of it was written for `stalledAfterMs`: the client has stopped reading.
@@ -43,16 +82,18 @@ extension Connection {
 
     /// Writes pieces of the streamed replies, oldest first, while this connection's unsent output is under its
     /// window and the daemon's reply bytes are under their budget. A connection with nothing unsent always gets one
-    /// piece, so every reader makes progress however full the budget is; one that does not read stops here.
+    /// piece, so every reader makes progress however full the budget is; one that does not read stops here. A
+    /// reply waiting for its body to arrive (a spool) is passed over until the spool wakes it.
     func pump() {
         // A piece written can resume reading, whose requests can stream too: they join the queue, this loop runs it.
         guard !isPumping else { return }
         isPumping = true
         defer { isPumping = false }
-        while !streams.isEmpty, !isClosed,
+        while !isClosed,
               pendingOutputBytes < table.config.highWaterBytes,
-              pendingOutputBytes == 0 || table.budget.hasRoom {
-            let reply = streams[0]
+              pendingOutputBytes == 0 || table.budget.hasRoom,
+              let index = streams.firstIndex(where: { !$0.isWaiting }) {
+            let reply = streams[index]
             let before = reply.remaining
             let piece = reply.next(max: pieceBytes)
             let taken = before - reply.remaining
@@ -60,11 +101,14 @@ extension Connection {
             if reply.body.holdsMemory { unreadMemoryBytes -= taken }
             switch piece {
             case .bytes(let bytes, let isLast) where isLast:
-                streams.removeFirst()
+                streams.remove(at: index)
+                reply.isOver = true
                 var result = reply.result
-                if reply.body.size > bytes.count, result["size"] == nil { result["size"] = .int(Int64(reply.body.size)) }
+                if reply.sent > bytes.count, result["size"] == nil { result["size"] = .int(Int64(reply.sent)) }
+                reply.amend?(&result)
                 appendFinal(id: reply.id, result: result, body: bytes)
             case .bytes(let bytes, _):
+                guard !bytes.isEmpty else { continue }
                 let offset = reply.sent - bytes.count
                 appendFrame(body: bytes) { out in
                     Connection.writeEventHead(id: reply.id, name: .chunk, to: &out)
@@ -72,8 +116,11 @@ extension Connection {
                     JSONWriter.writeInt(Int64(offset), to: &out)
                     JSONWriter.appendASCII("}}", to: &out)
                 }
+            case .waiting:
+                reply.whenReady { [weak self] in self?.pump() }
             case .failed(let error):
-                streams.removeFirst()
+                streams.remove(at: index)
+                reply.isOver = true
                 streamedBytes -= reply.remaining
                 if reply.body.holdsMemory { unreadMemoryBytes -= reply.remaining }
                 table.stats.countError(error.code, op: nil)

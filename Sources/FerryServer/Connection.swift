@@ -45,6 +45,8 @@ final class Connection: LoopPipeDelegate {
     /// When output was last written (`isStalled`).
     var lastDrainMs = WallClock.nowMs()
     static let stalledAfterMs: Int64 = 2000
+    /// Fetched bodies a stalled connection may have waiting unread (each holds a transfer's spool file).
+    static let maxUnreadSpools = 8
     /// Body bytes per `chunk` event of a streamed reply.
     static let streamPieceBytes = 256 * 1024
     /// Request bodies held by requests in flight: memory a client makes the daemon keep, so it counts toward
@@ -303,7 +305,12 @@ final class Connection: LoopPipeDelegate {
         isReading = false
         table.outputBytes -= out.count  // queued writes are subtracted as libuv cancels them
         out = []
+        let dropped = streams
         streams = []
+        for reply in dropped {
+            reply.isOver = true
+            reply.onDrop?()
+        }
         streamedBytes = 0
         unreadMemoryBytes = 0
         table.uploadBytes -= countedUploadBytes

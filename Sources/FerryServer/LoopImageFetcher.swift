@@ -50,21 +50,32 @@ final class LoopImageFetcher: ImageFetching, @unchecked Sendable {
         // The image loader shares its downloads among its clients itself (its queue, prefetches behind); to the
         // transfer slots it is one owner.
         spec.owner = LoopImageFetcher.slotOwner
-        let job = FetchJob(engine: engine, spec: spec) { result in handle.resume(LoopImageFetcher.image(from: result)) }
+        let job = FetchJob(engine: engine, spec: spec) { result in
+            // The body may still be arriving (or be in the store's file): the image needs all of it, bounded.
+            guard case .success(let outcome) = result, (200..<300).contains(outcome.status) else {
+                return handle.resume(LoopImageFetcher.image(from: result, body: []))
+            }
+            outcome.body.collect(limit: maxBytes) { body in
+                switch body {
+                case .success(let bytes): handle.resume(LoopImageFetcher.image(from: result, body: bytes))
+                case .failure(let failure): handle.resume(.failure(.fetch(failure.wireError)))
+                }
+            }
+        }
         handle.job = job
         job.start()
     }
 
     /// A fetch outcome as an image download: an HTTP error status is an error here, and the response's freshness
     /// says how long the memory tier may keep serving it.
-    static func image(from result: Result<FetchOutcome, FetchFailure>) -> Result<FetchedImage, ImageError> {
+    static func image(from result: Result<FetchOutcome, FetchFailure>, body: [UInt8]) -> Result<FetchedImage, ImageError> {
         switch result {
         case .failure(let failure): return .failure(.fetch(failure.wireError))
         case .success(let outcome):
             guard (200..<300).contains(outcome.status) else { return .failure(.httpStatus(outcome.status, url: outcome.url)) }
             let cc = CacheControl(responseHeaders: outcome.headers)
             let remaining = outcome.freshForSeconds
-            return .success(FetchedImage(body: Array(outcome.body), url: outcome.url,
+            return .success(FetchedImage(body: body, url: outcome.url,
                                          source: outcome.cache.servedFromStore ? .disk : .network,
                                          freshUntilMs: WallClock.nowMs() + max(0, remaining) * 1000,
                                          mayKeep: !cc.noStore && !cc.noCache && !cc.isPrivate && remaining > 0))

@@ -1,3 +1,4 @@
+import FerryFetch
 import FerryProtocol
 import FerryStore
 
@@ -13,11 +14,16 @@ enum ReplyBody {
     case bytes(ArraySlice<UInt8>)
     /// A value on disk, read in pieces; checked as it goes, so the last piece goes out only if the whole is sound.
     case blob(StoredBlob, store: CacheStore)
+    /// A fetched body still arriving: pieces go out as the transfer writes them (a reader that caught up waits for
+    /// more); a transfer that fails voids the reply. Counted as 0: it is on disk, or bounded by the spool.
+    case spool(BodySpool)
 
+    /// The bytes counted against the connection while the reply waits (`Connection.streamedBytes`).
     var size: Int {
         switch self {
         case .bytes(let b): return b.count
         case .blob(let blob, _): return blob.size
+        case .spool: return 0
         }
     }
 
@@ -33,6 +39,8 @@ final class StreamedReply {
     enum Piece {
         case bytes(ArraySlice<UInt8>, isLast: Bool)
         case failed(WireError)
+        /// Nothing to send yet (a spool still arriving): `whenReady` wakes the connection.
+        case waiting
     }
 
     let id: UInt64
@@ -40,6 +48,14 @@ final class StreamedReply {
     let body: ReplyBody
     private(set) var sent = 0
     private var reader: BlobReader?
+    /// Waits for its spool to grow (`.waiting`): the pump skips it until woken.
+    private(set) var isWaiting = false
+    /// Its final frame (or error) is written, or it was dropped: no more frames of it.
+    var isOver = false
+    /// Called when the connection drops the reply unfinished (it closed): the work behind it can stop.
+    var onDrop: (() -> Void)?
+    /// Called on the result as the final frame is made (a fetch adds the times it knows only then).
+    var amend: ((inout JSONObject) -> Void)?
 
     init(id: UInt64, result: JSONObject, body: ReplyBody) {
         self.id = id
@@ -47,7 +63,23 @@ final class StreamedReply {
         self.body = body
     }
 
-    var remaining: Int { body.size - sent }
+    var followsSpool: Bool {
+        if case .spool = body { return true }
+        return false
+    }
+
+    /// What is left of what `size` counted.
+    var remaining: Int { max(0, body.size - sent) }
+
+    /// After `.waiting`: `wake` runs once the spool has more (or ended).
+    func whenReady(_ wake: @escaping () -> Void) {
+        guard case .spool(let spool) = body, !isWaiting else { return }
+        isWaiting = true
+        spool.whenGrows { [weak self] in
+            self?.isWaiting = false
+            wake()
+        }
+    }
 
     /// The next piece, at most `max` bytes. A damaged blob is reported to the store (which drops it) and is a miss
     /// when none of it was sent yet, as a damaged value read whole is; past the first piece it fails the reply
@@ -75,6 +107,19 @@ final class StreamedReply {
                 return .bytes(bytes[...], isLast: isLast)
             case .damaged:
                 return damaged(blob, store)
+            }
+        case .spool(let spool):
+            switch spool.read(at: sent, max: max) {
+            case .bytes(let bytes):
+                sent += bytes.count
+                let isLast = spool.state == .complete && sent == spool.length
+                return .bytes(bytes[...], isLast: isLast)
+            case .end: return .bytes([][...], isLast: true)
+            case .wait: return .waiting
+            case .failed(let failure):
+                var error = failure.wireError
+                if sent > 0 { error.message += " (after \(sent) bytes of the body: drop them)" }
+                return .failed(error)
             }
         }
     }

@@ -43,11 +43,21 @@ public final class RequestContext {
         self.connection = connection
     }
 
-    /// Sends an event frame (`final: false`). Ignored after the request ended.
+    /// The largest body piece of one frame on this connection (a body over it is sent in `chunk` events).
+    var pieceBytes: Int { connection?.pieceBytes ?? Connection.streamPieceBytes }
+
+    /// Sends an event frame (`final: false`). Ignored after the request ended, except while a body it answered
+    /// with still streams (a download's progress goes on).
     public func event(_ name: EventName, data: JSONObject = JSONObject(), body: [UInt8] = []) {
-        guard !isFinished, let connection else { return }
+        if !isFinished, let connection { return connection.writeEvent(id: id, name: name, data: data, body: body) }
+        guard let stream, !stream.isOver, let connection = streamConnection else { return }
         connection.writeEvent(id: id, name: name, data: data, body: body)
     }
+
+    /// The reply still streaming its body after `succeed(streaming:)`, and its connection (weak: the connection's
+    /// `streams` own it).
+    private weak var stream: StreamedReply?
+    private weak var streamConnection: Connection?
 
     /// Ends the request with a result; a body too large for one frame is sent as `chunk` events first.
     public func succeed(_ result: JSONObject, body: [UInt8] = []) {
@@ -62,9 +72,13 @@ public final class RequestContext {
     }
 
     /// The same, with a body written as the client reads it (`ReplyBody`: held bytes or a value on disk).
-    func succeed(_ result: JSONObject, streaming body: ReplyBody) {
-        guard let connection = end() else { return }
-        connection.writeStreamed(id: id, result: result, body: body)
+    /// `onDrop` runs if the connection closes before the body is all written (the work behind it may stop);
+    /// `amend` edits the result as the final frame is made.
+    func succeed(_ result: JSONObject, streaming body: ReplyBody, onDrop: (() -> Void)? = nil,
+                 amend: ((inout JSONObject) -> Void)? = nil) {
+        guard let connection = end() else { return onDrop?() ?? () }
+        stream = connection.writeStreamed(id: id, result: result, body: body, onDrop: onDrop, amend: amend)
+        streamConnection = connection
     }
 
     /// Ends the request with an error.

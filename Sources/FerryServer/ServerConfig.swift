@@ -43,6 +43,10 @@ public struct ServerConfig: Sendable {
     /// request sets no `timeout_ms` (`--fetch-timeout`).
     public var fetchConnectTimeoutMs = 30_000
     public var fetchTimeoutMs = 300_000
+    /// The largest response body a fetch takes (`--max-fetch-bytes`): every request's default `max_bytes` and the
+    /// most it may ask. Bodies stream, so this bounds time and disk, not memory; what is kept is bounded by the
+    /// disk budget (half of it for one body).
+    public var maxFetchBytes = 8 << 30
     /// The image loader: memory budget and entry count (`--image-memory-limit`, `--image-max-entries`), the pixel
     /// limit (`--image-max-pixels`) and downloads at once (`--image-downloads`).
     public var imageMemoryLimit = 128 * 1024 * 1024

@@ -49,7 +49,6 @@ final class StatsReport {
         if let fetch {
             var f = StatsReport.json(fetch.stats, active: fetch.activeTransfers)
             f["transfers_waiting"] = .int(Int64(fetch.waitingTransfers))
-            f["transfers_paused"] = .int(Int64(fetch.pausedTransfers))
             json["fetch"] = .object(f)
         }
         json["memory"] = .object(memory(cacheBytes: c.memoryBytes))

@@ -45,15 +45,33 @@ enum Wiring {
         transportConfig.maxTotal = config.fetchTotal
         transportConfig.connectTimeoutMs = config.fetchConnectTimeoutMs
         transportConfig.defaultTimeoutMs = config.fetchTimeoutMs
-        transportConfig.bodyLimit = config.bufferLimit
         do {
             let curl = try CurlTransport(loop: loop, config: transportConfig)
             // libcurl would queue past its limits in arrival order; the slots are shared among clients here first.
             let transport = FairTransport(curl, loop: loop, capacity: config.fetchTotal, defaultTimeoutMs: config.fetchTimeoutMs)
-            return FetchEngine(transport: transport, responses: ResponseStore(storage: CacheStoreResponses(store: store)))
+            var engineConfig = FetchEngine.Config()
+            engineConfig.maxBytesLimit = config.maxFetchBytes
+            engineConfig.spool = BodySpool.Config(directory: try spoolDirectory(config))
+            return FetchEngine(transport: transport, responses: ResponseStore(storage: CacheStoreResponses(store: store)),
+                               config: engineConfig)
         } catch {
             throw .store("cannot start the HTTP client: \(error)")
         }
+    }
+
+    /// `<cache dir>/spool`, where bodies larger than a MiB are written as they arrive (then renamed into the store,
+    /// on the same file system). What a previous run left there is removed: no transfer survives a restart.
+    static func spoolDirectory(_ config: ServerConfig) throws(StoreError) -> String {
+        let dir = config.cacheDirectory + "/spool"
+        try DaemonProcess.makeDirectories(dir)
+        if let d = opendir(dir) {
+            defer { closedir(d) }
+            while let e = readdir(d) {
+                let name = withUnsafeBytes(of: e.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                if name.hasPrefix("body-") { unlink(dir + "/" + name) }
+            }
+        }
+        return dir
     }
 
     static func startImages(_ config: ServerConfig, fetch: FetchEngine, post: @escaping LoopPost) -> ImageLoader {
@@ -77,7 +95,7 @@ enum Wiring {
             CancelOperation(),
             CacheSetOperation(store: store), CacheGetOperation(store: store), CacheDeleteOperation(store: store),
             CacheTouchOperation(store: store), CacheListOperation(store: store), CacheClearOperation(store: store),
-            FetchOperation(engine: fetch),
+            FetchOperation(engine: fetch, store: store),
             ImageGetOperation(loader: images, post: post), ImagePrefetchOperation(loader: images, post: post),
             ImageEvictOperation(loader: images, post: post),
         ]
@@ -122,8 +140,8 @@ enum DaemonProcess {
     }
 
     /// Descriptors kept free of connections: the loop's own, the index and its WAL, lock files, the journal, the
-    /// log, a blob being written or read, and one socket per origin transfer (`fetchTotal`).
-    static func reservedDescriptors(_ config: ServerConfig) -> Int { 96 + config.fetchTotal }
+    /// log, a blob being written or read, and per origin transfer (`fetchTotal`) its socket and its spool file.
+    static func reservedDescriptors(_ config: ServerConfig) -> Int { 96 + 2 * config.fetchTotal }
 
     /// The connections the daemon can hold with its open-file limit: the configured cap, lowered so that a
     /// connection past it still gets its `resource_exhausted` frame (accepting needs a descriptor) and blobs and

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import FerryBytes
 import FerryCache
 
 /// Large values as files named by the SHA-256 of their content, in fan-out folders (`ab/cd/abcd…`), so equal
@@ -76,6 +77,52 @@ struct BlobFiles {
         }
         var extra: UInt8 = 0
         return Glibc.read(fd, &extra, 1) == 0 ? out : nil
+    }
+
+    /// Moves a finished file of the same file system under a new random name (no content hash: the file is too
+    /// large to read again for one; equal bodies are rare enough not to share) and returns that name.
+    func adopt(_ source: String) throws(StoreError) -> String {
+        let name = (0..<4).map { _ in
+            let hex = String(UInt64.random(in: 0...UInt64.max), radix: 16)
+            return String(repeating: "0", count: 16 - hex.count) + hex
+        }.joined()
+        let final = path(of: name)
+        let dir = String(final[..<final.lastIndex(of: "/")!])
+        try BlobFiles.makeDirectory(String(dir[..<dir.lastIndex(of: "/")!]))
+        try BlobFiles.makeDirectory(dir)
+        if syncWrites {
+            let fd = open(source, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            guard fd >= 0 else { throw BlobFiles.failure("open \(source)") }
+            defer { close(fd) }
+            guard fdatasync(fd) == 0 else { throw BlobFiles.failure("sync \(source)") }
+        }
+        guard rename(source, final) == 0 else { throw BlobFiles.failure("rename \(source)") }
+        return name
+    }
+
+    /// The `Checksum64` of a file that should be `size` bytes long, read once in pieces; nil when it is not.
+    static func checksum(ofFileAt path: String, size: Int) -> Int64? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var sum = Checksum64.Running(count: size)
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var offset = 0
+        while offset < size {
+            let want = min(buffer.count, size - offset)
+            var got = 0
+            while got < want {
+                let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + got, want - got, off_t(offset + got)) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return nil }
+                got += n
+            }
+            buffer.withUnsafeBytes { sum.add(UnsafeRawBufferPointer(rebasing: $0[..<want])) }
+            offset += want
+        }
+        var extra: UInt8 = 0
+        guard pread(fd, &extra, 1, off_t(size)) == 0 else { return nil }
+        return Int64(bitPattern: sum.finish())
     }
 
     func remove(_ hash: String) { unlink(path(of: hash)) }

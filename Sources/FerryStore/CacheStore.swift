@@ -159,6 +159,23 @@ public final class CacheStore: @unchecked Sendable {
         }
     }
 
+    /// Takes a finished file in the store's directory (`config.directory`, so that it can be renamed) as the value of
+    /// `key`, without copying it: a fetched body spooled as it arrived. Not put in the memory tier (such values are
+    /// read in pieces). The file is gone from its path afterwards, taken or not.
+    ///
+    /// ```swift
+    /// store.adopt(key, AdoptedFile(path: spoolPath, size: n, checksum: sum, createdAt: now)) { result in … }
+    /// ```
+    public func adopt(_ key: CacheKey, _ file: AdoptedFile, _ done: @escaping (Result<Bool, StoreError>) -> Void) {
+        dropFromMemory(key)
+        let ticket = mutations.begin(key, mutates: true)
+        disk.adopt(key, file) { [unowned self] result in
+            _ = mutations.end(key, ticket)
+            if case .success(true) = result { own.sets += 1 }
+            done(result)
+        }
+    }
+
     public func delete(_ key: CacheKey, now: Int64, _ done: @escaping (Result<Bool, StoreError>) -> Void) {
         // Gone from memory at once: a get arriving before the worker ran the delete must not find the old value.
         let liveInMemory = memory.peek(key).map { !$0.isExpired(now: now) } ?? false

@@ -5,6 +5,8 @@ enum DiskJob: Sendable {
     /// A value larger than `streamAbove` that lives in a blob file comes back as `.blob` (pinned, not read).
     case get(CacheKey, now: Int64, streamAbove: Int?)
     case put(CacheKey, CacheEntry, ifAbsent: Bool, now: Int64)
+    /// A finished file (in the store's directory) becomes the value of the key, renamed into the blob files.
+    case adopt(CacheKey, AdoptedFile)
     case delete(CacheKey, now: Int64)
     case touch(CacheKey, expiresAt: Int64?, now: Int64)
     case list(namespace: String, prefix: String, cursor: String?, limit: Int, now: Int64)

@@ -35,6 +35,7 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     private let lockFD: Int32
     private var completions: [(DiskResult) -> Void] = []
     private var completionsHead = 0
+    private static let finished: @Sendable (DiskResult) -> Void = { _ in }
     /// Jobs not yet handed to the worker: handed over once per loop iteration (`endOfIteration`), so one wake-up
     /// and one lock carry everything the iteration produced, and batches (transactions) grow with the load.
     private var unsubmitted: [DiskJob] = []
@@ -157,6 +158,16 @@ final class DiskTier: StoreTier, @unchecked Sendable {
             case .stored(let stored): done(.success(stored))
             case .failed(let e): done(.failure(e))
             default: done(.failure(.io("unexpected disk result for set")))
+            }
+        }
+    }
+
+    func adopt(_ key: CacheKey, _ file: AdoptedFile, _ done: @escaping (Result<Bool, StoreError>) -> Void) {
+        submit(.adopt(key, file)) { result in
+            switch result {
+            case .stored(let stored): done(.success(stored))
+            case .failed(let e): done(.failure(e))
+            default: done(.failure(.io("unexpected disk result for adopt")))
             }
         }
     }
@@ -293,6 +304,9 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         for notice in outcome.notices { onNotice(notice) }
         for result in outcome.results {
             let done = completions[completionsHead]
+            // Released now, not when the array is next compacted: a completion may hold a reply's whole state
+            // (a fetch and the file its body streams from).
+            completions[completionsHead] = DiskTier.finished
             completionsHead += 1
             done(result)
         }

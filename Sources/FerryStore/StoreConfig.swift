@@ -10,6 +10,9 @@ public struct StoreConfig: Sendable {
     /// on every call.
     public var diskLowWatermark = 0.9
     public var maxValueBytes = 16 * 1024 * 1024
+    /// The largest file the store takes as a value (`CacheStore.adopt`, a fetched body): half the disk budget, so
+    /// that one body never evicts everything else.
+    public var maxAdoptedBytes: Int { diskBudget / 2 }
     /// Values up to this size live in the index row; larger ones in blob files.
     public var inlineThreshold = 64 * 1024
     public static let diskOverheadPerEntry = 128

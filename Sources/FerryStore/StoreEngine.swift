@@ -12,9 +12,9 @@ final class StoreEngine {
     let config: StoreConfig
     let index: DiskIndex
     let blobs: BlobFiles
-    private(set) var diskBytes: Int
-    private(set) var diskEntries: Int
-    private var maybeUnreferenced: [String] = []
+    var diskBytes: Int
+    var diskEntries: Int
+    var maybeUnreferenced: [String] = []
     /// Blob files replies are still reading: never removed while pinned (`releaseBlob` removes them after).
     let pins = BlobPins()
     /// Set once by the disk tier before the worker starts: what a `StoredBlob` calls when its reader is done.
@@ -36,7 +36,7 @@ final class StoreEngine {
     static let maxApplyThresholdBytes = 8 * 1024 * 1024
 
     /// Room kept so that a full disk can still be emptied (`DiskReserve`); not held = full mode.
-    private var reserve: DiskReserve
+    var reserve: DiskReserve
     /// Pending sets are applied at this many value bytes: at most half the reserve, so that giving the reserve back
     /// always leaves room to apply them (and to run the deletes queued behind them).
     let applyThresholdBytes: Int
@@ -114,7 +114,8 @@ final class StoreEngine {
         case .retireJournal:
             do { try applyPending() } catch { return .failed(error) }
             return .swept
-        case .put where !reserve.isHeld:
+        case .put where !reserve.isHeld, .adopt where !reserve.isHeld:
+            if case .adopt(_, let file) = job { unlink(file.path) }
             return .failed(fullModeRefusal)
         default:
             do { try applyPending() } catch { return .failed(error) }
@@ -263,6 +264,9 @@ final class StoreEngine {
                 if ifAbsent, let old = try index.get(key), !(old.expiresAt.map { now >= $0 } ?? false) { return .stored(false) }
                 try put(key, entry, now: now, outcome: &outcome)
                 return .stored(true)
+            case .adopt(let key, let file):
+                try adopt(key, file, outcome: &outcome)
+                return .stored(true)
             case .delete(let key, let now):
                 guard let old = try index.delete(key) else { return .deleted(false) }
                 forget(key, old)
@@ -310,85 +314,5 @@ final class StoreEngine {
         } catch {
             return .failed(.io("\(error)"))
         }
-    }
-
-    private func put(_ key: CacheKey, _ entry: CacheEntry, now: Int64, outcome: inout BatchOutcome) throws {
-        let cost = StoreEngine.cost(key, size: entry.value.count)
-        guard cost <= config.diskBudget else {
-            throw StoreError.overDiskBudget("a value of \(entry.value.count) bytes does not fit the disk budget of \(config.diskBudget)")
-        }
-        let old = try index.get(key)
-        let oldCost = old.map { StoreEngine.cost(key, size: $0.size) } ?? 0
-        // Keep the disk tier under its budget on the write path: evict least recently used rows first.
-        if diskBytes - oldCost + cost > config.diskBudget {
-            let target = Int(Double(config.diskBudget) * config.diskLowWatermark) - cost
-            outcome.expirations += try removeExpired(now: now, limit: 10_000)
-            if diskBytes - oldCost + cost > config.diskBudget {
-                outcome.evictions += try evict(downTo: max(0, target), sparing: key)
-            }
-        }
-        var row = DiskRow(size: entry.value.count, createdAt: entry.createdAt, expiresAt: entry.expiresAt, inline: nil, blob: nil,
-                          checksum: StoreEngine.checksum(entry.value))
-        if entry.value.count <= config.inlineThreshold { row.inline = entry.value } else { row.blob = try blobs.write(entry.value) }
-        try index.put(key, row, accessedAt: now)
-        if let old {
-            forget(key, old)
-        }
-        diskBytes += cost
-        diskEntries += 1
-    }
-
-    /// Deletes up to `limit` expired rows, oldest expiry first; returns how many.
-    private func removeExpired(now: Int64, limit: Int) throws(SQLiteError) -> Int {
-        let expired = try index.select(where: "expires_at IS NOT NULL AND expires_at<=?", { s throws(SQLiteError) in try s.bind(1, now) }, orderBy: "expires_at", limit: limit)
-        var removed = 0
-        for (key, row) in expired {
-            guard try index.delete(key) != nil else { continue }
-            forget(key, row)
-            removed += 1
-        }
-        return removed
-    }
-
-    private func evict(downTo target: Int, sparing: CacheKey) throws -> Int {
-        var evicted = 0
-        while diskBytes > target {
-            let victims = try index.select(where: "1", { _ throws(SQLiteError) in }, limit: 256)
-            var progressed = false
-            for (key, row) in victims where key != sparing {
-                guard diskBytes > target else { break }
-                if try index.delete(key) != nil {
-                    forget(key, row)
-                    evicted += 1
-                    progressed = true
-                }
-            }
-            if !progressed { break }
-        }
-        return evicted
-    }
-
-    /// Accounts for a row that is gone; its blob file goes after the commit if nothing else points at it.
-    /// The stored checksum of a value (`Checksum64`, as SQLite's signed integer).
-    static func checksum(_ value: [UInt8]) -> Int64 { Int64(bitPattern: Checksum64.of(value)) }
-
-    /// Drops a damaged entry's row and, once nothing points at it, its blob file.
-    private func removeDamaged(_ key: CacheKey) {
-        guard let old = try? index.delete(key) else { return }
-        diskBytes -= StoreEngine.cost(key, size: old.size)
-        diskEntries -= 1
-        if let hash = old.blob { removeIfUnused(hash) }
-    }
-
-    /// Removes a blob file once no row points at it and no reply is reading it.
-    private func removeIfUnused(_ hash: String) {
-        guard !pins.isPinned(hash), (try? index.isBlobReferenced(hash)) == false else { return }
-        blobs.remove(hash)
-    }
-
-    private func forget(_ key: CacheKey, _ row: DiskRow) {
-        diskBytes -= StoreEngine.cost(key, size: row.size)
-        diskEntries -= 1
-        if let hash = row.blob { maybeUnreferenced.append(hash) }
     }
 }

@@ -29,6 +29,8 @@ public protocol StoreTier: AnyObject {
     /// take now (its queue is full) fails at once, inside this call.
     func write(_ key: CacheKey, _ entry: CacheEntry, ifAbsent: Bool, now: Int64, settling: Bool,
                _ done: @escaping (Result<Bool, StoreError>) -> Void)
+    /// Takes a finished file as the value of `key` (`CacheStore.adopt`); the file is gone from its path after.
+    func adopt(_ key: CacheKey, _ file: AdoptedFile, _ done: @escaping (Result<Bool, StoreError>) -> Void)
     /// `done(true)` when a live entry was removed.
     func remove(_ key: CacheKey, now: Int64, _ done: @escaping (Result<Bool, StoreError>) -> Void)
     /// A new expiry (`nil`: never) for a live entry; `done(false)` when there is none.

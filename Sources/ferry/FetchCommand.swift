@@ -38,21 +38,30 @@ struct FetchCommand {
         let request = try buildRequest(url: words[0])
         let client = try await commands.launcher.connect()
         defer { client.close() }
-        // `-o FILE`: the body goes to the file as it arrives (`BodyFile`), not through this process's memory.
+        // The body goes to `-o FILE` or stdout as it arrives, never whole through this process's memory: -i prints
+        // the head when it comes, -f stops at an error status before a byte is written.
         let plain = !args.has("json") && request.method != "HEAD"
-        if let path = args.value("output"), plain {
-            let file = try BodyFile(path: path)
-            let response = try await fetch(client, request) { bytes throws(CommandFailure) in try file.append(bytes) }
-            if !(args.has("fail") && response.status >= 400) { try file.commit() }
-            return try output(response, head: false, bodyWritten: true)
+        if plain {
+            let file = try args.value("output").map { path throws(CommandFailure) in try BodyFile(path: path) }
+            _ = try await fetch(client, request, head: { head throws(CommandFailure) in
+                if args.has("fail") && head.status >= 400 {
+                    throw CommandFailure(code: .httpError, message: "The requested URL returned error: \(head.status)")
+                }
+                if args.has("include") { writeStdout(FetchCommand.headLines(head)) }
+            }, sink: { bytes throws(CommandFailure) in
+                if let file { try file.append(bytes) } else { writeStdout(bytes) }
+            })
+            try file?.commit()
+            return
         }
-        // To stdout as it arrives, unless something must come first (-i: the head) or decide (-f: the status).
-        if plain && !args.has("include") && !args.has("fail") {
-            let response = try await fetch(client, request) { bytes throws(CommandFailure) in writeStdout(bytes) }
-            return try output(response, head: false, bodyWritten: true)
-        }
-        let response = try await fetch(client, request, sink: nil)
-        try output(response, head: request.method == "HEAD", bodyWritten: false)
+        let response = try await fetch(client, request, head: nil, sink: nil)
+        try output(response, head: request.method == "HEAD")
+    }
+
+    static func headLines(_ r: FetchResponse) -> [UInt8] {
+        var text = "HTTP \(r.status)\r\n"
+        for h in r.headers { text += "\(h.name): \(h.value)\r\n" }
+        return Array((text + "\r\n").utf8)
     }
 
     func buildRequest(url: String) throws(CommandFailure) -> FetchRequest {
@@ -97,8 +106,10 @@ struct FetchCommand {
     }
 
     /// With a terminal on stderr and no -s, a progress bar for downloads that are large or slow. With a `sink`, the
-    /// body's chunks go to it as they come and the response's body stays empty.
+    /// head goes to `head` once known (before any of the body; throwing there stops the download), the body's
+    /// chunks to `sink` as they come, and the response's body stays empty.
     private func fetch(_ client: FerryClient, _ request: FetchRequest,
+                       head: ((FetchResponse) throws(CommandFailure) -> Void)?,
                        sink: (([UInt8]) throws(CommandFailure) -> Void)?) async throws(CommandFailure) -> FetchResponse {
         let showBar = isatty(2) == 1 && !args.has("silent") && request.method != "HEAD"
         guard showBar || sink != nil else {
@@ -110,6 +121,7 @@ struct FetchCommand {
             var final: FetchResponse?
             for try await event in client.fetchStream(request) {
                 switch event {
+                case .head(let r): try head?(r)
                 case .progress(let received, let total): bar?.update(received: received, total: total)
                 case .chunk(let bytes): if let sink { try sink(bytes) } else { body += bytes }
                 case .response(let r): final = r
@@ -122,17 +134,13 @@ struct FetchCommand {
         }
     }
 
-    /// `bodyWritten`: the body went to `-o FILE` already (`BodyFile`).
-    private func output(_ response: FetchResponse, head: Bool, bodyWritten: Bool) throws(CommandFailure) {
+    /// `--json` and `-I` (HEAD): the response once it is complete.
+    private func output(_ response: FetchResponse, head: Bool) throws(CommandFailure) {
         if args.has("json") {
             print(jsonLine(.object(FetchCommand.json(response))))
         } else {
-            if args.has("include") || head {
-                var text = "HTTP \(response.status)\r\n"
-                for h in response.headers { text += "\(h.name): \(h.value)\r\n" }
-                writeStdout(Array((text + "\r\n").utf8))
-            }
-            if !head && !bodyWritten && !(args.has("fail") && response.status >= 400) {
+            if args.has("include") || head { writeStdout(FetchCommand.headLines(response)) }
+            if !head && !(args.has("fail") && response.status >= 400) {
                 if let out = args.value("output") { try writeFile(out, response.body) } else { writeStdout(response.body) }
             }
         }

@@ -37,6 +37,9 @@ import Testing
 @Suite struct FairTransportTests {
     final class Clock: @unchecked Sendable { var ms: Int64 = 0 }
 
+    func spool() -> BodySpool { BodySpool(config: .init(directory: nil)) }
+    func ignore() -> OriginEvents { OriginEvents(head: { _ in }, done: { _ in }) }
+
     func request(owner: UInt64, timeoutMs: Int? = nil) -> OriginRequest {
         OriginRequest(url: "http://a.test/\(owner)", method: "GET", headers: [], body: [], timeoutMs: timeoutMs,
                       maxBytes: 1 << 20, owner: owner)
@@ -48,16 +51,16 @@ import Testing
         let clock = Clock()
         let origin = FakeOrigin(clock: TestClock())
         let fair = FairTransport(origin, loop: nil, capacity: 64, defaultTimeoutMs: 300_000, now: { clock.ms })
-        var results: [UInt64: Result<OriginResponse, FetchFailure>] = [:]
-        for n in 0..<70 { _ = try fair.start(request(owner: 1), progress: { _, _ in }, done: { results[UInt64(n)] = $0 }) }
+        var results: [UInt64: Result<OriginTiming, FetchFailure>] = [:]
+        for n in 0..<70 { _ = try fair.start(request(owner: 1), body: spool(), events: OriginEvents(head: { _ in }, done: { results[UInt64(n)] = $0 })) }
         #expect(origin.exchanges.count == 32 && fair.waitingTransfers == 38, "the hog holds its share, the rest of its requests wait")
-        _ = try fair.start(request(owner: 2, timeoutMs: 5_000), progress: { _, _ in }, done: { results[100] = $0 })
+        _ = try fair.start(request(owner: 2, timeoutMs: 5_000), body: spool(), events: OriginEvents(head: { _ in }, done: { results[100] = $0 }))
         #expect(origin.exchanges.count == 33 && origin.exchanges.last?.request.owner == 2, "a healthy fetch starts at once")
 
         // Fill the other half, then a request that has to wait: it fails in the queue when its 5 s are up.
-        for n in 0..<31 { _ = try fair.start(request(owner: UInt64(10 + n)), progress: { _, _ in }, done: { _ in }) }
+        for n in 0..<31 { _ = try fair.start(request(owner: UInt64(10 + n)), body: spool(), events: ignore()) }
         #expect(origin.exchanges.count == 64)
-        _ = try fair.start(request(owner: 3, timeoutMs: 5_000), progress: { _, _ in }, done: { results[200] = $0 })
+        _ = try fair.start(request(owner: 3, timeoutMs: 5_000), body: spool(), events: OriginEvents(head: { _ in }, done: { results[200] = $0 }))
         clock.ms = 4_000
         fair.expireWaiting()
         #expect(results[200] == nil)
@@ -67,7 +70,7 @@ import Testing
         #expect(origin.exchanges.count == 64, "it never reached the origin")
 
         // One that waited 3 s of its 5 gets the 2 s left when a slot frees, ahead of the hog's waiting 38.
-        _ = try fair.start(request(owner: 4, timeoutMs: 5_000), progress: { _, _ in }, done: { _ in })
+        _ = try fair.start(request(owner: 4, timeoutMs: 5_000), body: spool(), events: ignore())
         clock.ms = 8_000
         origin.exchanges[40].respond(200)
         #expect(origin.exchanges.count == 65 && origin.exchanges.last?.request.owner == 4)
@@ -77,10 +80,10 @@ import Testing
     @Test func cancellingFreesTheSlotOrTheQueuePlace() throws {
         let origin = FakeOrigin(clock: TestClock())
         let fair = FairTransport(origin, loop: nil, capacity: 2, defaultTimeoutMs: 300_000, now: { 0 })
-        let first = try fair.start(request(owner: 1), progress: { _, _ in }, done: { _ in })
-        _ = try fair.start(request(owner: 2), progress: { _, _ in }, done: { _ in })
-        let waiting = try fair.start(request(owner: 3), progress: { _, _ in }, done: { _ in })
-        let next = try fair.start(request(owner: 4), progress: { _, _ in }, done: { _ in })
+        let first = try fair.start(request(owner: 1), body: spool(), events: ignore())
+        _ = try fair.start(request(owner: 2), body: spool(), events: ignore())
+        let waiting = try fair.start(request(owner: 3), body: spool(), events: ignore())
+        let next = try fair.start(request(owner: 4), body: spool(), events: ignore())
         _ = next
         waiting.cancel()
         #expect(fair.waitingTransfers == 1)
@@ -95,10 +98,9 @@ import Testing
     final class InstantThenOpen: OriginTransport {
         final class Open: OriginExchange { func cancel() {} }
         private(set) var started = 0
-        func start(_ request: OriginRequest, progress: @escaping (Int, Int?) -> Void,
-                   done: @escaping (Result<OriginResponse, FetchFailure>) -> Void) throws(FetchFailure) -> OriginExchange {
+        func start(_ request: OriginRequest, body: BodySpool, events: OriginEvents) throws(FetchFailure) -> OriginExchange {
             started += 1
-            if started == 1 { done(.failure(.unavailable(curlCode: 0, message: "refused at once"))) }
+            if started == 1 { events.done(.failure(.unavailable(curlCode: 0, message: "refused at once"))) }
             return Open()
         }
         var activeTransfers: Int { 0 }
@@ -111,11 +113,13 @@ import Testing
         func request(_ owner: UInt64) -> OriginRequest {
             OriginRequest(url: "http://a.test/", method: "GET", headers: [], body: [], timeoutMs: nil, maxBytes: 1, owner: owner)
         }
-        let first = try fair.start(request(1), progress: { _, _ in }, done: { _ in })
-        _ = try fair.start(request(2), progress: { _, _ in }, done: { _ in })
+        let spool = BodySpool(config: .init(directory: nil))
+        let ignore = OriginEvents(head: { _ in }, done: { _ in })
+        let first = try fair.start(request(1), body: spool, events: ignore)
+        _ = try fair.start(request(2), body: spool, events: ignore)
         #expect(origin.started == 2, "the slot came back when the first ended")
         first.cancel()  // after its end: nothing to give back
-        _ = try fair.start(request(3), progress: { _, _ in }, done: { _ in })
+        _ = try fair.start(request(3), body: spool, events: ignore)
         #expect(origin.started == 2 && fair.waitingTransfers == 1, "one slot, held by the second: the third waits")
     }
 }

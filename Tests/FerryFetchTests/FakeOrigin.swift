@@ -6,37 +6,63 @@ import FerryHTTPCache
 final class FakeOrigin: OriginTransport {
     final class Exchange: OriginExchange {
         let request: OriginRequest
-        private var done: ((Result<OriginResponse, FetchFailure>) -> Void)?
-        let progress: (Int, Int?) -> Void
+        /// Dropped when the exchange ends, as the transport drops its transfer.
+        private(set) var body: BodySpool?
+        private var events: OriginEvents?
         private(set) var cancelled = false
         private let clock: TestClock
 
-        init(_ request: OriginRequest, clock: TestClock, progress: @escaping (Int, Int?) -> Void,
-             done: @escaping (Result<OriginResponse, FetchFailure>) -> Void) {
+        init(_ request: OriginRequest, clock: TestClock, body: BodySpool, events: OriginEvents) {
             self.request = request
             self.clock = clock
-            self.progress = progress
-            self.done = done
+            self.body = body
+            self.events = events
         }
 
-        var isOpen: Bool { done != nil && !cancelled }
+        var isOpen: Bool { events != nil && !cancelled }
+        var progress: (Int, Int?) -> Void { events?.progress ?? { _, _ in } }
 
         func header(_ name: String) -> String? { HTTPFields(request.headers).first(name) }
 
+        /// The whole response at once: its body, then its head, then its end (as libcurl reports one that came in
+        /// one read).
         func respond(_ status: Int, _ headers: [(String, String)] = [], body: String = "") {
+            guard isOpen else { return }
+            _ = self.body?.append(Array(body.utf8))
+            self.body?.finish(.success(()))  // as `Transfer.finish` does: the body is whole when the head is announced
+            sendHead(status, headers)
+            end()
+        }
+
+        /// The head only: the body follows with `send`, then `end` (a body that streams).
+        func sendHead(_ status: Int, _ headers: [(String, String)] = []) {
             let now = clock.nowMs / 1000
-            let d = done
-            done = nil
-            d?(.success(OriginResponse(status: status, headers: headers, body: Array(body.utf8), requestTime: now, responseTime: now)))
+            events?.head(OriginHead(status: status, headers: headers, requestTime: now, responseTime: now))
+        }
+
+        func send(_ bytes: [UInt8]) {
+            _ = body?.append(bytes)
+            body?.announce(nowMs: Int64.max / 2)
+        }
+
+        func end() {
+            let e = events
+            events = nil
+            body = nil
+            e?.done(.success(OriginTiming()))
         }
 
         func fail(_ failure: FetchFailure) {
-            let d = done
-            done = nil
-            d?(.failure(failure))
+            let e = events
+            events = nil
+            body = nil
+            e?.done(.failure(failure))
         }
 
-        func cancel() { cancelled = true }
+        func cancel() {
+            cancelled = true
+            body = nil
+        }
     }
 
     let clock: TestClock
@@ -45,10 +71,9 @@ final class FakeOrigin: OriginTransport {
 
     init(clock: TestClock) { self.clock = clock }
 
-    func start(_ request: OriginRequest, progress: @escaping (Int, Int?) -> Void,
-               done: @escaping (Result<OriginResponse, FetchFailure>) -> Void) throws(FetchFailure) -> OriginExchange {
+    func start(_ request: OriginRequest, body: BodySpool, events: OriginEvents) throws(FetchFailure) -> OriginExchange {
         if let refuseToStart { throw refuseToStart }
-        let exchange = Exchange(request, clock: clock, progress: progress, done: done)
+        let exchange = Exchange(request, clock: clock, body: body, events: events)
         exchanges.append(exchange)
         return exchange
     }
@@ -83,6 +108,18 @@ final class MemoryStorage: ResponseStorage {
         deletes += 1
         records[key] = nil
     }
+
+    /// Bodies stored apart are kept as bytes here (read whole from the spool).
+    func putBody(_ key: String, _ spool: BodySpool, _ done: @escaping (Bool) -> Void) {
+        FetchBody.spool(spool).collect(limit: .max) { [self] result in
+            guard case .success(let bytes) = result else { return done(false) }
+            puts += 1
+            records[key] = bytes
+            done(true)
+        }
+    }
+
+    func getBody(_ key: String, _ done: @escaping (FetchBody?) -> Void) { done(records[key].map { .bytes($0[...]) }) }
 }
 
 /// An engine on a fake origin, a dictionary and a test clock, and a way to run fetches and read their outcome.
@@ -92,10 +129,13 @@ final class EngineHarness {
     let storage = MemoryStorage()
     let engine: FetchEngine
 
-    init() {
+    /// `spool`: where bodies go as they arrive (in memory unless a test gives a directory).
+    init(spool: BodySpool.Config = .init(directory: nil)) {
         origin = FakeOrigin(clock: clock)
         let clock = self.clock
-        engine = FetchEngine(transport: origin, responses: ResponseStore(storage: storage), now: { clock.nowMs })
+        var config = FetchEngine.Config()
+        config.spool = spool
+        engine = FetchEngine(transport: origin, responses: ResponseStore(storage: storage), config: config, now: { clock.nowMs })
     }
 
     final class Pending {
@@ -103,7 +143,9 @@ final class EngineHarness {
         var job: FetchJob?
         var outcome: FetchOutcome? { if case .success(let o)? = result { return o } else { return nil } }
         var failure: FetchFailure? { if case .failure(let f)? = result { return f } else { return nil } }
-        var text: String? { outcome.map { String(decoding: $0.body, as: UTF8.self) } }
+        /// The body, when it is in memory (every body of these tests is, unless it streams).
+        var bytes: [UInt8]? { outcome?.body.bytesInMemory.map(Array.init) }
+        var text: String? { bytes.map { String(decoding: $0, as: UTF8.self) } }
     }
 
     @discardableResult

@@ -13,7 +13,7 @@ import Testing
         }
         #expect(OperationCatalog.descriptor(.cancel).args.first?.required == true)
         #expect(OperationCatalog.descriptor(named: "cache.nope") == nil)
-        #expect(OperationCatalog.fetch.events == [.chunk, .progress] && OperationCatalog.fetch.body == .http)
+        #expect(OperationCatalog.fetch.events == [.head, .chunk, .progress] && OperationCatalog.fetch.body == .http)
     }
 
     @Test func limitsRoundTripThroughJSON() {

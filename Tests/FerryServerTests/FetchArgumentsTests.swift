@@ -18,9 +18,9 @@ import FerryProtocol
     @Test func defaults() throws {
         let spec = try Self.parse(["url": "https://a.test/x"]).get()
         #expect(spec.method == "GET" && spec.headers.isEmpty && spec.redirect == .follow && spec.maxRedirects == 10)
-        #expect(spec.maxBytes == FetchSpec.defaultMaxBytes && spec.cacheMode == .default && !spec.progress && spec.timeoutMs == nil)
+        #expect(spec.maxBytes == 1 << 30 && spec.cacheMode == .default && !spec.progress && spec.timeoutMs == nil)
         let capped = try FetchArguments.parse(["url": "https://a.test/x"], body: [], maxBytesLimit: 1000).get()
-        #expect(capped.maxBytes == 1000, "the daemon's limit caps the default")
+        #expect(capped.maxBytes == 1000, "the daemon's limit is the default")
     }
 
     @Test func everyArgument() throws {

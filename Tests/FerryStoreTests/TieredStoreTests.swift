@@ -21,6 +21,7 @@ final class CountingTier: StoreTier {
         writes.append((key, entry, done))
         if settling { unsettled.append(done) }
     }
+    func adopt(_ key: CacheKey, _ file: AdoptedFile, _ done: @escaping (Result<Bool, StoreError>) -> Void) { done(.success(true)) }
     func remove(_ key: CacheKey, now: Int64, _ done: @escaping (Result<Bool, StoreError>) -> Void) {
         removes += 1
         done(.success(false))

@@ -277,28 +277,43 @@ class Connection:
         return pending
 
     def _collect(self, pending: _Pending, deadline: Optional[float],
-                 on_event: Optional[Callable[[str, dict], Any]] = None) -> Tuple[dict, bytes]:
-        """The final reply, with the bodies of chunk events joined; other events go to ``on_event`` (an exception
-        from it gives the request up, sends a ``cancel``, and propagates)."""
+                 on_event: Optional[Callable[[str, dict], Any]] = None,
+                 sink: Optional[Callable[[bytes], Any]] = None,
+                 before_final: Optional[Callable[[dict], Any]] = None) -> Tuple[dict, bytes]:
+        """The final reply, with the bodies of chunk events joined (or, with ``sink``, handed to it as they come,
+        the final body included, and b"" returned); other events go to ``on_event``; ``before_final`` gets the
+        final result before its body goes anywhere. An exception from a callback gives the request up (a
+        ``cancel`` is sent while it is in flight) and propagates."""
         parts: List[bytes] = []
         have = 0
         while True:
             kind, *fields = self._next_item(pending, deadline)
             if kind == _FINAL:
                 result, body = fields
-                parts.append(body)
-                return result, b"".join(parts)
+                if before_final is not None:
+                    before_final(result)
+                if sink is None:
+                    parts.append(body)
+                    return result, b"".join(parts)
+                if body:
+                    sink(body)
+                return result, b""
             name, data, body = fields
-            if name == EventName.chunk:
-                self._check_chunk(pending, data, have)
-                parts.append(body)
-                have += len(body)
-            elif on_event is not None:
-                try:
+            try:
+                if name == EventName.chunk:
+                    self._check_chunk(pending, data, have)
+                    have += len(body)
+                    if sink is None:
+                        parts.append(body)
+                    else:
+                        sink(body)
+                elif on_event is not None:
                     on_event(name, data if isinstance(data, dict) else {})
-                except BaseException:
-                    self._abandon(pending)
-                    raise
+            except FerryProtocolError:
+                raise
+            except BaseException:
+                self._abandon(pending)
+                raise
 
     def _check_chunk(self, pending: _Pending, data: Any, have: int) -> None:
         offset = data.get("offset") if isinstance(data, dict) else None

@@ -118,8 +118,9 @@ def _json_body(value: Any) -> bytes:
         raise ValueError(f"fetch: json= value cannot be encoded as JSON: {e}") from None
 
 
-def _fetch_response(url: str, result: dict, body: bytes) -> FetchResponse:
-    """A FetchResponse from a fetch result and its body; FerryError("internal") when the result is malformed."""
+def _fetch_response(url: str, result: dict, body: bytes, streamed: Optional[int] = None) -> FetchResponse:
+    """A FetchResponse from a fetch result and its body (``streamed``: the body went to a sink instead, this many
+    bytes); FerryError("internal") when the result is malformed."""
     status = result.get("status")
     raw_headers = result.get("headers", [])
     if not is_int(status) or not isinstance(raw_headers, list):
@@ -130,9 +131,10 @@ def _fetch_response(url: str, result: dict, body: bytes) -> FetchResponse:
             raise FerryError(ErrorCode.internal, f"fetch of {url!r}: malformed header field {pair!r}")
         headers.append((pair[0], pair[1]))
     size = result.get("size")
-    if is_int(size) and size != len(body):
+    got = len(body) if streamed is None else streamed
+    if is_int(size) and size != got:
         raise FerryError(ErrorCode.internal,
-                         f"fetch of {url!r}: result says size {size} but the body has {len(body)} bytes")
+                         f"fetch of {url!r}: result says size {size} but the body has {got} bytes")
     cache = result.get("cache") if isinstance(result.get("cache"), dict) else {}
     timing = result.get("timing") if isinstance(result.get("timing"), dict) else {}
     redirects = result.get("redirects", 0)
@@ -154,6 +156,18 @@ def _progress_listener(progress: Callable[[int, Optional[int]], Any]) -> Callabl
     return on_event
 
 
+def _sink(to: Any) -> Optional[Callable[[bytes], Any]]:
+    """Where ``fetch(to=...)`` writes the body: a callable, or the ``write`` of a file object."""
+    if to is None:
+        return None
+    if callable(to):
+        return to
+    write = getattr(to, "write", None)
+    if callable(write):
+        return write
+    raise ValueError(f"fetch: to must be a binary file or a callable taking bytes, not {to!r}")
+
+
 class FetchMixin:
     """The ``fetch`` method of ``ferry.Client`` (built on ``Connection._start`` and ``Connection._collect``).
 
@@ -168,7 +182,8 @@ class FetchMixin:
               *, json: Any = _NO_JSON, timeout_ms: Optional[int] = None, redirect: Optional[str] = None,
               max_redirects: Optional[int] = None, max_bytes: Optional[int] = None, cache: Optional[str] = None,
               progress: Optional[Callable[[int, Optional[int]], Any]] = None,
-              request_timeout_ms: Optional[int] = None) -> FetchResponse:
+              request_timeout_ms: Optional[int] = None, to: Any = None,
+              on_head: Optional[Callable[["FetchResponse"], Any]] = None) -> FetchResponse:
         """Makes an HTTP request through the daemon and its shared HTTP cache (PROTOCOL.md section 6, ``fetch``);
         returns a ``FetchResponse``. Any HTTP status, 404 and 500 included, is a result, not an error.
 
@@ -181,13 +196,20 @@ class FetchMixin:
         - ``timeout_ms``: limit of each exchange with the origin (``deadline_exceeded``);
         - ``redirect``: ``"follow"`` (default), ``"manual"`` (a 3xx is the result) or ``"error"`` (a
           ``RedirectMode`` member is the same);
-        - ``max_redirects`` (default 10), ``max_bytes`` (largest response body, default 64 MiB);
+        - ``max_redirects`` (default 10), ``max_bytes`` (largest response body, default the daemon's ``--max-fetch-bytes``, 8 GiB);
         - ``cache``: ``"default"``, ``"no-store"``, ``"reload"``, ``"no-cache"``, ``"force-cache"`` or
           ``"only-if-cached"`` (nothing stored → status 504), or a ``CacheMode`` member;
         - ``progress``: a callable, called as ``progress(received, total)`` (``total`` None when unknown) while the
           daemon downloads, at most every 100 ms; an exception from it cancels the request and propagates;
         - ``request_timeout_ms``: the deadline of the whole request (the envelope's ``timeout_ms``); the local
-          wait is bounded by it too (else by the Client's ``timeout``).
+          wait is bounded by it too (else by the Client's ``timeout``);
+        - ``to``: a binary file (anything with ``write``) or a callable taking bytes: the body goes there as it
+          arrives, in pieces, and the returned response's ``body`` is ``b""`` (a download of any size, never held
+          whole); an exception from it cancels the request and propagates;
+        - ``on_head``: a callable, called once with the response's head (a ``FetchResponse`` with an empty body)
+          before any of the body reaches ``to``, as soon as the daemon knows it (a body that streams) or with the
+          final reply (a small one); an exception from it cancels the request (e.g. to refuse an error status
+          before writing a byte).
 
         ::
 
@@ -197,6 +219,8 @@ class FetchMixin:
             r = ferry.fetch(url, "PUT", [("X-Tag", "a"), ("X-Tag", "b")], b"\\x00raw", cache="no-store")
             r = ferry.fetch(url, "POST", json={"q": 1}, request_timeout_ms=30_000)
             r = ferry.fetch(url, redirect="manual")       # r.status == 302, r.header("Location")
+            with open("big.iso", "wb") as f:
+                r = ferry.fetch(url, to=f)                # written as it arrives; r.body == b""
 
         Raises ValueError for the local checks above; FerryError from the daemon: ``invalid_argument`` (bad URL,
         scheme, method or header), ``unavailable`` (DNS, connection, TLS, a reset or truncated response;
@@ -221,6 +245,9 @@ class FetchMixin:
             raise ValueError(f"fetch: body must be bytes-like, not {type(body).__name__}{hint}")
         if progress is not None and not callable(progress):
             raise ValueError(f"fetch: progress must be a callable taking (received, total), not {progress!r}")
+        sink = _sink(to)
+        if on_head is not None and not callable(on_head):
+            raise ValueError(f"fetch: on_head must be a callable taking a FetchResponse, not {on_head!r}")
 
         args: Dict[str, Any] = {"url": url}
         if method != "GET":
@@ -231,11 +258,36 @@ class FetchMixin:
                             ("max_bytes", max_bytes), ("cache", cache)):
             if value is not None:
                 args[name] = value
-        on_event = None
+        listeners = []
         if progress is not None:
             args["progress"] = True
-            on_event = _progress_listener(progress)
+            listeners.append(_progress_listener(progress))
+        head_seen = [False]
+
+        def give_head(result: dict) -> None:
+            if on_head is not None and not head_seen[0]:
+                head_seen[0] = True
+                on_head(_fetch_response(url, {k: v for k, v in result.items() if k != "size"}, b""))
+
+        if on_head is not None:
+            listeners.append(lambda name, data: give_head(data) if name == EventName.head else None)
+
+        def on_event(name: str, data: dict) -> None:
+            for listener in listeners:
+                listener(name, data)
+
+        written = [0]
+
+        def counting_sink(piece: bytes) -> None:
+            written[0] += len(piece)
+            sink(piece)
 
         pending = self._start("fetch", args, body, request_timeout_ms)
-        result, data = self._collect(pending, self._deadline(None, request_timeout_ms), on_event)
-        return _fetch_response(url, result, data)
+        # A body small enough for the final frame comes without a head event: its head is the final result,
+        # given before that body reaches the sink.
+        result, data = self._collect(pending, self._deadline(None, request_timeout_ms),
+                                     on_event if listeners else None, counting_sink if sink is not None else None,
+                                     before_final=give_head)
+        if sink is None:
+            return _fetch_response(url, result, data)
+        return _fetch_response(url, result, b"", streamed=written[0])

@@ -54,6 +54,7 @@ class EventName(WireWord):
     chunk = "chunk"                # a part of a reply body too large for one frame (data: offset)
     progress = "progress"          # fetch download progress (data: received or bytes, total?)
     tick = "tick"                  # ping's test events (data: n)
+    head = "head"                  # fetch whose body streams: the result's fields before the first chunk
 
 
 class CacheMode(WireWord):

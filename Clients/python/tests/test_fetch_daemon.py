@@ -279,6 +279,43 @@ class FetchDaemonTests(FerryAssertions, DaemonWithOrigin):
             self.assertGreaterEqual(t1 - t0, 0.08, f"{a0} then {a1} after {1000 * (t1 - t0):.1f} ms: "
                                                    f"{[a for _, a in events]}")
 
+    def test_a_body_goes_to_a_file_as_it_arrives(self):
+        """``to=``: the body is written in pieces while the transfer runs (the first piece long before the slow
+        origin is done); ``on_head`` comes before any of it."""
+        import io
+        size = 3_000_000
+        target = self.target("/slow", size=size, chunks=6, interval_ms=200, cc="no-store")
+        seen = []
+
+        class File(io.BytesIO):
+            def write(inner, b):
+                seen.append(("piece", time.monotonic(), len(b)))
+                return super().write(b)
+        f = File()
+        start = time.monotonic()
+        r = self.client.fetch(self.url(target), to=f, on_head=lambda h: seen.append(("head", h.status, h.body)))
+        end = time.monotonic()
+        self.assertEqual((r.status, r.body), (200, b""))
+        self.assertTrue(f.getvalue() == pattern(size), "the streamed body came back altered")
+        self.assertEqual(seen[0], ("head", 200, b""))
+        pieces = [e for e in seen[1:] if e[0] == "piece"]
+        self.assertGreater(len(pieces), 1)
+        self.assertLess(pieces[0][1] - start, (end - start) / 2, "the first piece came before the transfer ended")
+
+    def test_on_head_can_refuse_before_a_byte_is_written(self):
+        class Refused(Exception):
+            pass
+
+        def refuse(head):
+            if head.status >= 400:
+                raise Refused(head.status)
+        written = []
+        for target in [self.target("/r", status=404, body="gone"), self.target("/r", size=1_000_000, status=500)]:
+            with self.subTest(target=target), self.assertRaises(Refused):
+                self.client.fetch(self.url(target), to=written.append, on_head=refuse)
+        self.assertEqual(written, [])
+        self.assertEqual(self.client.fetch(self.url(self.target("/r"))).status, 200, "the connection goes on")
+
     def test_progress_callback_exception_cancels(self):
         class Stop(Exception):
             pass

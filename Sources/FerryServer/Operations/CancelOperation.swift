@@ -11,7 +11,9 @@ final class CancelOperation: OperationHandler {
         let target = UInt64(raw)
         guard target != request.id, let connection = request.connection else { return request.succeed(["cancelled": false]) }
         guard let victim = connection.request(id: target) else {
-            return request.succeed(["cancelled": .bool(connection.cancelUpload(target))])
+            // Still sending its body (a download that streams), or still receiving one (an upload).
+            let stopped = connection.cancelStream(target) || connection.cancelUpload(target)
+            return request.succeed(["cancelled": .bool(stopped)])
         }
         victim.cancel(with: WireError(.cancelled, "cancelled by the client"))
         request.succeed(["cancelled": true])

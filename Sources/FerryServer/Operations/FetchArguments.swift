@@ -14,7 +14,7 @@ enum FetchArguments {
     /// The `fetch` arguments as a spec, or the first problem (checked in the order of PROTOCOL.md's table).
     static func parse(_ args: JSONObject, body: [UInt8], maxBytesLimit: Int) -> Result<FetchSpec, FetchFailure> {
         do throws(FetchFailure) {
-            var spec = FetchSpec(url: try url(args), maxBytes: min(FetchSpec.defaultMaxBytes, maxBytesLimit))
+            var spec = FetchSpec(url: try url(args), maxBytes: maxBytesLimit)
             spec.method = try method(args)
             spec.headers = try headers(args)
             spec.body = body

@@ -19,6 +19,7 @@ extension FetchFailure {
             return WireError(.resourceExhausted, "the origin's response headers are larger than ferryd accepts (\(limit) bytes in all, 100 KiB for one field)",
                              details: ["max_header_bytes": .int(Int64(limit))])
         case .redirect(let m): return WireError(.failedPrecondition, m)
+        case .spoolFailed(let m): return WireError(.resourceExhausted, m)
         case .internalError(let m): return WireError(.internal, m)
         }
     }

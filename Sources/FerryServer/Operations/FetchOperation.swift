@@ -1,14 +1,23 @@
 import FerryFetch
 import FerryProtocol
+import FerryStore
+import FerryLoop
 
 /// `fetch`: an HTTP request made by the daemon on the client's behalf, through the shared HTTP cache
-/// (`FetchJob` does the work; this checks the arguments and writes the typed outcome as the reply).
+/// (`FetchJob` does the work; this checks the arguments and writes the typed outcome as the reply). A body still
+/// arriving, or larger than one chunk, streams: a `head` event with the result first, then `chunk`s as the body
+/// arrives (or is read from the store's file), then the final frame.
 final class FetchOperation: OperationHandler {
     let descriptor = OperationCatalog.fetch
     private let engine: FetchEngine?
+    private let store: CacheStore?
 
-    /// `engine` nil: the daemon has no fetch engine; every fetch answers `unavailable`.
-    init(engine: FetchEngine?) { self.engine = engine }
+    /// `engine` nil: the daemon has no fetch engine; every fetch answers `unavailable`. `store`: where stored
+    /// bodies are read from (a damaged one is reported to it).
+    init(engine: FetchEngine?, store: CacheStore?) {
+        self.engine = engine
+        self.store = store
+    }
 
     func start(_ request: RequestContext) {
         guard let engine else {
@@ -21,9 +30,10 @@ final class FetchOperation: OperationHandler {
             s.owner = request.clientID  // its share of the transfer slots is this connection's
             spec = s
         }
-        let job = FetchJob(engine: engine, spec: spec) { result in
+        let startedMs = WallClock.nowMs()
+        let job = FetchJob(engine: engine, spec: spec) { [store] result in
             switch result {
-            case .success(let outcome): request.succeed(FetchOperation.result(outcome), body: outcome.body)
+            case .success(let outcome): FetchOperation.answer(request, outcome, store: store, startedMs: startedMs)
             case .failure(let failure): request.fail(failure.wireError)
             }
         }
@@ -36,6 +46,31 @@ final class FetchOperation: OperationHandler {
         }
         request.onCancel = { job.cancel() }
         job.start()
+    }
+
+    private static func answer(_ request: RequestContext, _ outcome: FetchOutcome, store: CacheStore?, startedMs: Int64) {
+        let result = FetchOperation.result(outcome)
+        let pieceBytes = request.pieceBytes
+        switch outcome.body {
+        case .bytes(let bytes):
+            if bytes.count > pieceBytes { request.event(.head, data: result) }
+            request.succeed(result, body: bytes)
+        case .stored(let blob):
+            guard let store else { return request.fail(.internal, "a stored body without its store") }
+            if blob.size > pieceBytes { request.event(.head, data: result) }
+            request.succeed(result, streaming: .blob(blob, store: store))
+        case .spool(let spool):
+            request.event(.head, data: result)
+            // The client may leave while the body arrives: then this request no longer holds the transfer.
+            let leave = request.onCancel
+            request.succeed(result, streaming: .spool(spool), onDrop: leave) { result in
+                guard let timing = spool.timing else { return }
+                var t = result["timing"]?.objectValue ?? JSONObject()
+                t["total_ms"] = .int(WallClock.nowMs() - startedMs)
+                t["transfer_ms"] = .double(timing.totalMs)
+                result["timing"] = .object(t)
+            }
+        }
     }
 
     /// The reply's result object (PROTOCOL.md, `fetch`).

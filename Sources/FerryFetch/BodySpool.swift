@@ -1,0 +1,263 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FerryBytes
+
+/// One response body as it arrives from the origin, readable while it grows by every request that follows the
+/// transfer (the first, the coalesced, the late joiners), each at its own pace. Up to `Config.memoryBytes` it stays
+/// in memory (the common small response: no file, no syscall); past that the whole body moves to a file in the
+/// spool directory, and memory holds at most one write buffer. A reader reads `0..<length`; when it has caught up it
+/// asks to be woken (`whenGrows`), and the spool wakes it once enough is new (`announce`) or the body ends.
+///
+/// Once complete, the file is handed to the store (`takeFile`) — renamed, not copied; readers still holding the
+/// spool keep reading through its open descriptor. Loop thread only.
+///
+/// ```swift
+/// let spool = BodySpool(config: .init(directory: "/var/cache/ferry/spool"))
+/// _ = spool.append(bytes)              // from the transfer's write callback
+/// spool.announce(nowMs: now)           // after libcurl returns: wakes readers that wait
+/// spool.read(at: 0, max: 256 * 1024)   // .bytes([…]), .wait, .end or .failed(…)
+/// spool.finish(.success(()))
+/// ```
+public final class BodySpool {
+    public struct Config: Sendable {
+        /// Where bodies larger than `memoryBytes` are written; nil keeps every body in memory.
+        public var directory: String?
+        /// One reply piece: a body that fits one frame never touches the disk; with 64 transfers at once, bodies
+        /// hold at most 64 × (this + `writeBytes`) of memory, whatever their sizes.
+        public var memoryBytes = 256 * 1024
+        /// Bytes gathered before one write to the file.
+        public var writeBytes = 128 * 1024
+
+        public init(directory: String?) { self.directory = directory }
+    }
+
+    public enum State: Equatable {
+        case receiving, complete, failed
+    }
+
+    public enum Step: Equatable {
+        case bytes([UInt8])
+        /// Caught up with a body still arriving: ask `whenGrows`.
+        case wait
+        case end
+        case failed(FetchFailure)
+    }
+
+    public let config: Config
+    public private(set) var state = State.receiving
+    /// The exchange's times, once it completed.
+    public internal(set) var timing: OriginTiming?
+    private(set) var failure: FetchFailure?
+    /// Bytes readers may read now (in memory, or written to the file).
+    public private(set) var length = 0
+    private var memory: [UInt8] = []
+    private var pending: [UInt8] = []
+    private var fd: Int32 = -1
+    /// The spool file while the spool owns it (nil once handed to the store).
+    private(set) var path: String?
+    private var sum: ChecksumBuilder?
+    private var wakers: [() -> Void] = []
+    private var wokenAtLength = 0
+    private var wokenAtMs: Int64 = 0
+    /// New bytes that wake a waiting reader, or the time since the last wake after which any new byte does.
+    static let wakeBytes = 64 * 1024
+    static let wakeAfterMs: Int64 = 10
+
+    public init(config: Config) { self.config = config }
+
+    deinit {
+        if fd >= 0 { close(fd) }
+        if let path { unlink(path) }
+    }
+
+    /// Everything received, written to the file or not.
+    public var receivedBytes: Int { length + pending.count }
+    /// The memory this body holds now (what the transfer budget counts).
+    public var memoryBytes: Int { memory.count + pending.count }
+    public var isSpilled: Bool { fd >= 0 }
+    /// The whole body, when it is complete and never left memory.
+    public var completeInMemory: ArraySlice<UInt8>? { state == .complete && fd < 0 ? memory[...] : nil }
+
+    /// The length the origin announced (`Content-Length`), so the body's checksum is made as it arrives; a body of
+    /// another length has its checksum made by the store instead.
+    public func expect(_ count: Int?) {
+        if let count, count >= 0, receivedBytes == 0 { sum = ChecksumBuilder(count: count) }
+    }
+
+    /// Takes the next bytes; a failure means they cannot be kept (the spool file could not be written).
+    public func append(_ bytes: UnsafeRawBufferPointer) -> FetchFailure? {
+        if let failure { return failure }
+        guard state == .receiving else { return .internalError("bytes after the body ended") }
+        sum?.add(bytes)
+        if fd < 0 {
+            if memory.count + bytes.count <= config.memoryBytes || config.directory == nil {
+                memory.append(contentsOf: bytes)
+                length = memory.count
+                return nil
+            }
+            if let failure = spill() { return fail(failure) }
+        }
+        pending.append(contentsOf: bytes)
+        if pending.count >= config.writeBytes, let failure = flush() { return fail(failure) }
+        return nil
+    }
+
+    public func append(_ bytes: [UInt8]) -> FetchFailure? { bytes.withUnsafeBytes { append($0) } }
+
+    /// After the transport handed over a burst of bytes (outside libcurl's callbacks): readers waiting at the end
+    /// are woken once 64 KiB are new, or any byte is and 10 ms passed since the last wake.
+    public func announce(nowMs: Int64) {
+        guard !wakers.isEmpty, state == .receiving, receivedBytes > wokenAtLength else { return }
+        guard receivedBytes - wokenAtLength >= BodySpool.wakeBytes || nowMs - wokenAtMs >= BodySpool.wakeAfterMs else { return }
+        if let failure = flush() { _ = fail(failure) }
+        wokenAtMs = nowMs
+        wake()
+    }
+
+    /// The transfer ended: the last bytes are written and every reader woken (a failure voids what they read).
+    public func finish(_ result: Result<Void, FetchFailure>) {
+        guard state == .receiving else { return }
+        if case .failure(let f) = result { return wake(after: fail(f)) }
+        if let failure = flush() { return wake(after: fail(failure)) }
+        state = .complete
+        pending = []
+        wake()
+    }
+
+    private func wake(after _: FetchFailure) { wake() }
+
+    /// Up to `max` bytes from `offset` (one read of the file, or a copy from memory).
+    public func read(at offset: Int, max: Int) -> Step {
+        if offset >= length {
+            switch state {
+            case .receiving: return .wait
+            case .complete: return .end
+            case .failed: return .failed(failure ?? .internalError("the body failed"))
+            }
+        }
+        if case .failed = state { return .failed(failure ?? .internalError("the body failed")) }
+        let want = min(max, length - offset)
+        guard fd >= 0 else { return .bytes(Array(memory[offset..<offset + want])) }
+        var out = [UInt8](repeating: 0, count: want)
+        var got = 0
+        while got < want {
+            let n = out.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + got, want - got, off_t(offset + got)) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return .failed(.spoolFailed("the spooled body could not be read back (\(String(cString: strerror(errno))))")) }
+            got += n
+        }
+        return .bytes(out)
+    }
+
+    /// Runs `waker` once, when more bytes can be read or the body ended.
+    public func whenGrows(_ waker: @escaping () -> Void) {
+        guard state == .receiving else { return waker() }
+        wakers.append(waker)
+    }
+
+    /// Hands the complete spool file over (to the store, which renames it): its path, size and checksum (nil when
+    /// the body was not the length announced). The spool keeps its descriptor for the readers still on it.
+    public func takeFile() -> (path: String, size: Int, checksum: Int64?)? {
+        guard state == .complete, let path else { return nil }
+        self.path = nil
+        let checksum = sum.flatMap { $0.finish(count: length) }
+        return (path, length, checksum)
+    }
+
+    // MARK: The file
+
+    private func spill() -> FetchFailure? {
+        guard let directory = config.directory else { return .internalError("no spool directory") }
+        let name = "\(directory)/body-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
+        let opened = open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard opened >= 0 else { return BodySpool.failure("create \(name)") }
+        fd = opened
+        path = name
+        if let failure = writeAll(memory) { return failure }
+        length = memory.count
+        memory = []
+        pending.reserveCapacity(config.writeBytes + 64 * 1024)
+        return nil
+    }
+
+    private func flush() -> FetchFailure? {
+        guard fd >= 0, !pending.isEmpty else { return nil }
+        if let failure = writeAll(pending) { return failure }
+        length += pending.count
+        pending.removeAll(keepingCapacity: true)
+        return nil
+    }
+
+    private func writeAll(_ bytes: [UInt8]) -> FetchFailure? {
+        var off = 0
+        while off < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + off, $0.count - off) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return BodySpool.failure("write \(path ?? "the spool file")") }
+            off += n
+        }
+        return nil
+    }
+
+    private func fail(_ f: FetchFailure) -> FetchFailure {
+        if state == .receiving {
+            state = .failed
+            failure = f
+        }
+        pending = []
+        memory = []
+        return f
+    }
+
+    private func wake() {
+        wokenAtLength = receivedBytes
+        let all = wakers
+        wakers.removeAll()
+        for waker in all { waker() }
+    }
+
+    private static func failure(_ what: String) -> FetchFailure {
+        let e = errno
+        let why = e == ENOSPC || e == EDQUOT ? "its disk is full" : String(cString: strerror(e))
+        return .spoolFailed("ferryd could not keep the body on disk (\(what): \(why))")
+    }
+}
+
+/// `Checksum64.Running` over pieces of any length: bytes are fed in whole words, the last few kept until more come.
+struct ChecksumBuilder {
+    private var running: Checksum64.Running
+    private let count: Int
+    private var fed = 0
+    private var carry: [UInt8] = []
+
+    init(count: Int) {
+        self.count = count
+        running = Checksum64.Running(count: count)
+    }
+
+    mutating func add(_ bytes: UnsafeRawBufferPointer) {
+        fed += bytes.count
+        guard fed <= count else { return }  // longer than announced: the checksum is the store's to make
+        var rest = bytes[...]
+        if !carry.isEmpty {
+            let take = min(8 - carry.count, rest.count)
+            carry.append(contentsOf: rest.prefix(take))
+            rest = rest.dropFirst(take)
+            guard carry.count == 8 else { return }
+            running.add(carry)
+            carry.removeAll(keepingCapacity: true)
+        }
+        let whole = rest.count & ~7
+        running.add(UnsafeRawBufferPointer(rebasing: rest.prefix(whole)))
+        carry.append(contentsOf: rest.dropFirst(whole))
+    }
+
+    /// The checksum, when exactly `count` bytes were fed.
+    func finish(count actual: Int) -> Int64? {
+        guard actual == count, fed == count else { return nil }
+        var r = running
+        if !carry.isEmpty { r.add(carry) }
+        return Int64(bitPattern: r.finish())
+    }
+}

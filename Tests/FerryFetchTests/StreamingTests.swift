@@ -1,0 +1,207 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Testing
+import FerryBytes
+@testable import FerryFetch
+
+/// Bodies as they arrive: the spool (memory, then a file; readers at their own pace; woken when enough is new;
+/// handed to the store without a copy), and the engine serving a response at its head, with coalesced waiters
+/// and late joiners following the one download.
+@Suite struct BodySpoolTests {
+    static func directory() -> String {
+        let dir = NSTemporaryDirectory() + "ferry-spool-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        mkdir(dir, 0o700)
+        return dir
+    }
+
+    static func pattern(_ n: Int, from start: Int = 0) -> [UInt8] { (start..<start + n).map { UInt8($0 % 251) } }
+
+    static func readAll(_ spool: BodySpool, max: Int = 100_000) -> [UInt8] {
+        var out: [UInt8] = []
+        while case .bytes(let b) = spool.read(at: out.count, max: max) { out += b }
+        return out
+    }
+
+    @Test func aSmallBodyStaysInMemoryAndALargeOneMovesToAFile() throws {
+        let dir = BodySpoolTests.directory()
+        var config = BodySpool.Config(directory: dir)
+        config.memoryBytes = 1000
+        config.writeBytes = 300
+        let small = BodySpool(config: config)
+        #expect(small.append(BodySpoolTests.pattern(1000)) == nil && !small.isSpilled)
+        small.finish(.success(()))
+        #expect(small.completeInMemory.map(Array.init) == BodySpoolTests.pattern(1000) && small.takeFile() == nil)
+
+        let large = BodySpool(config: config)
+        large.expect(5000)
+        for i in 0..<50 { #expect(large.append(BodySpoolTests.pattern(100, from: i * 100)) == nil) }
+        #expect(large.isSpilled && large.memoryBytes < 400, "memory holds one write buffer, not the body")
+        #expect(large.length <= large.receivedBytes && large.length >= 4700, "readers see what was written")
+        large.finish(.success(()))
+        #expect(BodySpoolTests.readAll(large, max: 777) == BodySpoolTests.pattern(5000))
+        let file = try #require(large.takeFile())
+        #expect(file.size == 5000 && file.checksum == Int64(bitPattern: Checksum64.of(BodySpoolTests.pattern(5000))))
+        #expect(access(file.path, F_OK) == 0)
+        #expect(BodySpoolTests.readAll(large) == BodySpoolTests.pattern(5000), "readers go on after the hand-over")
+        unlink(file.path)
+        rmdir(dir)
+    }
+
+    @Test func aBodyOfAnotherLengthThanAnnouncedHasNoChecksumAndAnUntakenFileGoes() throws {
+        let dir = BodySpoolTests.directory()
+        var config = BodySpool.Config(directory: dir)
+        config.memoryBytes = 10
+        var path: String?
+        do {
+            let spool = BodySpool(config: config)
+            spool.expect(100)
+            #expect(spool.append(BodySpoolTests.pattern(99)) == nil)
+            spool.finish(.success(()))
+            path = spool.path
+            #expect(path != nil && access(path!, F_OK) == 0)
+        }
+        #expect(access(path!, F_OK) != 0, "nobody took it: removed with the spool")
+        let other = BodySpool(config: config)
+        other.expect(3)
+        _ = other.append(BodySpoolTests.pattern(50))
+        other.finish(.success(()))
+        #expect(try #require(other.takeFile()).checksum == nil)
+        rmdir(dir)
+    }
+
+    @Test func readersWaitAndAreWokenByEnoughNewBytesOrTheEnd() {
+        let spool = BodySpool(config: .init(directory: nil))
+        #expect(spool.read(at: 0, max: 10) == .wait)
+        var woken = 0
+        spool.whenGrows { woken += 1 }
+        _ = spool.append(BodySpoolTests.pattern(10))
+        spool.announce(nowMs: 0)
+        #expect(woken == 0, "10 bytes within 10 ms of the last wake: not yet")
+        spool.announce(nowMs: 11)
+        #expect(woken == 1)
+        spool.whenGrows { woken += 1 }
+        _ = spool.append(BodySpoolTests.pattern(BodySpool.wakeBytes))
+        spool.announce(nowMs: 12)
+        #expect(woken == 2, "64 KiB new: at once")
+        spool.whenGrows { woken += 1 }
+        spool.finish(.success(()))
+        #expect(woken == 3 && spool.read(at: spool.length, max: 10) == .end)
+    }
+
+    @Test func aFailureVoidsTheBodyForEveryReader() {
+        let spool = BodySpool(config: .init(directory: nil))
+        _ = spool.append(BodySpoolTests.pattern(100))
+        spool.finish(.failure(.unavailable(curlCode: 18, message: "cut")))
+        #expect(spool.read(at: 0, max: 10) == .failed(.unavailable(curlCode: 18, message: "cut")))
+        #expect(spool.read(at: 100, max: 10) == .failed(.unavailable(curlCode: 18, message: "cut")))
+    }
+
+    @Test func aSpoolThatCannotWriteFailsWithAClearReason() {
+        let spool = BodySpool(config: .init(directory: "/nonexistent-ferry-dir"))
+        let failure = spool.append(BodySpoolTests.pattern(2 << 20))
+        guard case .spoolFailed(let why)? = failure else { Issue.record("\(String(describing: failure))"); return }
+        #expect(why.contains("/nonexistent-ferry-dir") && spool.state == .failed)
+    }
+}
+
+@Suite struct StreamingFetchTests {
+    /// A harness whose spool keeps 1 KiB in memory, so that small test bodies are spooled to a file.
+    static func harness() -> (EngineHarness, String) {
+        let dir = BodySpoolTests.directory()
+        var spool = BodySpool.Config(directory: dir)
+        spool.memoryBytes = 1024
+        return (EngineHarness(spool: spool), dir)
+    }
+
+    @Test func theAnswerComesWithTheHeadAndEveryWaiterFollowsTheOneDownload() throws {
+        let (h, dir) = StreamingFetchTests.harness()
+        let a = h.fetch("http://o.test/big")
+        let b = h.fetch("http://o.test/big")
+        let exchange = h.origin.exchanges[0]
+        exchange.sendHead(200, [("Cache-Control", "max-age=600"), ("Content-Length", "10000")])
+        guard case .spool(let spool)? = a.outcome?.body, case .spool(let same)? = b.outcome?.body else {
+            Issue.record("both answered at the head with the spool"); return
+        }
+        #expect(spool === same && a.outcome?.cache == .miss && b.outcome?.cache == .coalesced)
+        exchange.send(BodySpoolTests.pattern(5000))
+        // Halfway: a late joiner gets the same spool and reads it from the start.
+        let c = h.fetch("http://o.test/big")
+        guard case .spool(let late)? = c.outcome?.body else { Issue.record("the late joiner follows"); return }
+        #expect(late === spool && h.origin.exchanges.count == 1 && c.outcome?.cache == .coalesced)
+        exchange.send(BodySpoolTests.pattern(5000, from: 5000))
+        exchange.end()
+        #expect(BodySpoolTests.readAll(late) == BodySpoolTests.pattern(10000))
+        // Stored apart once complete: a record pointing at the body, and the body; the next request is a hit.
+        #expect(h.storage.records.count == 2)
+        let d = h.fetch("http://o.test/big")
+        #expect(d.outcome?.cache == .hit && d.bytes == BodySpoolTests.pattern(10000))
+        rmdir(dir)
+    }
+
+    @Test func aTransferThatFailsAfterItsHeadVoidsTheBodyAndStoresNothing() {
+        let (h, dir) = StreamingFetchTests.harness()
+        let a = h.fetch("http://o.test/cut")
+        h.origin.exchanges[0].sendHead(200, [("Cache-Control", "max-age=600")])
+        h.origin.exchanges[0].send(BodySpoolTests.pattern(3000))
+        h.origin.exchanges[0].fail(.unavailable(curlCode: 18, message: "transfer closed with outstanding read data remaining"))
+        guard case .spool(let spool)? = a.outcome?.body else { Issue.record("streams"); return }
+        #expect(spool.read(at: 0, max: 100) == .failed(.unavailable(curlCode: 18, message: "transfer closed with outstanding read data remaining")))
+        #expect(h.storage.records.isEmpty)
+        rmdir(dir)
+    }
+
+    @Test func theLastReaderLeavingStopsTheTransfer() {
+        let (h, dir) = StreamingFetchTests.harness()
+        let big = h.fetch("http://o.test/big")
+        h.origin.exchanges[0].sendHead(200, [("Cache-Control", "max-age=600"), ("Content-Length", "2000")])
+        guard case .spool(let spool)? = big.outcome?.body else { Issue.record("streams"); return }
+        big.job?.cancel()
+        #expect(h.origin.exchanges[0].cancelled && spool.state == .failed, "stopped, and its spool ends for anyone on it")
+        rmdir(dir)
+    }
+
+    @Test func aRedirectWhoseBodyStreamsIsFollowedOnceItIsStored() {
+        let (h, dir) = StreamingFetchTests.harness()
+        let a = h.fetch("http://o.test/old")
+        h.origin.exchanges[0].sendHead(301, [("Location", "/new"), ("Cache-Control", "max-age=600")])
+        h.origin.exchanges[0].send(BodySpoolTests.pattern(3000))
+        #expect(h.origin.exchanges.count == 1, "the redirect's body is still arriving: not followed yet")
+        h.origin.exchanges[0].end()
+        #expect(h.origin.exchanges.count == 2 && h.origin.exchanges[1].request.url == "http://o.test/new")
+        h.origin.exchanges[1].respond(200, [("Cache-Control", "max-age=600")], body: "here")
+        #expect(a.text == "here" && a.outcome?.redirects == 1)
+        let b = h.fetch("http://o.test/old")
+        #expect(b.text == "here" && h.origin.exchanges.count == 2, "the redirect and its target were stored")
+        rmdir(dir)
+    }
+
+    @Test func aResponseThatCameWholeIsServedFromMemory() {
+        let (h, dir) = StreamingFetchTests.harness()
+        let a = h.fetch("http://o.test/tiny")
+        h.origin.exchanges[0].respond(200, [("Cache-Control", "max-age=600")], body: "hello")
+        guard case .bytes(let bytes)? = a.outcome?.body else { Issue.record("in memory"); return }
+        #expect(Array(bytes) == Array("hello".utf8))
+        rmdir(dir)
+    }
+}
+
+@Suite struct SpoolCleanupTests {
+    @Test func aSpooledBodyNobodyKeepsLeavesNoFileOnceItsReadersAreDone() throws {
+        let (h, dir) = StreamingFetchTests.harness()
+        do {
+            let a = h.fetch("http://o.test/once")
+            h.origin.exchanges[0].sendHead(200, [("Cache-Control", "no-store")])
+            h.origin.exchanges[0].send(BodySpoolTests.pattern(5000))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: dir).count == 1)
+            h.origin.exchanges[0].end()
+            guard case .spool(let spool)? = a.outcome?.body else { Issue.record("streams"); return }
+            #expect(BodySpoolTests.readAll(spool).count == 5000)
+            a.job = nil
+            a.result = nil
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == [], "the spool file went with its last reader")
+        rmdir(dir)
+    }
+}
