@@ -15,6 +15,8 @@ typedef int (*ferry_xferinfo_cb)(void *user, curl_off_t dltotal, curl_off_t dlno
 static inline CURLcode ferry_easy_write_cb(CURL *h, ferry_data_cb f) { return curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, f); }
 static inline CURLcode ferry_easy_header_cb(CURL *h, ferry_data_cb f) { return curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, f); }
 static inline CURLcode ferry_easy_read_cb(CURL *h, ferry_data_cb f) { return curl_easy_setopt(h, CURLOPT_READFUNCTION, f); }
+typedef int (*ferry_seek_cb)(void *user, curl_off_t offset, int origin);
+static inline CURLcode ferry_easy_seek_cb(CURL *h, ferry_seek_cb f) { return curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, f); }
 static inline CURLcode ferry_easy_xferinfo_cb(CURL *h, ferry_xferinfo_cb f) { return curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, f); }
 
 static inline long ferry_info_long(CURL *h, CURLINFO i) { long v = 0; curl_easy_getinfo(h, i, &v); return v; }

@@ -34,6 +34,9 @@ public struct FetchRequest: Sendable, Equatable {
     public var maxRedirects: Int?
     public var maxBytes: Int?
     public var cache: CacheMode?
+    /// An unsafe method (POST, PUT, PATCH, DELETE) may be sent again by the daemon when a reused connection died
+    /// before the answer: say so only for a request that is idempotent (`retry`).
+    public var retry: Bool?
 
     public init(_ url: String, method: String = "GET", headers: [HTTPHeader] = [], body: [UInt8] = [],
                 timeout: Duration? = nil, cache: CacheMode? = nil) {
@@ -55,6 +58,7 @@ public struct FetchRequest: Sendable, Equatable {
         if let maxRedirects { args["max_redirects"] = .int(Int64(maxRedirects)) }
         if let maxBytes { args["max_bytes"] = .int(Int64(maxBytes)) }
         if let cache { args["cache"] = .string(cache.rawValue) }
+        if let retry { args["retry"] = .bool(retry) }
         return args
     }
 }

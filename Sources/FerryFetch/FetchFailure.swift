@@ -29,6 +29,11 @@ public enum FetchFailure: Error, Equatable, Sendable {
         if exceeded || code == CURLE_FILESIZE_EXCEEDED { return .tooLarge(limit: maxBytes) }
         switch code {
         case CURLE_OPERATION_TIMEDOUT: return .timeout(message)
+        case CURLE_SEND_FAIL_REWIND:
+            return .unavailable(curlCode: Int(code.rawValue), message: """
+                the origin closed a reused connection before answering; the request is not sent again on its own \
+                (it may have been received): retry it if it is idempotent ("retry": true or an Idempotency-Key header)
+                """)
         case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL: return .invalidArgument(message)
         default: return .unavailable(curlCode: Int(code.rawValue), message: message)
         }

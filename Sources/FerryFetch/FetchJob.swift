@@ -84,7 +84,8 @@ public final class FetchJob {
             headers = headers.appending(contentsOf: conditional)
         }
         let outgoing = OriginRequest(url: url, method: spec.method, headers: headers.pairs, body: spec.body,
-                                     timeoutMs: spec.timeoutMs, maxBytes: spec.maxBytes, owner: spec.owner)
+                                     timeoutMs: spec.timeoutMs, maxBytes: spec.maxBytes, owner: spec.owner,
+                                     mayReplay: spec.mayReplay)
         let clock = engine.now
         let waiter = TransferGroup.Waiter(wantsProgress: spec.progress, accepts: { head in
             // Someone else's response is ours only if the cache could have stored it for our request and would now

@@ -24,6 +24,14 @@ public struct FetchSpec: Sendable {
     public var progress: Bool
     /// Who asks, for fair shares of transfer slots (`SlotScheduler`): the client connection's id; 0 for the daemon.
     public var owner: UInt64 = 0
+    /// `retry`: an unsafe method may be sent again by the transport when a reused connection died under it (the
+    /// client knows it is idempotent). An `Idempotency-Key` header says the same.
+    public var retry = false
+
+    /// Whether the transport may replay this request on its own (`OriginRequest.mayReplay`).
+    public var mayReplay: Bool {
+        retry || OriginRequest.isIdempotent(method) || headers.contains { $0.0.lowercased() == "idempotency-key" }
+    }
 
     public static let maxURLBytes = 8192
     public static let maxHeaderBytes = 64 * 1024

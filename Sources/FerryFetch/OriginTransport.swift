@@ -61,10 +61,14 @@ public struct OriginRequest: Sendable {
     public var maxBytes: Int
     /// Who asks (a client connection; 0: the daemon itself): transfer slots are shared fairly among owners.
     public var owner: UInt64
+    /// Whether the transport may send it again on its own when a reused connection died under it (libcurl's
+    /// retry). True for safe methods; a POST, PUT, PATCH or DELETE only when the client said so (RFC 9110 §9.2.2).
+    public var mayReplay: Bool
 
     public init(url: String, method: String, headers: [(String, String)], body: [UInt8], timeoutMs: Int?, maxBytes: Int,
-                owner: UInt64 = 0) {
+                owner: UInt64 = 0, mayReplay: Bool? = nil) {
         self.owner = owner
+        self.mayReplay = mayReplay ?? OriginRequest.isIdempotent(method)
         self.url = url
         self.method = method
         self.headers = headers
@@ -72,6 +76,12 @@ public struct OriginRequest: Sendable {
         self.timeoutMs = timeoutMs
         self.maxBytes = maxBytes
     }
+}
+
+extension OriginRequest {
+    /// GET, HEAD, OPTIONS, TRACE, PUT and DELETE are idempotent (RFC 9110 §9.2.2), but a PUT or DELETE replayed
+    /// behind the client's back can still undo what another client did in between: only the safe ones replay.
+    static func isIdempotent(_ method: String) -> Bool { ["GET", "HEAD", "OPTIONS", "TRACE"].contains(method) }
 }
 
 /// The final (non-1xx) response's head; its body arrives in the exchange's `BodySpool`.

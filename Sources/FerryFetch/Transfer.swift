@@ -105,16 +105,33 @@ final class Transfer {
         default: ferry_easy_str(easy, CURLOPT_CUSTOMREQUEST, request.method)
         }
         if !request.body.isEmpty || ["POST", "PUT", "PATCH"].contains(request.method) {
+            ferry_easy_long(easy, CURLOPT_POST, 1)
             ferry_easy_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count))
-            if request.body.isEmpty {
-                ferry_easy_str(easy, CURLOPT_COPYPOSTFIELDS, "")
-            } else {
-                // libcurl copies the bytes (COPYPOSTFIELDS), so the buffer need not outlive this call.
-                request.body.withUnsafeBytes { raw in
-                    _ = ferry_easy_ptr(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: raw.baseAddress!))
+            if request.mayReplay {
+                // libcurl copies the bytes (COPYPOSTFIELDS) and may send them again on a fresh connection.
+                if request.body.isEmpty {
+                    ferry_easy_str(easy, CURLOPT_COPYPOSTFIELDS, "")
+                } else {
+                    request.body.withUnsafeBytes { raw in
+                        _ = ferry_easy_ptr(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: raw.baseAddress!))
+                    }
                 }
+            } else {
+                // Read through a callback that cannot rewind: when a reused connection dies after some of the body
+                // went out, libcurl's retry needs a rewind, is refused, and the request fails instead of reaching
+                // the origin twice (RFC 9110 §9.2.2).
+                ferry_easy_ptr(easy, CURLOPT_READDATA, me)
+                ferry_easy_read_cb(easy) { buffer, size, count, user in
+                    Unmanaged<Transfer>.fromOpaque(user!).takeUnretainedValue().readBody(into: buffer!, max: size * count)
+                }
+                ferry_easy_ptr(easy, CURLOPT_SEEKDATA, me)
+                ferry_easy_seek_cb(easy) { _, _, _ in 2 }  // CURL_SEEKFUNC_CANTSEEK
             }
             if request.method != "POST" { ferry_easy_str(easy, CURLOPT_CUSTOMREQUEST, request.method) }
+        }
+        if !request.mayReplay && request.body.isEmpty {
+            // Nothing to rewind, so libcurl would replay it freely: it goes on a connection of its own instead.
+            ferry_easy_long(easy, CURLOPT_FRESH_CONNECT, 1)
         }
         var list: UnsafeMutablePointer<curl_slist>?
         // libcurl's own `Expect: 100-continue` costs a round trip on large bodies, and with a body it would send
@@ -125,6 +142,18 @@ final class Transfer {
         for line in lines { list = curl_slist_append(list, line) }
         headerList = list
         ferry_easy_slist(easy, CURLOPT_HTTPHEADER, list)
+    }
+
+    /// The request body, handed to libcurl in order, once (a replay would need a rewind, which is refused).
+    private var bodySent = 0
+    private func readBody(into buffer: UnsafeMutablePointer<CChar>, max: Int) -> Int {
+        let n = min(max, request.body.count - bodySent)
+        guard n > 0 else { return 0 }
+        request.body.withUnsafeBytes { raw in
+            UnsafeMutableRawPointer(buffer).copyMemory(from: raw.baseAddress! + bodySent, byteCount: n)
+        }
+        bodySent += n
+        return n
     }
 
     /// Turns progress reporting on (before the transfer is added).

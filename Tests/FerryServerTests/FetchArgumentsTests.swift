@@ -31,6 +31,11 @@ import FerryProtocol
         #expect(spec.headers.count == 1 && spec.headers[0] == ("Accept", "text/a"), "values trimmed of OWS")
         #expect(spec.timeoutMs == 5 && spec.redirect == .manual && spec.maxRedirects == 0 && spec.maxBytes == 7)
         #expect(spec.cacheMode == .noCache && spec.progress && spec.body == [1])
+        #expect(spec.mayReplay == false, "a POST is not replayed unless asked")
+        let retried = try Self.parse(["url": "https://a.test/x", "method": "PUT", "retry": true], body: [1]).get()
+        #expect(retried.retry && retried.mayReplay)
+        let keyed = try Self.parse(["url": "https://a.test/x", "method": "POST", "headers": [["Idempotency-Key", "k"]]], body: [1]).get()
+        #expect(keyed.mayReplay)
         #expect(try Self.parse(["url": "https://a.test/x", "method": "PROPFIND"]).get().method == "PROPFIND")
         #expect(try Self.parse(["url": "https://a.test/x", "cache": .null, "timeout_ms": .null]).get().cacheMode == .default,
                 "null is absent")
@@ -51,6 +56,7 @@ import FerryProtocol
         #expect(Self.problem(["url": "https://a.test/x", "redirect": "sometimes"]) == "\"redirect\" must be follow, manual or error")
         #expect(Self.problem(["url": "https://a.test/x", "cache": "maybe"])?.hasPrefix("\"cache\" must be default") == true)
         #expect(Self.problem(["url": "https://a.test/x", "progress": 1]) == "\"progress\" must be a boolean")
+        #expect(Self.problem(["url": "https://a.test/x", "retry": "yes"]) == "\"retry\" must be a boolean")
         let big = String(repeating: "v", count: FetchSpec.maxHeaderBytes)
         #expect(Self.problem(["url": "https://a.test/x", "headers": [["X", .string(big)]]])?.contains("larger than") == true)
     }

@@ -182,7 +182,7 @@ class FetchMixin:
               *, json: Any = _NO_JSON, timeout_ms: Optional[int] = None, redirect: Optional[str] = None,
               max_redirects: Optional[int] = None, max_bytes: Optional[int] = None, cache: Optional[str] = None,
               progress: Optional[Callable[[int, Optional[int]], Any]] = None,
-              request_timeout_ms: Optional[int] = None, to: Any = None,
+              request_timeout_ms: Optional[int] = None, retry: Optional[bool] = None, to: Any = None,
               on_head: Optional[Callable[["FetchResponse"], Any]] = None) -> FetchResponse:
         """Makes an HTTP request through the daemon and its shared HTTP cache (PROTOCOL.md section 6, ``fetch``);
         returns a ``FetchResponse``. Any HTTP status, 404 and 500 included, is a result, not an error.
@@ -203,6 +203,8 @@ class FetchMixin:
           daemon downloads, at most every 100 ms; an exception from it cancels the request and propagates;
         - ``request_timeout_ms``: the deadline of the whole request (the envelope's ``timeout_ms``); the local
           wait is bounded by it too (else by the Client's ``timeout``);
+        - ``retry``: True lets the daemon send a POST, PUT, PATCH or DELETE again when a reused connection died
+          before the answer (by default it never sends one twice, and fails ``unavailable``);
         - ``to``: a binary file (anything with ``write``) or a callable taking bytes: the body goes there as it
           arrives, in pieces, and the returned response's ``body`` is ``b""`` (a download of any size, never held
           whole); an exception from it cancels the request and propagates;
@@ -255,7 +257,7 @@ class FetchMixin:
         if pairs:
             args["headers"] = pairs
         for name, value in (("timeout_ms", timeout_ms), ("redirect", redirect), ("max_redirects", max_redirects),
-                            ("max_bytes", max_bytes), ("cache", cache)):
+                            ("max_bytes", max_bytes), ("cache", cache), ("retry", retry)):
             if value is not None:
                 args[name] = value
         listeners = []

@@ -49,11 +49,11 @@ class FakeFetchTests(FakeServerCase):
     def test_every_argument(self):
         self.client.fetch("http://example.test/a", "PUT", [("X-A", "1"), ("X-A", "2"), ("Content-Type", "a/b")],
                           b"\x00\xff", timeout_ms=500, redirect="manual", max_redirects=3, max_bytes=1000,
-                          cache="no-store", request_timeout_ms=9000)
+                          cache="no-store", request_timeout_ms=9000, retry=True)
         self.assertEqual(self.sent(), [({"url": "http://example.test/a", "method": "PUT",
                                          "headers": [["X-A", "1"], ["X-A", "2"], ["Content-Type", "a/b"]],
                                          "timeout_ms": 500, "redirect": "manual", "max_redirects": 3,
-                                         "max_bytes": 1000, "cache": "no-store"}, b"\x00\xff")])
+                                         "max_bytes": 1000, "cache": "no-store", "retry": True}, b"\x00\xff")])
         self.assertEqual(self.envelopes()[0]["timeout_ms"], 9000)
 
     def test_headers_as_dict_keep_their_order(self):

@@ -33,6 +33,10 @@ enum FetchArguments {
                 guard case .bool(let b) = p else { throw .invalidArgument("\"progress\" must be a boolean") }
                 spec.progress = b
             }
+            if let r = args["retry"], r != .null {
+                guard case .bool(let b) = r else { throw .invalidArgument("\"retry\" must be a boolean") }
+                spec.retry = b
+            }
             return .success(spec)
         } catch {
             return .failure(error)
