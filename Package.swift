@@ -49,7 +49,7 @@ let package = Package(
         .target(name: "FerryLoop", dependencies: ["CLibUV"]),
         // HTTP caching policy (RFC 9111, shared cache): parsing, freshness, validation, keys. Pure Swift, no C imports;
         // the request cache modes are wire words of FerryProtocol.
-        .target(name: "FerryHTTPCache", dependencies: ["FerryProtocol"]),
+        .target(name: "FerryHTTPCache", dependencies: ["FerryProtocol", "FerryBytes"]),
         // Image format and pixel size from the bytes (PNG, JPEG, GIF, WebP, BMP, HEIC, AVIF). Pure Swift.
         .target(name: "FerryImageFormat"),
         // The fetch engine: libcurl's multi on the loop (the origin transport), transfers, coalescing, redirects,
@@ -85,7 +85,7 @@ let package = Package(
         .testTarget(name: "FerryCacheTests", dependencies: ["FerryCache"]),
         .testTarget(name: "FerryHTTPCacheTests", dependencies: ["FerryHTTPCache", "FerryProtocol"]),
         .testTarget(name: "FerryImageFormatTests", dependencies: ["FerryImageFormat"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore", "FerryCache"]),
+        .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore", "FerryCache", "FerryBytes"]),
         .testTarget(name: "FerryServerTests", dependencies: ["FerryServer", "FerryProtocol", "FerryLoop", "FerryFetch", "FerryImages"]),
         .testTarget(name: "FerryFetchTests", dependencies: ["FerryFetch", "FerryHTTPCache", "FerryProtocol"]),
         .testTarget(name: "FerryImagesTests", dependencies: ["FerryImages", "FerryImageFormat", "FerryProtocol"]),

@@ -17,4 +17,12 @@ static inline int ferry_peer_uid(int fd, uid_t *uid) {
     *uid = cred.uid;
     return 0;
 }
+
+/// Whether the file system holding `path` keeps its files in memory (tmpfs or ramfs): 1, 0, or -errno.
+#include <sys/vfs.h>
+static inline int ferry_fs_in_memory(const char *path) {
+    struct statfs fs;
+    if (statfs(path, &fs) != 0) return -1;
+    return fs.f_type == 0x01021994 || fs.f_type == (typeof(fs.f_type))0x858458f6;
+}
 #endif

@@ -17,25 +17,43 @@ final class ReadCredit: @unchecked Sendable {
     let limit: Int
     private var outstanding = 0
     private var isOpen = false
-    private var mutex = pthread_mutex_t()
-    private var cond = pthread_cond_t()
+    /// Bumped whenever a consumer takes something: a wait that sees no progress for `stuckAfterMs` ends.
+    private var consumed: UInt64 = 0
+    /// Set when a wait saw no progress: the reader reads on until a consumer takes something again.
+    private var stuck = false
+    /// Allocated: a pthread mutex must not move, and a stored property's address is not stable.
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    /// A wait that saw no consumer take anything for this long reads on: the consumer may be waiting for another
+    /// reply on this same connection (one socket carries every call), and holding the reader would deadlock it.
+    static let stuckAfterMs = 1000
 
     init(limit: Int) {
         self.limit = limit
-        pthread_mutex_init(&mutex, nil)
-        pthread_cond_init(&cond, nil)
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(cond, nil)
     }
 
     deinit {
-        pthread_cond_destroy(&cond)
-        pthread_mutex_destroy(&mutex)
+        pthread_cond_destroy(cond)
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+        cond.deallocate()
     }
 
-    /// Blocks while streams hold more than `limit` unconsumed bytes (never after `open`).
+    /// Blocks while streams hold more than `limit` unconsumed bytes and their consumers are taking them (never
+    /// after `open`; not past a second without progress).
     func waitForRoom() {
-        pthread_mutex_lock(&mutex)
-        while outstanding > limit && !isOpen { pthread_cond_wait(&cond, &mutex) }
-        pthread_mutex_unlock(&mutex)
+        pthread_mutex_lock(mutex)
+        while outstanding > limit && !isOpen && !stuck {
+            let seen = consumed
+            var deadline = timespec()
+            clock_gettime(CLOCK_REALTIME, &deadline)
+            deadline.tv_sec += ReadCredit.stuckAfterMs / 1000
+            _ = pthread_cond_timedwait(cond, mutex, &deadline)
+            if consumed == seen && outstanding > limit { stuck = true }  // nobody consumed: read on, not deadlock
+        }
+        pthread_mutex_unlock(mutex)
     }
 
     func take(_ n: Int) { change(by: n) }
@@ -43,24 +61,28 @@ final class ReadCredit: @unchecked Sendable {
 
     /// No more waiting (the connection is closing).
     func open() {
-        pthread_mutex_lock(&mutex)
+        pthread_mutex_lock(mutex)
         isOpen = true
-        pthread_cond_broadcast(&cond)
-        pthread_mutex_unlock(&mutex)
+        pthread_cond_broadcast(cond)
+        pthread_mutex_unlock(mutex)
     }
 
     var outstandingBytes: Int {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
         return outstanding
     }
 
     private func change(by n: Int) {
         guard n != 0 else { return }
-        pthread_mutex_lock(&mutex)
+        pthread_mutex_lock(mutex)
         outstanding += n
-        if outstanding <= limit { pthread_cond_broadcast(&cond) }
-        pthread_mutex_unlock(&mutex)
+        if n < 0 {
+            consumed &+= 1
+            stuck = false
+        }
+        if outstanding <= limit || n < 0 { pthread_cond_broadcast(cond) }
+        pthread_mutex_unlock(mutex)
     }
 }
 

@@ -28,6 +28,10 @@ public final class BodySpool {
         public var memoryBytes = 256 * 1024
         /// Bytes gathered before one write to the file.
         public var writeBytes = 128 * 1024
+        /// Spooling stops (the transfer fails `resource_exhausted`) rather than leave the file system less free
+        /// than this: the store, the journal and other programs keep room. Checked every `checkEvery` bytes.
+        public var keepFree = 256 * 1024 * 1024
+        public var checkEvery = 64 * 1024 * 1024
 
         public init(directory: String?) { self.directory = directory }
     }
@@ -107,17 +111,22 @@ public final class BodySpool {
 
     /// After the transport handed over a burst of bytes (outside libcurl's callbacks): readers waiting at the end
     /// are woken once 64 KiB are new, or any byte is and 10 ms passed since the last wake.
-    public func announce(nowMs: Int64) {
-        guard !wakers.isEmpty, state == .receiving, receivedBytes > wokenAtLength else { return }
-        guard receivedBytes - wokenAtLength >= BodySpool.wakeBytes || nowMs - wokenAtMs >= BodySpool.wakeAfterMs else { return }
+    /// Returns true when it held a wake back (under 64 KiB new within 10 ms): call it again later (`CurlMulti`
+    /// does, 10 ms on), or the readers would wait for the next bytes, however late they come.
+    @discardableResult
+    public func announce(nowMs: Int64) -> Bool {
+        guard !wakers.isEmpty, state == .receiving, receivedBytes > wokenAtLength else { return false }
+        guard receivedBytes - wokenAtLength >= BodySpool.wakeBytes || nowMs - wokenAtMs >= BodySpool.wakeAfterMs else { return true }
         if let failure = flush() { _ = fail(failure) }
         wokenAtMs = nowMs
         wake()
+        return false
     }
 
     /// The transfer ended: the last bytes are written and every reader woken (a failure voids what they read).
     public func finish(_ result: Result<Void, FetchFailure>) {
-        guard state == .receiving else { return }
+        // Failed already (a write inside libcurl's callback, where nobody may be woken): the readers learn it now.
+        guard state == .receiving else { return wake() }
         if case .failure(let f) = result { return wake(after: fail(f)) }
         if let failure = flush() { return wake(after: fail(failure)) }
         state = .complete
@@ -129,6 +138,8 @@ public final class BodySpool {
 
     /// Up to `max` bytes from `offset` (one read of the file, or a copy from memory).
     public func read(at offset: Int, max: Int) -> Step {
+        // A reader that caught up gets what waits in the write buffer now, not at the next 128 KiB.
+        if offset >= length, !pending.isEmpty, state == .receiving, let failure = flush() { _ = fail(failure) }
         if offset >= length {
             switch state {
             case .receiving: return .wait
@@ -174,6 +185,7 @@ public final class BodySpool {
         guard opened >= 0 else { return BodySpool.failure("create \(name)") }
         fd = opened
         path = name
+        if let failure = roomProblem() { return failure }
         if let failure = writeAll(memory) { return failure }
         length = memory.count
         memory = []
@@ -183,6 +195,9 @@ public final class BodySpool {
 
     private func flush() -> FetchFailure? {
         guard fd >= 0, !pending.isEmpty else { return nil }
+        if length / config.checkEvery != (length + pending.count) / config.checkEvery, let failure = roomProblem() {
+            return failure
+        }
         if let failure = writeAll(pending) { return failure }
         length += pending.count
         pending.removeAll(keepingCapacity: true)
@@ -198,6 +213,17 @@ public final class BodySpool {
             off += n
         }
         return nil
+    }
+
+    /// A failure when the spool's file system has less than `keepFree` left.
+    private func roomProblem() -> FetchFailure? {
+        guard let directory = config.directory else { return nil }
+        var fs = statvfs()
+        guard statvfs(directory, &fs) == 0 else { return nil }
+        let free = Int(fs.f_bavail) * Int(fs.f_frsize)
+        guard free < config.keepFree else { return nil }
+        return .spoolFailed("ferryd could not keep the body on disk: \(free) bytes are free in \(directory), "
+                            + "and it keeps \(config.keepFree) free")
     }
 
     private func fail(_ f: FetchFailure) -> FetchFailure {

@@ -26,6 +26,9 @@ final class CurlMulti {
     /// Transfers whose callbacks gathered something to announce once libcurl returns (`deliverEvents`).
     private var touched: [Transfer] = []
     private var touchedKeys = Set<UInt>()
+    /// Transfers whose spool held a wake back: announced again 10 ms on, so readers never wait for the next bytes.
+    private var heldBack: [UInt: Transfer] = [:]
+    private var wakeTimer: LoopTimer!
 
     init(loop: EventLoop, maxPerHost: Int, maxTotal: Int) throws(FetchFailure) {
         try CurlMulti.globalInit()
@@ -47,6 +50,12 @@ final class CurlMulti {
             return 0
         })
         timer = LoopTimer(loop: loop) { [unowned self] _ in self.action(CURL_SOCKET_TIMEOUT, 0) }
+        wakeTimer = LoopTimer(loop: loop) { [unowned self] _ in
+            let again = heldBack.values
+            heldBack.removeAll()
+            for t in again where transfers[t.key] != nil { touch(t) }
+            deliverTouched()
+        }
     }
 
     /// `curl_global_init` once per process, before any other thread could call libcurl.
@@ -63,9 +72,7 @@ final class CurlMulti {
         // cleaned-up multi handle.
         guard !isClosed else { return transfer.finish(CURLE_ABORTED_BY_CALLBACK, message: "the daemon is stopping") }
         transfers[transfer.key] = transfer
-        transfer.onTouched = { [unowned self] t in
-            if touchedKeys.insert(t.key).inserted { touched.append(t) }
-        }
+        transfer.onTouched = { [unowned self] t in touch(t) }
         let rc = curl_multi_add_handle(handle, transfer.easy)
         if rc != CURLM_OK {
             transfers[transfer.key] = nil
@@ -81,9 +88,14 @@ final class CurlMulti {
         ended(transfer)
     }
 
+    private func touch(_ t: Transfer) {
+        if touchedKeys.insert(t.key).inserted { touched.append(t) }
+    }
+
     /// A transfer ended: its bytes leave the count.
     private func ended(_ transfer: Transfer) {
         bodyBytes -= counted.removeValue(forKey: transfer.key) ?? 0
+        heldBack[transfer.key] = nil
     }
 
     /// Announces what libcurl's callbacks gathered (heads, body growth), now that libcurl has returned, and counts
@@ -96,7 +108,10 @@ final class CurlMulti {
             for t in batch where transfers[t.key] != nil {
                 let memory = t.memoryBytes
                 bodyBytes += memory - (counted.updateValue(memory, forKey: t.key) ?? 0)
-                t.deliverEvents()
+                if t.deliverEvents() {
+                    if heldBack.isEmpty { wakeTimer.start(afterMs: UInt64(BodySpool.wakeAfterMs)) }
+                    heldBack[t.key] = t
+                }
             }
         }
     }
@@ -113,6 +128,7 @@ final class CurlMulti {
         for (_, poll) in polls { poll.close() }
         polls.removeAll()
         timer.close()
+        wakeTimer.close()
         curl_multi_cleanup(handle)
     }
 

@@ -1,3 +1,5 @@
+import FerryCache
+import FerryBytes
 import FerryHTTPCache
 import FerryLoop
 import FerryProtocol
@@ -20,6 +22,8 @@ public final class FetchEngine {
         public var maxBytesLimit = 8 << 30
         /// Where bodies go as they arrive (`BodySpool`); no directory keeps them in memory.
         public var spool = BodySpool.Config(directory: nil)
+        /// The key of credential partitions (`partition(for:)`): random per installation, kept off the disk.
+        public var partitionSecret: [UInt8] = (0..<32).map { _ in UInt8.random(in: 0...255) }
         public init() {}
     }
 
@@ -42,6 +46,17 @@ public final class FetchEngine {
         self.transport = transport
         self.responses = responses
         self.now = now
+    }
+
+    /// The credential partition of a request with `Authorization` or `Cookie` (nil without): an HMAC of the uid
+    /// that asks and those fields' values under the installation's secret, so equal credentials of one user meet
+    /// in one partition and nothing stored (keys included) reveals them.
+    func partition(for spec: FetchSpec) -> String? {
+        let fields = HTTPFields(spec.headers)
+        let auth = fields.values("authorization"), cookie = fields.values("cookie")
+        guard !auth.isEmpty || !cookie.isEmpty else { return nil }
+        let message = "\(spec.uid)\u{0}" + auth.joined(separator: "\u{1}") + "\u{0}" + cookie.joined(separator: "\u{1}")
+        return String(HMACSHA256.hex(key: config.partitionSecret, message: Array(message.utf8)).prefix(32))
     }
 
     /// Exchanges with origins running now.
@@ -102,7 +117,9 @@ public final class FetchEngine {
             guard case .own(.success(let arrival)) = outcome else { return }
             let absorbed = absorbHead(arrival.head, for: request, stored: found, validating: true)
             // A new response replaces the stored one once its body is in; nobody reads it meanwhile.
-            group?.storePlan = absorbed.plan
+            var plan = absorbed.plan
+            plan?.replacing = found.bodyKey
+            group?.storePlan = plan
         }
         group = join(waiter, request: outgoing, coalescingKey: nil)
     }
@@ -126,7 +143,7 @@ public final class FetchEngine {
         if !isSafeMethod(request.method) {
             let urls = invalidatedURLs(requestMethod: request.method, requestURL: request.url,
                                        responseStatus: head.status, responseHeaders: headers)
-            responses.invalidate(urls: urls)
+            responses.invalidate(urls: urls, partition: request.partition)
         }
         if case .store(let key) = storageVerdict(request: request, status: head.status, responseHeaders: headers),
            request.method != "HEAD" {

@@ -39,7 +39,17 @@ public final class FetchJob {
     }
 
     private var cacheRequest: CacheRequest {
-        CacheRequest(method: spec.method, url: url, headers: HTTPFields(spec.headers), mode: spec.cacheMode)
+        CacheRequest(method: spec.method, url: url, headers: HTTPFields(spec.headers), mode: spec.cacheMode,
+                     partition: partition)
+    }
+
+    /// The request's credential partition, made once per hop (a redirect may drop the credentials).
+    private var partitionOfHop: String??
+    private var partition: String? {
+        if let p = partitionOfHop { return p }
+        let p = engine.partition(for: spec)
+        partitionOfHop = .some(p)
+        return p
     }
 
     /// One URL of the chain: the cache first, where the request allows it.
@@ -128,7 +138,8 @@ public final class FetchJob {
         guard creq.method == "GET" || creq.method == "HEAD", spec.body.isEmpty,
               creq.mode.consultsCache, let key = creq.lookupKey else { return nil }
         // Limits are part of the identity: a waiter must not inherit another request's timeout or body limit.
-        var parts = [creq.method, key.url, "timeout:\(spec.timeoutMs ?? 0)", "max_bytes:\(spec.maxBytes)"]
+        var parts = [creq.method, key.url, "timeout:\(spec.timeoutMs ?? 0)", "max_bytes:\(spec.maxBytes)",
+                     "partition:\(creq.partition ?? "")"]
         for (name, value) in spec.headers.sorted(by: { ($0.0.lowercased(), $0.1) < ($1.0.lowercased(), $1.1) }) {
             parts.append(name.lowercased() + ":" + value)
         }
@@ -214,6 +225,7 @@ public final class FetchJob {
         }
         redirects += 1
         RedirectRules.apply(status: status, from: url, to: next, spec: &spec)
+        partitionOfHop = nil
         url = next
         hop()
         return true

@@ -24,6 +24,8 @@ public struct FetchSpec: Sendable {
     public var progress: Bool
     /// Who asks, for fair shares of transfer slots (`SlotScheduler`): the client connection's id; 0 for the daemon.
     public var owner: UInt64 = 0
+    /// The uid of the process that asks (its credentials' partition is its own, `FetchEngine.partition`).
+    public var uid: UInt32 = 0
     /// `retry`: an unsafe method may be sent again by the transport when a reused connection died under it (the
     /// client knows it is idempotent). An `Idempotency-Key` header says the same.
     public var retry = false

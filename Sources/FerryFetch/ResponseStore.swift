@@ -18,6 +18,10 @@ import FerryHTTPCache
 /// ```
 public final class ResponseStore {
     private let storage: ResponseStorage
+    /// Primary keys with a response being written (its body adopted, its Vary marker read first): a lookup of
+    /// one waits until it is in, so a request right behind the one that fetched it is a hit, not a second
+    /// download.
+    private var placing: [String: (count: Int, waiters: [() -> Void])] = [:]
 
     public init(storage: ResponseStorage) { self.storage = storage }
 
@@ -31,10 +35,24 @@ public final class ResponseStore {
         var bodyKey: String?
     }
 
-    /// The stored response for the request's variant, if any.
+    /// The stored response for the request's variant, if any: in its credential partition first, then shared.
     func lookup(_ request: CacheRequest, _ done: @escaping (Found?) -> Void) {
-        guard let key = request.lookupKey else { return done(nil) }
-        let primary = key.description
+        lookup(request, keys: request.lookupKeys[...], done)
+    }
+
+    private func lookup(_ request: CacheRequest, keys: ArraySlice<HTTPCacheKey>, _ done: @escaping (Found?) -> Void) {
+        guard let key = keys.first else { return done(nil) }
+        lookup(request, primary: key.description) { [self] found in
+            if let found { return done(found) }
+            lookup(request, keys: keys.dropFirst(), done)
+        }
+    }
+
+    private func lookup(_ request: CacheRequest, primary: String, _ done: @escaping (Found?) -> Void) {
+        if placing[primary] != nil {
+            placing[primary]!.waiters.append { [self] in lookup(request, primary: primary, done) }
+            return
+        }
         get(primary) { [self] record in
             switch record {
             case .response(let response, let body)?:
@@ -72,26 +90,28 @@ public final class ResponseStore {
     func store(_ response: StoredResponse, body: BodySpool, key: HTTPCacheKey, replacing: String? = nil) {
         var response = response
         response.bodySize = body.length
+        let primary = key.description
+        beginPlacing(primary)
         if let bytes = body.completeInMemory {
-            place(response, StoredRecord.encode(response, body: bytes), key: key)
+            place(response, StoredRecord.encode(response, body: bytes), primary: primary)
             if let replacing { storage.delete(replacing) }
             return
         }
-        let bodyKey = key.description + "\u{0}body\u{0}" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        let bodyKey = primary + "\u{0}body\u{0}" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
         let size = body.length
         storage.putBody(bodyKey, body) { [self] stored in
-            guard stored else { return }
-            place(response, StoredRecord.encode(response, bodyKey: bodyKey, size: size), key: key)
+            guard stored else { return endPlacing(primary) }
+            place(response, StoredRecord.encode(response, bodyKey: bodyKey, size: size), primary: primary)
             if let replacing { storage.delete(replacing) }
         }
     }
 
     /// Writes a response's record, joining the variants already stored under the same Vary (anything else starts
-    /// a new generation).
-    private func place(_ response: StoredResponse, _ record: [UInt8], key: HTTPCacheKey) {
-        let primary = key.description
+    /// a new generation); then the lookups that waited for it go on.
+    private func place(_ response: StoredResponse, _ record: [UInt8], primary: String) {
         guard let vary = response.headers.combined("vary"), !HTTPSyntax.trimmingOWS(vary).isEmpty else {
-            return put(primary, record)
+            put(primary, record)
+            return endPlacing(primary)
         }
         get(primary) { [self] existing in
             var generation = UInt64.random(in: 1...UInt64.max)
@@ -101,14 +121,30 @@ public final class ResponseStore {
                 put(primary, StoredRecord.encodeVaryMarker(vary, generation: generation))
             }
             put(ResponseStore.variantStorageKey(primary, generation, response.varyKey ?? ""), record)
+            endPlacing(primary)
         }
     }
 
-    /// Replaces a stored response's headers and times (after a 304), keeping its body where it is.
+    private func beginPlacing(_ primary: String) { placing[primary, default: (0, [])].count += 1 }
+
+    private func endPlacing(_ primary: String) {
+        guard var entry = placing[primary] else { return }
+        entry.count -= 1
+        if entry.count > 0 { return placing[primary] = entry }
+        placing[primary] = nil
+        for waiter in entry.waiters { waiter() }
+    }
+
+    /// Replaces a stored response's headers and times (after a 304), keeping its body where it is. A record whose
+    /// body is stored apart is rewritten only if it still points at that body (a newer response may have replaced
+    /// it, and its old body, meanwhile).
     func update(_ found: Found) {
         switch (found.bodyKey, found.body) {
         case (let bodyKey?, _):
-            put(found.storageKey, StoredRecord.encode(found.response, bodyKey: bodyKey, size: found.response.bodySize))
+            get(found.storageKey) { [self] record in
+                guard case .response(_, .apart(let current, _))? = record, current == bodyKey else { return }
+                put(found.storageKey, StoredRecord.encode(found.response, bodyKey: bodyKey, size: found.response.bodySize))
+            }
         case (nil, .bytes(let bytes)):
             put(found.storageKey, StoredRecord.encode(found.response, body: bytes))
         default:
@@ -116,17 +152,23 @@ public final class ResponseStore {
         }
     }
 
-    /// Removes what is stored for these URLs (an unsafe method succeeded): the primary record, which makes every
-    /// variant unreachable, and the body it points at when stored apart.
-    func invalidate(urls: [String]) {
+    /// Removes what is stored for these URLs (an unsafe method succeeded), shared and in the requester's
+    /// partition: the primary record, which makes every variant unreachable, and the body it points at when
+    /// stored apart. (Other partitions' copies are not known here; they keep to their own freshness.)
+    func invalidate(urls: [String], partition: String? = nil) {
         for url in urls {
-            guard let key = HTTPCacheKey(lookupFor: "GET", url: url) else { continue }
-            let primary = key.description
-            get(primary) { [self] record in
-                if case .response(_, .apart(let bodyKey, _))? = record { storage.delete(bodyKey) }
-            }
-            storage.delete(primary)
+            guard let shared = HTTPCacheKey(lookupFor: "GET", url: url) else { continue }
+            var keys = [shared]
+            if let partition { keys.append(HTTPCacheKey(method: shared.method, url: shared.url, partition: partition)) }
+            for key in keys { invalidate(primary: key.description) }
         }
+    }
+
+    private func invalidate(primary: String) {
+        get(primary) { [self] record in
+            if case .response(_, .apart(let bodyKey, _))? = record { storage.delete(bodyKey) }
+        }
+        storage.delete(primary)
     }
 
     static func variantStorageKey(_ primary: String, _ generation: UInt64, _ variant: String) -> String {

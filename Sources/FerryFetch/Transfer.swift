@@ -189,12 +189,13 @@ final class Transfer {
     }
 
     /// Announces what the callbacks gathered: the head (once), then the spool's growth. Outside libcurl's calls.
-    func deliverEvents() {
+    /// Returns true when the spool held a wake back (`BodySpool.announce`): ask again shortly.
+    func deliverEvents() -> Bool {
         if headIsIn && !headDelivered, let events {
             headDelivered = true
             events.head(head())
         }
-        spool.announce(nowMs: WallClock.nowMs())
+        return spool.announce(nowMs: WallClock.nowMs())
     }
 
     private func head() -> OriginHead {
@@ -247,8 +248,12 @@ final class Transfer {
     /// Called by `CurlMulti` once, when libcurl is done with the transfer (or it was aborted): the head first if
     /// it was not announced yet (a response that came whole in one go), then the end.
     func finish(_ code: CURLcode, message: String?) {
-        // The body is whole: a response that came in one go is then served from memory, at its head.
-        if code == CURLE_OK { spool.finish(.success(())) }
+        // The body is whole: a response that came in one go is then served from memory, at its head (and a
+        // reader that writes its final frame at once has the exchange's times).
+        if code == CURLE_OK {
+            spool.timing = timing()
+            spool.finish(.success(()))
+        }
         if code == CURLE_OK && !headDelivered, let events {
             headDelivered = true
             events.head(head())  // may cancel this transfer: then there is no `done`

@@ -89,11 +89,15 @@ final class TransferGroup {
     /// waiting to report its end: it finishes, and is stored).
     func remove(_ waiter: Waiter) {
         waiters.removeAll { $0 === waiter }
+        stopIfAbandoned()
+    }
+
+    /// Nobody follows it any more: it stops (what waits on it is released, its file removed).
+    private func stopIfAbandoned() {
         guard waiters.isEmpty, spool.state == .receiving, let exchange else { return }
         self.exchange = nil
         exchange.cancel()
         engine.forget(self)
-        // Nobody follows it any more: it ends (what waits on it is released, its file removed).
         spool.finish(.failure(.internalError("the transfer was stopped: every request for it went away")))
     }
 
@@ -111,6 +115,7 @@ final class TransferGroup {
         if waiter.accepts(head) { return waiter.receive(.shared(arrival)) }
         waiters.removeAll { $0 === waiter }
         waiter.receive(.retryAlone)
+        stopIfAbandoned()
     }
 
     /// The transfer ended. Before a head, the failure goes to every waiter; after it, the spool ends (complete or

@@ -15,6 +15,11 @@ public struct CacheRequest: Sendable, Equatable {
     public var headers: HTTPFields
     /// The Fetch cache mode: `CacheRequest(url: u, mode: .noCache).mode == .noCache`.
     public var mode: CacheMode
+    /// The request's credential partition, when it carries `Authorization` or `Cookie`: a keyed digest of those
+    /// credentials (and of who asks), never the credentials. Responses only such a request may reuse — `private`
+    /// ones, and those to credentials without `public`, `s-maxage` or `must-revalidate` — are stored there and
+    /// served only to requests of the same partition; the rest of the cache is shared, as RFC 9111 says.
+    public var partition: String?
 
     /// A request.
     ///
@@ -22,12 +27,14 @@ public struct CacheRequest: Sendable, Equatable {
     /// let head = CacheRequest(method: "HEAD", url: "http://a.test/")
     /// ```
     public init(
-        method: String = "GET", url: String, headers: HTTPFields = HTTPFields(), mode: CacheMode = .default
+        method: String = "GET", url: String, headers: HTTPFields = HTTPFields(), mode: CacheMode = .default,
+        partition: String? = nil
     ) {
         self.method = method
         self.url = url
         self.headers = headers
         self.mode = mode
+        self.partition = partition
     }
 
     /// The request's `Cache-Control` directives (with `Pragma: no-cache` when it has no `Cache-Control`).
@@ -44,6 +51,19 @@ public struct CacheRequest: Sendable, Equatable {
     /// CacheRequest(method: "HEAD", url: "http://a.test").lookupKey  // GET http://a.test/
     /// ```
     public var lookupKey: HTTPCacheKey? { HTTPCacheKey(lookupFor: method, url: url) }
+
+    /// Where a stored response for this request may be, in the order to look: its credential partition first
+    /// (a response only it may reuse), then the shared cache.
+    ///
+    /// ```swift
+    /// CacheRequest(url: "http://a.test/", partition: "p1").lookupKeys.map(\.description)
+    /// // ["GET http://a.test/ (partition p1)", "GET http://a.test/"]
+    /// ```
+    public var lookupKeys: [HTTPCacheKey] {
+        guard let shared = lookupKey else { return [] }
+        guard let partition else { return [shared] }
+        return [HTTPCacheKey(method: shared.method, url: shared.url, partition: partition), shared]
+    }
 
     /// Whether the request must not go to the network: mode `only-if-cached`, or the request directive
     /// `only-if-cached` (RFC 9111 §5.2.1.7). When `evaluate` then says `.validate` or `.mustFetch` (or nothing

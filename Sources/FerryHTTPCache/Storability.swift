@@ -47,7 +47,11 @@ public func isUnderstoodStatus(_ status: Int) -> Bool {
 ///    and the status is understood (§5.2.2.3: then `no-store` is ignored); `must-understand` with a status
 ///    not understood → no;
 /// 6. no unqualified `private` (qualified `private` is fine: those fields are stripped);
-/// 7. a request with `Authorization` only with `public`, `s-maxage` or `must-revalidate` (§3.5);
+/// 7. a request with `Authorization` — or, stricter than the RFC, a `Cookie` — only with `public`, `s-maxage` or
+///    `must-revalidate` (§3.5);
+///
+///    where 6 or 7 refuses and the request has a credential `partition`, the response is stored in that partition
+///    instead (the key names it), as a private cache of those credentials would;
 /// 8. `Vary: *` → not stored: it could never be reused without the origin;
 /// 9. at least one of: `Expires`, `max-age`, `s-maxage`, `public`, a heuristically cacheable status — or,
 ///    beyond the RFC's list, an unqualified `no-cache` with a validator (`ETag`/`Last-Modified`): such a
@@ -92,10 +96,18 @@ public func storageVerdict(request: CacheRequest, status: Int, responseHeaders: 
         return .doNotStore(reason: "must-understand with status \(status), which this cache does not understand")
     }
     if cc.noStore && !cc.mustUnderstand { return .doNotStore(reason: "response Cache-Control: no-store") }
-    if cc.isPrivate { return .doNotStore(reason: "response Cache-Control: private") }
-    if request.headers.contains("authorization") && !(cc.isPublic || cc.sMaxAge != nil || cc.mustRevalidate) {
-        return .doNotStore(
-            reason: "request has Authorization and the response lacks public, s-maxage and must-revalidate")
+    var partition: String?
+    if cc.isPrivate {
+        guard let p = request.partition else { return .doNotStore(reason: "response Cache-Control: private") }
+        partition = p
+    }
+    let credentials = request.headers.contains("authorization") || request.headers.contains("cookie")
+    if credentials && !(cc.isPublic || cc.sMaxAge != nil || cc.mustRevalidate) {
+        guard let p = request.partition else {
+            return .doNotStore(
+                reason: "request has Authorization or Cookie and the response lacks public, s-maxage and must-revalidate")
+        }
+        partition = p
     }
     if varyFieldNames(responseHeaders.combined("vary")) == nil {
         return .doNotStore(reason: "Vary: * can never be reused")
@@ -106,5 +118,5 @@ public func storageVerdict(request: CacheRequest, status: Int, responseHeaders: 
         return .doNotStore(
             reason: "no explicit freshness, not public, and status \(status) is not heuristically cacheable")
     }
-    return .store(key: HTTPCacheKey(method: "GET", url: url))
+    return .store(key: HTTPCacheKey(method: "GET", url: url, partition: partition))
 }

@@ -120,15 +120,18 @@ public struct HTTPCacheKey: Hashable, Sendable, CustomStringConvertible {
     public let method: String
     /// The normalised URL (`CacheKeyURL.normalize`), e.g. `"http://a.test/"`.
     public let url: String
+    /// The credential partition it belongs to (`CacheRequest.partition`); nil: the shared cache.
+    public let partition: String?
 
     /// A key from parts already normalised (e.g. read back from the store).
     ///
     /// ```swift
     /// let key = HTTPCacheKey(method: "GET", url: "http://a.test/")
     /// ```
-    public init(method: String, url: String) {
+    public init(method: String, url: String, partition: String? = nil) {
         self.method = method
         self.url = url
+        self.partition = partition
     }
 
     /// The key to look a request up under, or nil when the request can never be answered from the cache
@@ -143,7 +146,7 @@ public struct HTTPCacheKey: Hashable, Sendable, CustomStringConvertible {
         self.init(method: "GET", url: normalized)
     }
 
-    /// "METHOD url", for logs:
+    /// "METHOD url" (and the partition), the key responses are stored under:
     /// `HTTPCacheKey(method: "GET", url: "http://a.test/").description == "GET http://a.test/"`.
-    public var description: String { "\(method) \(url)" }
+    public var description: String { partition.map { "\(method) \(url) (partition \($0))" } ?? "\(method) \(url)" }
 }

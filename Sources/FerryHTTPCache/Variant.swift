@@ -1,3 +1,5 @@
+import FerryBytes
+
 // Secondary cache keys (RFC 9111 §4.1): a stored response with `Vary` may only be reused for a request whose
 // selecting header fields match those of the request that produced it.
 
@@ -39,9 +41,15 @@ public func variantKey(forVary vary: String?, request: HTTPFields) -> String? {
         let lines = request.values(name)
         if lines.isEmpty { return name }
         let members = lines.flatMap { ListSyntax.splitList($0) }
-        return name + "=" + members.joined(separator: ", ")
+        let value = members.joined(separator: ", ")
+        // The key is stored with the response: a credential is kept only as a digest (equal values, equal keys).
+        if credentialFields.contains(name) { return name + "#" + SHA256.hex(of: Array(value.utf8)).prefix(32) }
+        return name + "=" + value
     }.joined(separator: "\n")
 }
+
+/// Request fields whose values are credentials: a variant key holds a digest of them, never the value.
+let credentialFields: Set<String> = ["authorization", "cookie", "proxy-authorization"]
 
 /// `variantKey(forVary:request:)` for the `Vary` lines of a response's header fields.
 ///

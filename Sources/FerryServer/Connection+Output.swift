@@ -121,6 +121,7 @@ extension Connection {
             case .failed(let error):
                 streams.remove(at: index)
                 reply.isOver = true
+                reply.onDrop?()  // the work behind it (a transfer's waiter) ends with it
                 streamedBytes -= reply.remaining
                 if reply.body.holdsMemory { unreadMemoryBytes -= reply.remaining }
                 table.stats.countError(error.code, op: nil)

@@ -84,6 +84,8 @@ final class Connection: LoopPipeDelegate {
     /// Streamed replies count whole, so a client that asks for large values and does not read is not read further.
     var heldBytes: Int { pendingOutputBytes + heldBodyBytes + streamedBytes }
     static let maxUploadsPerConnection = 4
+    /// The peer's uid, read once (`SO_PEERCRED`); 0 when it cannot be read (such a peer is refused anyway).
+    lazy var peerUID: UInt32 = pipe.peerUID() ?? 0
 
     // MARK: Reading
 

@@ -16,6 +16,8 @@ public final class RequestContext {
     public let id: UInt64
     /// The connection it came on (its id): whose share of shared slots the request uses.
     public let clientID: UInt64
+    /// The uid of the process at the other end of the connection (`SO_PEERCRED`).
+    public var clientUID: UInt32 { connection?.peerUID ?? 0 }
     public let op: String
     public let args: JSONObject
     public let body: [UInt8]

@@ -52,6 +52,7 @@ enum Wiring {
             var engineConfig = FetchEngine.Config()
             engineConfig.maxBytesLimit = config.maxFetchBytes
             engineConfig.spool = BodySpool.Config(directory: try spoolDirectory(config))
+            if let secret = partitionSecret(config) { engineConfig.partitionSecret = secret }
             return FetchEngine(transport: transport, responses: ResponseStore(storage: CacheStoreResponses(store: store)),
                                config: engineConfig)
         } catch {
@@ -72,6 +73,30 @@ enum Wiring {
             }
         }
         return dir
+    }
+
+    /// The key of credential partitions, kept beside the socket when that directory is in memory (tmpfs, as
+    /// `$XDG_RUNTIME_DIR` is), so partitions survive a restart of the daemon but the secret never reaches a disk;
+    /// nil elsewhere (then each run has a fresh one, and partitions stored before it are never found again).
+    static func partitionSecret(_ config: ServerConfig) -> [UInt8]? {
+        let dir = String(config.socketPath[..<(config.socketPath.lastIndex(of: "/") ?? config.socketPath.startIndex)])
+        guard !dir.isEmpty, MemoryFileSystem.holds(dir) else { return nil }
+        let path = dir + "/ferryd.secret"
+        var fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        if fd < 0 {
+            fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { return nil }
+            let secret = (0..<32).map { _ in UInt8.random(in: 0...255) }
+            let written = secret.withUnsafeBytes { write(fd, $0.baseAddress, 32) }
+            close(fd)
+            return written == 32 ? secret : nil
+        }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_uid == getuid(), st.st_mode & 0o077 == 0, st.st_size == 32 else { return nil }
+        var secret = [UInt8](repeating: 0, count: 32)
+        guard secret.withUnsafeMutableBytes({ read(fd, $0.baseAddress, 32) }) == 32 else { return nil }
+        return secret
     }
 
     static func startImages(_ config: ServerConfig, fetch: FetchEngine, post: @escaping LoopPost) -> ImageLoader {

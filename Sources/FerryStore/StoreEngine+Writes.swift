@@ -37,6 +37,7 @@ extension StoreEngine {
         }
         let old = try makeRoom(for: key, cost: cost, now: file.createdAt, outcome: &outcome)
         let hash = try blobs.adopt(file.path)
+        adoptedInTransaction.append(hash)
         try index.put(key, DiskRow(size: file.size, createdAt: file.createdAt, expiresAt: file.expiresAt, inline: nil,
                                    blob: hash, checksum: checksum), accessedAt: file.createdAt)
         if let old { forget(key, old) }

@@ -15,6 +15,8 @@ final class StoreEngine {
     var diskBytes: Int
     var diskEntries: Int
     var maybeUnreferenced: [String] = []
+    /// Blob files renamed into place by `adopt` in the running transaction: removed again if it rolls back.
+    var adoptedInTransaction: [String] = []
     /// Blob files replies are still reading: never removed while pinned (`releaseBlob` removes them after).
     let pins = BlobPins()
     /// Set once by the disk tier before the worker starts: what a `StoredBlob` calls when its reader is done.
@@ -117,6 +119,14 @@ final class StoreEngine {
         case .put where !reserve.isHeld, .adopt where !reserve.isHeld:
             if case .adopt(_, let file) = job { unlink(file.path) }
             return .failed(fullModeRefusal)
+        case .adopt(let key, var file) where file.checksum == nil:
+            // Read once to make its checksum, before the transaction: the index is not held meanwhile.
+            guard let sum = BlobFiles.checksum(ofFileAt: file.path, size: file.size) else {
+                unlink(file.path)
+                return .failed(.io("\(file.path) is not the \(file.size) bytes it was said to be"))
+            }
+            file.checksum = sum
+            return runOne(.adopt(key, file), &outcome)
         default:
             do { try applyPending() } catch { return .failed(error) }
             let result = runTransaction([job], &outcome)[0]
@@ -200,6 +210,7 @@ final class StoreEngine {
             batch.expirations += outcome.expirations
         }
         let before = (diskBytes, diskEntries)
+        adoptedInTransaction.removeAll()
         do throws(SQLiteError) {
             try index.begin()
             for job in jobs {
@@ -221,6 +232,7 @@ final class StoreEngine {
         } catch {
             // The transaction is lost as a whole (typically a full disk): every write fails, reads run again alone.
             index.rollback()
+            for hash in adoptedInTransaction { blobs.remove(hash) }  // no row points at them now
             index.resetStatements()
             (diskBytes, diskEntries) = before
             if let totals = try? index.totals(overheadPerRow: StoreConfig.diskOverheadPerEntry) { (diskBytes, diskEntries) = totals }

@@ -87,31 +87,6 @@ import Testing
     }
 }
 
-@Suite struct SHA256Tests {
-    @Test(arguments: [
-        ("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
-        ("abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
-        ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
-    ])
-    func nistVectors(_ input: String, _ digest: String) {
-        #expect(SHA256.hex(of: Array(input.utf8)) == digest)
-    }
-
-    @Test func millionAsAndIncrementalUpdates() {
-        let data = [UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000)
-        #expect(SHA256.hex(of: data) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
-        var h = SHA256()
-        var offset = 0
-        var step = 1
-        while offset < data.count {
-            let end = min(data.count, offset + step)
-            h.update(Array(data[offset..<end]))
-            offset = end
-            step = step * 3 % 997 + 1
-        }
-        #expect(h.finish() == SHA256.hash(data))
-    }
-}
 
 @Suite struct CacheKeyEqualityTests {
     @Test func keysAreEqualExactlyWhenTheirBytesAre() throws {

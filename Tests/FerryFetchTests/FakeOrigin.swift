@@ -97,7 +97,20 @@ final class MemoryStorage: ResponseStorage {
     private(set) var puts = 0
     private(set) var deletes = 0
 
-    func get(_ key: String, _ done: @escaping ([UInt8]?) -> Void) { done(records[key]) }
+    /// When set, reads answer later, at `answerReads`, with what was stored when they were asked (as the disk
+    /// worker's reads do: a put settled meanwhile is not in them).
+    var deferReads = false
+    private var waitingReads: [() -> Void] = []
+
+    func get(_ key: String, _ done: @escaping ([UInt8]?) -> Void) {
+        guard deferReads else { return done(records[key]) }
+        let value = records[key]
+        waitingReads.append { done(value) }
+    }
+
+    func answerReads() {
+        while !waitingReads.isEmpty { waitingReads.removeFirst()() }
+    }
 
     func put(_ key: String, _ value: [UInt8]) {
         puts += 1

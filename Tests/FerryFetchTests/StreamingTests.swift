@@ -98,11 +98,30 @@ import FerryBytes
         #expect(spool.read(at: 100, max: 10) == .failed(.unavailable(curlCode: 18, message: "cut")))
     }
 
-    @Test func aSpoolThatCannotWriteFailsWithAClearReason() {
+    @Test func aSpoolThatCannotWriteFailsWithAClearReasonAndItsReadersLearnIt() {
         let spool = BodySpool(config: .init(directory: "/nonexistent-ferry-dir"))
+        var woken = false
+        spool.whenGrows { woken = true }
         let failure = spool.append(BodySpoolTests.pattern(2 << 20))
         guard case .spoolFailed(let why)? = failure else { Issue.record("\(String(describing: failure))"); return }
         #expect(why.contains("/nonexistent-ferry-dir") && spool.state == .failed)
+        #expect(!woken, "not from inside the transport's callback")
+        spool.finish(.failure(failure!))  // what the transfer's end does
+        #expect(woken, "the reader waiting on it learns it")
+    }
+
+    @Test func aReaderThatCaughtUpGetsTheWriteBufferAtOnce() {
+        let dir = BodySpoolTests.directory()
+        var config = BodySpool.Config(directory: dir)
+        config.memoryBytes = 100
+        config.writeBytes = 10_000
+        let spool = BodySpool(config: config)
+        _ = spool.append(BodySpoolTests.pattern(500))   // spilled, in the write buffer
+        _ = spool.append(BodySpoolTests.pattern(300, from: 500))
+        #expect(spool.isSpilled && spool.length == 0, "nothing written to the file yet")
+        #expect(BodySpoolTests.readAll(spool) == BodySpoolTests.pattern(800), "the buffer is written when a reader needs it")
+        spool.finish(.success(()))
+        rmdir(dir)
     }
 }
 
@@ -175,6 +194,32 @@ import FerryBytes
         let b = h.fetch("http://o.test/old")
         #expect(b.text == "here" && h.origin.exchanges.count == 2, "the redirect and its target were stored")
         rmdir(dir)
+    }
+
+    @Test func aRequestRightBehindTheOneThatFetchedItWaitsForItToBeStored() {
+        let h = EngineHarness()
+        h.storage.deferReads = true  // reads answer later, as from disk: storing a Vary response reads its marker first
+        let first = h.fetch("http://o.test/v") { $0.headers = [("Accept", "a")] }
+        h.storage.answerReads()
+        h.origin.exchanges[0].respond(200, [("Cache-Control", "max-age=600"), ("Vary", "Accept")], body: "A")
+        #expect(first.text == "A")
+        let second = h.fetch("http://o.test/v") { $0.headers = [("Accept", "a")] }
+        h.storage.answerReads()
+        #expect(second.outcome?.cache == .hit && h.origin.exchanges.count == 1, "a hit, not a second download")
+    }
+
+    @Test func theLastWaiterToBeRefusedAResponseStopsItsTransfer() {
+        let h = EngineHarness()
+        h.fetch("http://o.test/r")
+        h.origin.exchanges[0].respond(200, [("Cache-Control", "max-age=1, stale-if-error=600"), ("ETag", "\"1\"")], body: "old")
+        h.clock.advance(seconds: 5)
+        let first = h.fetch("http://o.test/r")
+        let second = h.fetch("http://o.test/r")
+        #expect(h.origin.exchanges.count == 2, "one validation for both")
+        h.origin.exchanges[1].sendHead(500, [("Cache-Control", "no-store")])
+        #expect(first.outcome?.cache == .stale && first.text == "old", "the first serves its stale copy and leaves")
+        #expect(second.result == nil && h.origin.exchanges.count == 3, "the second may not use a no-store 500: it asks alone")
+        #expect(h.origin.exchanges[1].cancelled, "nobody follows the 500 any more: it stops")
     }
 
     @Test func aResponseThatCameWholeIsServedFromMemory() {

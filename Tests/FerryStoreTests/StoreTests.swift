@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import FerryCache
+import FerryBytes
 @testable import FerryStore
 
 /// Stands in for the daemon's loop: completions posted by the disk worker are run here, on the test's thread.

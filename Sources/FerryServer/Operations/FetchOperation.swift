@@ -28,6 +28,7 @@ final class FetchOperation: OperationHandler {
         case .failure(let failure): return request.fail(failure.wireError)
         case .success(var s):
             s.owner = request.clientID  // its share of the transfer slots is this connection's
+            s.uid = request.clientUID   // and its credentials' partition, its user's
             spec = s
         }
         let startedMs = WallClock.nowMs()
