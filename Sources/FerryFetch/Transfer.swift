@@ -76,6 +76,9 @@ final class Transfer {
         // "" = every encoding this libcurl decodes; the body is handed over decoded.
         ferry_easy_str(easy, CURLOPT_ACCEPT_ENCODING, "")
         ferry_easy_long(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
+        // Wait for a connection being made to this origin to say whether it multiplexes (HTTP/2), rather than open
+        // one of its own: 100 requests at once to an HTTP/2 origin share one connection.
+        ferry_easy_long(easy, CURLOPT_PIPEWAIT, 1)
         if let caFile {
             // An extra trust anchor next to the system store (OpenSSL reads both the file and the directory).
             ferry_easy_str(easy, CURLOPT_CAINFO, caFile)
