@@ -8,7 +8,8 @@
 #   (d) the miss path: `ferry fetch --cache no-store` of nginx's file beside `curl` straight to nginx (hyperfine);
 #   (e)-(g) images (memory hits, disk hits, peak RSS under budgets); (h) a client that pipelines 64 cache.gets of a
 #   16 MiB value and never reads: ferryd's RSS growth and a bystander's ping latency (bench/hostile.py); (i) a 1 GiB
-#   miss streamed to a file by `ferry fetch -o` beside `curl -o`, and ferryd's peak RSS meanwhile.
+#   miss streamed to a file by `ferry fetch -o` beside `curl -o`, and ferryd's peak RSS meanwhile; (j) a download
+#   cut by the origin at 150 of 200 MiB, asked again: the bytes the origin sent each time.
 # Servers (ferryd, nginx, rawpingpong, the test origin) run on CPU 0, clients on CPU 1; every process started here
 # is stopped by PID on exit. nginx, wrk and hyperfine are installed with apt-get when missing (as root).
 #
@@ -237,6 +238,19 @@ echo "RESULT mode=gig-rss idle_kib=$idle_kib peak_kib=$peak_kib" | tee -a "$RESU
 kill "$FERRYD_PID"; wait "$FERRYD_PID" 2>/dev/null || true
 rm -f "$TMP/www/gig.bin"
 
+log "(j) a resumed download: 200 MiB cut by the origin at 150 MiB, then asked again: what the origin sent"
+start_bg "${SERVER_CPU[@]}" "$BIN/ferryd" --socket "$SOCK" --cache-dir "$TMP/cache-resume" --log-level warn
+FERRYD_PID=$STARTED_PID
+wait_for ferryd test -S "$SOCK"
+RESUME_URL="http://127.0.0.1:$ORIGIN_PORT/ranged?size=209715200&cut_at=157286400&cc=max-age%3D600"
+"${CLIENT_CPU[@]}" "$BIN/ferry" fetch -s "$RESUME_URL" -o "$TMP/resume.bin" 2>/dev/null || true
+sleep 1
+rs=$(seconds_of "${CLIENT_CPU[@]}" "$BIN/ferry" fetch -s "$RESUME_URL" -o "$TMP/resume.bin")
+sent=$(curl -s "http://127.0.0.1:$ORIGIN_PORT/__log" | python3 -c 'import json, sys; print(" ".join(str(e["sent"]) for e in json.load(sys.stdin) if e["path"] == "/ranged"))')
+echo "RESULT mode=resume sent_bytes=${sent// /,} seconds=$rs size=$(stat -c %s "$TMP/resume.bin")" | tee -a "$RESULTS"
+rm -f "$TMP/resume.bin"
+kill "$FERRYD_PID"; wait "$FERRYD_PID" 2>/dev/null || true
+
 # ---- the table -------------------------------------------------------------------------------------------------
 field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<"$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "–"; else printf "%.2f", a / b }'; }
@@ -268,6 +282,8 @@ TABLE=$TMP/table.md
     done
     gf=$(by_key gig-ferry mb_per_s); gc=$(by_key gig-curl mb_per_s); gr=$(grep 'mode=gig-rss ' "$RESULTS")
     echo "| **(i) streamed 1 GiB miss to a file** MB/s; ferryd peak RSS | $(field "$gf" mb_per_s) (\`ferry fetch -o\`); $(field "$gr" peak_kib) KiB (idle $(field "$gr" idle_kib)) | $(field "$gc" mb_per_s) (\`curl -o\`) | $(ratio "$(field "$gf" mb_per_s)" "$(field "$gc" mb_per_s)") |"
+    rr=$(grep 'mode=resume ' "$RESULTS")
+    echo "| **(j) resumed download** (200 MiB, cut at 150 MiB): bytes the origin sent, first try, second | $(field "$rr" sent_bytes) (whole: $(field "$rr" size)) | 209,715,200 twice without resuming | |"
     echo "| **(d) miss path, whole process**: mean ms | $(field "$fm" mean_ms) (\`ferry fetch --cache no-store\`) | $(field "$cm" mean_ms) (\`curl\`) | $(ratio "$(field "$fm" mean_ms)" "$(field "$cm" mean_ms)") |"
 } >"$TABLE"
 mkdir -p "$OUT_DIR"

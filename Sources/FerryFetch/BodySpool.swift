@@ -84,9 +84,53 @@ public final class BodySpool {
     public var completeInMemory: ArraySlice<UInt8>? { state == .complete && fd < 0 ? memory[...] : nil }
 
     /// The length the origin announced (`Content-Length`), so the body's checksum is made as it arrives; a body of
-    /// another length has its checksum made by the store instead.
+    /// another length (or one resumed from a partial) has its checksum made by the store instead.
     public func expect(_ count: Int?) {
         if let count, count >= 0, receivedBytes == 0 { sum = ChecksumBuilder(count: count) }
+    }
+
+    // MARK: Resuming
+
+    /// Bytes copied in from an earlier, interrupted download of the same response (`prefill`).
+    public private(set) var prefilled = 0
+
+    /// Starts the body with the first `count` bytes of `file` (a partial body the store kept): copied in the kernel
+    /// (`sendfile`), so the transfer only has to bring the rest. Before any byte arrives.
+    public func prefill(from file: String, count: Int) -> FetchFailure? {
+        guard receivedBytes == 0, fd < 0, count > 0 else { return .internalError("prefill of a spool already in use") }
+        let source = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard source >= 0 else { return BodySpool.failure("open \(file)") }
+        defer { close(source) }
+        if let failure = spill() { return failure }
+        var offset = off_t(0)
+        while Int(offset) < count {
+            let n = sendfile(fd, source, &offset, count - Int(offset))
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return BodySpool.failure("copy \(file)") }
+        }
+        length = count
+        prefilled = count
+        wokenAtLength = count
+        return nil
+    }
+
+    /// The origin sent the whole body instead of the rest (its validator changed, or it ignores ranges): what
+    /// was copied in goes. Called at the response's head, before any of its body, when nobody reads the spool yet.
+    public func discardPrefill() {
+        guard prefilled > 0, fd >= 0, pending.isEmpty, length == prefilled else { return }
+        _ = ftruncate(fd, 0)
+        lseek(fd, 0, SEEK_SET)
+        length = 0
+        prefilled = 0
+        wokenAtLength = 0
+    }
+
+    /// What a download that ended early has (the bytes written to its file), handed over to be kept as a partial
+    /// body: nil when it never left memory or holds nothing.
+    public func takePartialFile() -> (path: String, size: Int)? {
+        guard state != .complete, let path, fd >= 0, length > 0 else { return nil }
+        self.path = nil
+        return (path, length)
     }
 
     /// Takes the next bytes; a failure means they cannot be kept (the spool file could not be written).
@@ -127,7 +171,10 @@ public final class BodySpool {
     public func finish(_ result: Result<Void, FetchFailure>) {
         // Failed already (a write inside libcurl's callback, where nobody may be woken): the readers learn it now.
         guard state == .receiving else { return wake() }
-        if case .failure(let f) = result { return wake(after: fail(f)) }
+        if case .failure(let f) = result {
+            _ = flush()  // what arrived stays a valid prefix (kept as a partial body to resume from)
+            return wake(after: fail(f))
+        }
         if let failure = flush() { return wake(after: fail(failure)) }
         state = .complete
         pending = []
@@ -172,7 +219,7 @@ public final class BodySpool {
     public func takeFile() -> (path: String, size: Int, checksum: Int64?)? {
         guard state == .complete, let path else { return nil }
         self.path = nil
-        let checksum = sum.flatMap { $0.finish(count: length) }
+        let checksum = prefilled > 0 ? nil : sum.flatMap { $0.finish(count: length) }
         return (path, length, checksum)
     }
 

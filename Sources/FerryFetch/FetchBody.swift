@@ -16,6 +16,8 @@ public enum FetchBody {
     case bytes(ArraySlice<UInt8>)
     case spool(BodySpool)
     case stored(StoredBlob)
+    /// A byte range of a large stored body (a 206 from the cache).
+    case storedRange(StoredBlob, Range<Int>)
 
     public static var empty: FetchBody { .bytes([][...]) }
 
@@ -25,6 +27,16 @@ public enum FetchBody {
         case .bytes(let b): return b.count
         case .spool(let s): return s.state == .complete ? s.length : nil
         case .stored(let blob): return blob.size
+        case .storedRange(_, let r): return r.count
+        }
+    }
+
+    /// `range` of this body (of `knownSize`): a slice in memory, or a range of the stored file.
+    public func part(_ range: Range<Int>) -> FetchBody {
+        switch self {
+        case .bytes(let b): return .bytes(b[(b.startIndex + range.lowerBound)..<(b.startIndex + range.upperBound)])
+        case .stored(let blob): return .storedRange(blob, range)
+        case .spool, .storedRange: return self
         }
     }
 
@@ -33,7 +45,7 @@ public enum FetchBody {
         switch self {
         case .bytes(let b): return b
         case .spool(let s): return s.completeInMemory
-        case .stored: return nil
+        case .stored, .storedRange: return nil
         }
     }
 
@@ -43,13 +55,15 @@ public enum FetchBody {
         switch self {
         case .bytes(let b):
             done(b.count <= limit ? .success(Array(b)) : .failure(.tooLarge(limit: limit)))
-        case .stored(let blob):
-            guard blob.size <= limit else { return done(.failure(.tooLarge(limit: limit))) }
-            guard case .success(let reader) = blob.open() else {
+        case .stored, .storedRange:
+            let (blob, range): (StoredBlob, Range<Int>)
+            if case .storedRange(let b, let r) = self { (blob, range) = (b, r) } else if case .stored(let b) = self { (blob, range) = (b, 0..<b.size) } else { return }
+            guard range.count <= limit else { return done(.failure(.tooLarge(limit: limit))) }
+            guard case .success(let reader) = blob.open(range: range) else {
                 return done(.failure(.unavailable(curlCode: 0, message: "the stored body could not be read")))
             }
             var out: [UInt8] = []
-            out.reserveCapacity(blob.size)
+            out.reserveCapacity(range.count)
             while true {
                 switch reader.next(max: 1 << 20) {
                 case .piece(let bytes, let isLast):

@@ -67,13 +67,15 @@ public final class FetchEngine {
     public func close() { transport.close() }
 
     /// Joins the transfer in flight for `coalescingKey` or starts one; `nil` key: a transfer of its own.
-    func join(_ waiter: TransferGroup.Waiter, request: OriginRequest, coalescingKey: String?) -> TransferGroup? {
+    func join(_ waiter: TransferGroup.Waiter, request: OriginRequest, coalescingKey: String?,
+              resuming: (spool: BodySpool, stored: StoredResponse)? = nil) -> TransferGroup? {
         if let key = coalescingKey, let group = groups[key] {
             stats.coalesced += 1
             group.add(waiter)
             return group
         }
-        let group = TransferGroup(key: coalescingKey, engine: self, spool: BodySpool(config: config.spool))
+        let group = TransferGroup(key: coalescingKey, engine: self, spool: resuming?.spool ?? BodySpool(config: config.spool))
+        group.resumes = resuming?.stored
         group.add(waiter)
         if let key = coalescingKey { groups[key] = group }
         do {
@@ -173,6 +175,8 @@ public final class FetchStats {
     public internal(set) var bypass: UInt64 = 0
     public internal(set) var originRequests: UInt64 = 0
     public internal(set) var backgroundRevalidations: UInt64 = 0
+    /// Downloads that went on from what an interrupted one had kept.
+    public internal(set) var resumed: UInt64 = 0
     public internal(set) var bytesFromCache: UInt64 = 0
     public internal(set) var bytesFromOrigin: UInt64 = 0
 }

@@ -66,7 +66,7 @@ public final class FetchJob {
         let now = engine.now() / 1000
         guard let found else {
             if creq.requiresCachedResponse { return gatewayTimeout() }
-            return network(creq, stored: nil, validating: nil)
+            return resumeOrFetch(creq)
         }
         switch evaluate(request: creq, stored: found.response, now: now) {
         case .fresh(let age):
@@ -85,13 +85,40 @@ public final class FetchJob {
         }
     }
 
+    /// Nothing stored: an interrupted download of this URL kept by the store (`ResponseStore.partial`) is resumed —
+    /// its bytes copied into the new body, the origin asked only for the rest (`Range` + `If-Range`) — else the
+    /// whole is fetched. Only a plain GET resumes (a client's own range or condition asks for something else).
+    private func resumeOrFetch(_ creq: CacheRequest) {
+        guard creq.method == "GET", creq.mode.storesResponses, spec.body.isEmpty,
+              !["range", "if-range", "if-match", "if-unmodified-since"].contains(where: creq.headers.contains) else {
+            return network(creq, stored: nil, validating: nil)
+        }
+        engine.responses.partial(for: creq) { [self] partial in
+            guard !finished else { return }
+            guard let partial, case .stored(let blob) = partial.body,
+                  let validator = partial.response.headers.first("etag") ?? partial.response.headers.first("last-modified") else {
+                return network(creq, stored: nil, validating: nil)
+            }
+            let spool = BodySpool(config: engine.config.spool)
+            guard spool.prefill(from: blob.filePath, count: blob.size) == nil else { return network(creq, stored: nil, validating: nil) }
+            engine.responses.dropPartial(partial)  // the new body holds its bytes now (and is kept if it fails too)
+            engine.stats.resumed += 1
+            let resume = HTTPFields([("Range", "bytes=\(blob.size)-"), ("If-Range", validator), ("Accept-Encoding", "identity")])
+            network(creq, stored: nil, validating: nil, resume: (resume, spool, partial.response))
+        }
+    }
+
     /// To the origin: joins an identical transfer in flight when the request may share one.
-    private func network(_ creq: CacheRequest, stored: ResponseStore.Found?, validating conditional: HTTPFields?, alone: Bool = false) {
+    private func network(_ creq: CacheRequest, stored: ResponseStore.Found?, validating conditional: HTTPFields?, alone: Bool = false,
+                         resume: (fields: HTTPFields, spool: BodySpool, stored: StoredResponse)? = nil) {
         var headers = HTTPFields(spec.headers)
         if let conditional {
             // Our validators replace the client's; the client's own condition is answered afterwards.
             for name in FetchEngine.clientConditions { headers.removeAll(name) }
             headers = headers.appending(contentsOf: conditional)
+        }
+        if let resume {
+            headers = headers.removingAll(names: ["accept-encoding"]).appending(contentsOf: resume.fields)
         }
         let outgoing = OriginRequest(url: url, method: spec.method, headers: headers.pairs, body: spec.body,
                                      timeoutMs: spec.timeoutMs, maxBytes: spec.maxBytes, owner: spec.owner,
@@ -117,12 +144,13 @@ public final class FetchJob {
             case .shared(let arrival): received(.success(arrival), creq: creq, stored: stored, validating: conditional != nil, shared: true)
             case .retryAlone:
                 group = nil
-                network(creq, stored: stored, validating: conditional, alone: true)
+                network(creq, stored: stored, validating: conditional, alone: true, resume: nil)
             }
         }
         waiter.progress = { [weak self] received, total in self?.onProgress?(received, total) }
         self.waiter = waiter
-        group = engine.join(waiter, request: outgoing, coalescingKey: alone ? nil : coalescingKey(creq, conditional))
+        let key = alone ? nil : coalescingKey(creq, conditional).map { k in resume.map { k + "\nresume:\($0.spool.prefilled)" } ?? k }
+        group = engine.join(waiter, request: outgoing, coalescingKey: key, resuming: resume.map { ($0.spool, $0.stored) })
         group?.catchUp(waiter)
     }
 
@@ -241,12 +269,24 @@ public final class FetchJob {
             return reply(status: 304, headers: notModifiedHeaders(stored: found.response, age: age), body: .empty,
                          cache: cacheStatus, age: age, timing: nil)
         }
-        // The request's limit holds for stored bodies too: it was stored for someone who allowed more.
         let size = found.body.knownSize ?? 0
-        if spec.method != "HEAD" && size > spec.maxBytes { return finish(.failure(.tooLarge(limit: spec.maxBytes))) }
-        engine.stats.bytesFromCache += UInt64(size)
-        reply(status: found.response.status, headers: headersForServing(stored: found.response, age: age),
-              body: found.body, cache: cacheStatus, age: age, timing: nil)
+        var status = found.response.status, headers = headersForServing(stored: found.response, age: age), body = found.body
+        // A byte range of a complete stored response is served from the store (RFC 9110 §14).
+        if spec.method == "GET" {
+            switch rangeAnswer(request: creq.headers, stored: found.response, size: size) {
+            case .whole: break
+            case .part(let range):
+                (status, headers, body) = (206, partialContentHeaders(headers, range: range, size: size), found.body.part(range))
+            case .unsatisfiable:
+                return reply(status: 416, headers: unsatisfiableRangeHeaders(size: size), body: .empty, cache: cacheStatus,
+                             age: age, timing: nil)
+            }
+        }
+        // The request's limit holds for stored bodies too: it was stored for someone who allowed more.
+        let served = body.knownSize ?? 0
+        if spec.method != "HEAD" && served > spec.maxBytes { return finish(.failure(.tooLarge(limit: spec.maxBytes))) }
+        engine.stats.bytesFromCache += UInt64(served)
+        reply(status: status, headers: headers, body: body, cache: cacheStatus, age: age, timing: nil)
     }
 
     /// The response from the origin: its body in memory when it came whole already, else the spool to follow.

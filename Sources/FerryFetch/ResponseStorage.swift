@@ -17,10 +17,25 @@ public protocol ResponseStorage: AnyObject {
     func get(_ key: String, _ done: @escaping ([UInt8]?) -> Void)
     func put(_ key: String, _ value: [UInt8])
     func delete(_ key: String)
-    /// Keeps a complete spooled body (its file is taken over); `done(false)` when it was not kept.
-    func putBody(_ key: String, _ spool: BodySpool, _ done: @escaping (Bool) -> Void)
+    /// Keeps a spooled body (its file is taken over: renamed, or removed when not kept); `done(false)` when it
+    /// was not kept.
+    func putBody(_ key: String, file: SpooledFile, _ done: @escaping (Bool) -> Void)
     /// A body kept by `putBody`, as something to read in pieces; nil when it is gone.
     func getBody(_ key: String, _ done: @escaping (FetchBody?) -> Void)
+}
+
+/// A body file handed over by a spool (`BodySpool.takeFile`, `takePartialFile`): in the spool directory, on the
+/// store's file system.
+public struct SpooledFile: Sendable {
+    public var path: String
+    public var size: Int
+    public var checksum: Int64?
+
+    public init(path: String, size: Int, checksum: Int64?) {
+        self.path = path
+        self.size = size
+        self.checksum = checksum
+    }
 }
 
 /// `ResponseStorage` in the project's storage engine, under a namespace no client can name (`cache.*` namespaces
@@ -45,8 +60,7 @@ public final class CacheStoreResponses: ResponseStorage {
                   now: WallClock.nowMs()) { _ in }
     }
 
-    public func putBody(_ key: String, _ spool: BodySpool, _ done: @escaping (Bool) -> Void) {
-        guard let file = spool.takeFile() else { return done(false) }
+    public func putBody(_ key: String, file: SpooledFile, _ done: @escaping (Bool) -> Void) {
         let now = WallClock.nowMs()
         store.adopt(CacheKey(trusted: CacheStoreResponses.namespace, key),
                     AdoptedFile(path: file.path, size: file.size, checksum: file.checksum, createdAt: now)) { result in

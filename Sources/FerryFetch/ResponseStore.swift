@@ -99,7 +99,8 @@ public final class ResponseStore {
         }
         let bodyKey = primary + "\u{0}body\u{0}" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
         let size = body.length
-        storage.putBody(bodyKey, body) { [self] stored in
+        guard let file = body.takeFile() else { return endPlacing(primary) }
+        storage.putBody(bodyKey, file: SpooledFile(path: file.path, size: file.size, checksum: file.checksum)) { [self] stored in
             guard stored else { return endPlacing(primary) }
             place(response, StoredRecord.encode(response, bodyKey: bodyKey, size: size), primary: primary)
             if let replacing { storage.delete(replacing) }
@@ -124,6 +125,45 @@ public final class ResponseStore {
             endPlacing(primary)
         }
     }
+
+    // MARK: Partial bodies (downloads that ended early, to resume)
+
+    /// Keeps what an interrupted download of a storable 200 got (its spool file and its head), so the next
+    /// request for the URL, from any process, asks the origin only for the rest (`partial(for:)`).
+    func storePartial(_ response: StoredResponse, body: BodySpool, key: HTTPCacheKey) {
+        guard let file = body.takePartialFile() else { return }
+        let partialKey = ResponseStore.partialKey(key.description)
+        let bodyKey = partialKey + "\u{0}" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        storage.putBody(bodyKey, file: SpooledFile(path: file.path, size: file.size, checksum: nil)) { [self] stored in
+            guard stored else { return }
+            put(partialKey, StoredRecord.encode(response, bodyKey: bodyKey, size: file.size))
+        }
+    }
+
+    /// The partial body kept for this request's URL (in its partition, else shared), if any.
+    func partial(for request: CacheRequest, _ done: @escaping (Found?) -> Void) {
+        partial(keys: request.lookupKeys[...], done)
+    }
+
+    private func partial(keys: ArraySlice<HTTPCacheKey>, _ done: @escaping (Found?) -> Void) {
+        guard let key = keys.first else { return done(nil) }
+        let partialKey = ResponseStore.partialKey(key.description)
+        get(partialKey) { [self] record in
+            guard case .response(let response, let body)? = record else { return partial(keys: keys.dropFirst(), done) }
+            found(response, body, storageKey: partialKey) { [self] found in
+                if let found { return done(found) }
+                partial(keys: keys.dropFirst(), done)
+            }
+        }
+    }
+
+    /// A partial body was taken into a resumed download (or is no use any more): it goes.
+    func dropPartial(_ found: Found) {
+        storage.delete(found.storageKey)
+        if let bodyKey = found.bodyKey { storage.delete(bodyKey) }
+    }
+
+    static func partialKey(_ primary: String) -> String { primary + "\u{0}partial" }
 
     private func beginPlacing(_ primary: String) { placing[primary, default: (0, [])].count += 1 }
 

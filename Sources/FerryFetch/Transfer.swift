@@ -76,9 +76,10 @@ final class Transfer {
         // "" = every encoding this libcurl decodes; the body is handed over decoded.
         ferry_easy_str(easy, CURLOPT_ACCEPT_ENCODING, "")
         ferry_easy_long(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
-        // Wait for a connection being made to this origin to say whether it multiplexes (HTTP/2), rather than open
-        // one of its own: 100 requests at once to an HTTP/2 origin share one connection.
-        ferry_easy_long(easy, CURLOPT_PIPEWAIT, 1)
+        // Over TLS (where HTTP/2 is negotiated), wait for a connection being made to this origin to say whether it
+        // multiplexes, rather than open one of its own: 100 requests at once to an HTTP/2 origin share one
+        // connection. Not for plain http (HTTP/1.1 here): there it would wait behind busy connections.
+        if request.url.lowercased().hasPrefix("https:") { ferry_easy_long(easy, CURLOPT_PIPEWAIT, 1) }
         if let caFile {
             // An extra trust anchor next to the system store (OpenSSL reads both the file and the directory).
             ferry_easy_str(easy, CURLOPT_CAINFO, caFile)
@@ -230,6 +231,17 @@ final class Transfer {
             if status >= 200 && !headIsIn {
                 headIsIn = true
                 let fields = HTTPFields(headers)
+                if spool.prefilled > 0 {
+                    // A resumed download: a 206 must continue exactly where the kept bytes end; a 200 is the whole
+                    // body again (the validator changed, or ranges are not served), so the kept bytes go.
+                    if status == 206 {
+                        guard Transfer.rangeStart(fields) == spool.prefilled, !fields.contains("content-encoding") else {
+                            return false  // libcurl stops the transfer; the request fails rather than mix bodies
+                        }
+                    } else {
+                        spool.discardPrefill()
+                    }
+                }
                 // The body's length is the announced one only when libcurl does not decode it.
                 if !fields.contains("content-encoding"), let length = fields.first("content-length").flatMap({ Int($0) }) {
                     spool.expect(length)
@@ -246,6 +258,12 @@ final class Transfer {
         guard let colon = line.firstIndex(of: ":") else { return true }
         headers.append((String(line[..<colon]), HTTPSyntax.trimmingOWS(String(line[line.index(after: colon)...]))))
         return true
+    }
+
+    /// The first byte of a `Content-Range: bytes a-b/n`.
+    static func rangeStart(_ fields: HTTPFields) -> Int? {
+        guard let value = fields.first("content-range"), value.lowercased().hasPrefix("bytes ") else { return nil }
+        return Int(HTTPSyntax.trimmingOWS(String(value.dropFirst(6).prefix { $0 != "-" })))
     }
 
     /// Called by `CurlMulti` once, when libcurl is done with the transfer (or it was aborted): the head first if

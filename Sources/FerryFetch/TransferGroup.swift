@@ -62,6 +62,9 @@ final class TransferGroup {
     private var isFinished = false
     private(set) var head: OriginHead?
     var storePlan: StorePlan?
+    /// A resumed download (its spool holds the bytes kept from an interrupted one): the stored head of the 200 it
+    /// continues, which a 206 answer becomes.
+    var resumes: StoredResponse?
     private(set) var waiters: [Waiter] = []
     private var lastProgressMs: Int64 = 0
     private var lastReceived = -1
@@ -99,10 +102,13 @@ final class TransferGroup {
         exchange.cancel()
         engine.forget(self)
         spool.finish(.failure(.internalError("the transfer was stopped: every request for it went away")))
+        keepPartial()
     }
 
     /// The final response's head: every waiter learns whether it follows this response.
     func headArrived(_ head: OriginHead) {
+        var head = head
+        if let resumes, head.status == 206, spool.prefilled > 0 { head = TransferGroup.continuing(resumes, with: head) }
         self.head = head
         let current = waiters  // answers may make waiters leave
         for (i, waiter) in current.enumerated() where !waiter.answered { answer(waiter, head: head, first: i == 0) }
@@ -116,6 +122,35 @@ final class TransferGroup {
         waiters.removeAll { $0 === waiter }
         waiter.receive(.retryAlone)
         stopIfAbandoned()
+    }
+
+    /// The 200 a 206 continues (RFC 9111 §3.4): the stored response's fields, updated with the new ones, except
+    /// what describes the part (`Content-Range`, and `Content-Length`, which stays the whole body's).
+    static func continuing(_ stored: StoredResponse, with part: OriginHead) -> OriginHead {
+        var fields = stored.headers
+        let partFields = HTTPFields(part.headers)
+        var replaced = Set<String>()
+        for (name, value) in part.headers {
+            let lower = name.lowercased()
+            guard lower != "content-range", lower != "content-length", !replaced.contains(lower) else { continue }
+            replaced.insert(lower)
+            fields = fields.removingAll(lower)
+            for v in partFields.values(lower) { fields = fields.appending(name, v) }
+            _ = value
+        }
+        return OriginHead(status: 200, headers: fields.pairs, requestTime: part.requestTime, responseTime: part.responseTime,
+                          timing: part.timing)
+    }
+
+    /// A download that ended early keeps what it has for the next request (`ResponseStore.storePartial`): a
+    /// storable 200 with a validator and its length, not encoded, with at least 1 MiB on disk.
+    private func keepPartial() {
+        guard let storePlan, let head, head.status == 200, spool.isSpilled, spool.length >= 1 << 20 else { return }
+        let fields = HTTPFields(head.headers)
+        guard !fields.contains("content-encoding"), let total = fields.first("content-length").flatMap({ Int($0) }),
+              total > spool.length, fields.first("etag").flatMap(EntityTag.init).map({ !$0.isWeak }) ?? fields.contains("last-modified")
+        else { return }
+        engine.responses.storePartial(storePlan.entry, body: spool, key: storePlan.key)
     }
 
     /// The transfer ended. Before a head, the failure goes to every waiter; after it, the spool ends (complete or
@@ -143,6 +178,7 @@ final class TransferGroup {
             }
         case .failure(let failure):
             spool.finish(.failure(failure))
+            keepPartial()
         }
     }
 

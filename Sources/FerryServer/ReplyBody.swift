@@ -14,6 +14,8 @@ enum ReplyBody {
     case bytes(ArraySlice<UInt8>)
     /// A value on disk, read in pieces; checked as it goes, so the last piece goes out only if the whole is sound.
     case blob(StoredBlob, store: CacheStore)
+    /// A byte range of a value on disk (a 206 served from the cache): read in pieces, not checked.
+    case blobRange(StoredBlob, Range<Int>, store: CacheStore)
     /// A fetched body still arriving: pieces go out as the transfer writes them (a reader that caught up waits for
     /// more); a transfer that fails voids the reply. Counted as 0: it is on disk, or bounded by the spool.
     case spool(BodySpool)
@@ -23,6 +25,7 @@ enum ReplyBody {
         switch self {
         case .bytes(let b): return b.count
         case .blob(let blob, _): return blob.size
+        case .blobRange(_, let r, _): return r.count
         case .spool: return 0
         }
     }
@@ -91,9 +94,11 @@ final class StreamedReply {
             let end = start + min(max, all.endIndex - start)
             sent += end - start
             return .bytes(all[start..<end], isLast: end == all.endIndex)
-        case .blob(let blob, let store):
+        case .blob(let blob, let store), .blobRange(let blob, _, let store):
             if reader == nil {
-                switch blob.open() {
+                let range: Range<Int>
+                if case .blobRange(_, let r, _) = body { range = r } else { range = 0..<blob.size }
+                switch blob.open(range: range) {
                 case .success(let opened): reader = opened
                 case .failure(.damaged): return damaged(blob, store)
                 case .failure(.busy(let why)):

@@ -40,9 +40,16 @@ public final class StoredBlob: @unchecked Sendable {
 
     deinit { release(hash) }
 
+    /// Where the value's file is (pinned while this exists): to copy a stored partial body into a resumed one.
+    public var filePath: String { path }
+
     /// Opens the file for one pass over it: `.damaged` when it is missing or not its size (it is then reported),
     /// `.busy` when the process is out of descriptors or memory (a load, not damage: nothing is dropped).
-    public func open() -> Result<BlobReader, BlobOpenFailure> {
+    public func open() -> Result<BlobReader, BlobOpenFailure> { open(range: 0..<size) }
+
+    /// A pass over `range` of the value only (a byte range a client asked for): read as the whole is, but not
+    /// checked (the checksum covers the whole value).
+    public func open(range: Range<Int>) -> Result<BlobReader, BlobOpenFailure> {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else {
             let e = errno
@@ -53,7 +60,7 @@ public final class StoredBlob: @unchecked Sendable {
             Glibc.close(fd)
             return .failure(.damaged)
         }
-        return .success(BlobReader(fd: fd, blob: self))
+        return .success(BlobReader(fd: fd, blob: self, range: range.clamped(to: 0..<size)))
     }
 }
 
@@ -74,18 +81,24 @@ public final class BlobReader {
 
     public let blob: StoredBlob
     private let fd: Int32
-    public private(set) var offset = 0
+    public private(set) var offset: Int
+    private let end: Int
+    /// Only a pass over the whole value can be checked.
+    private let checks: Bool
     private var sum: Checksum64.Running
 
-    init(fd: Int32, blob: StoredBlob) {
+    init(fd: Int32, blob: StoredBlob, range: Range<Int>) {
         self.fd = fd
         self.blob = blob
+        offset = range.lowerBound
+        end = range.upperBound
+        checks = range == 0..<blob.size
         sum = Checksum64.Running(count: blob.size)
     }
 
     deinit { Glibc.close(fd) }
 
-    public var remaining: Int { blob.size - offset }
+    public var remaining: Int { end - offset }
 
     /// Reads up to `max` bytes (rounded down to whole 8-byte words unless it is the rest of the value).
     public func next(max: Int) -> Step {
@@ -99,9 +112,9 @@ public final class BlobReader {
             got += n
         }
         offset += want
-        sum.add(bytes)
+        if checks { sum.add(bytes) }
         let isLast = remaining == 0
-        if isLast, let expected = blob.checksum, Int64(bitPattern: sum.finish()) != expected { return .damaged }
+        if isLast, checks, let expected = blob.checksum, Int64(bitPattern: sum.finish()) != expected { return .damaged }
         return .piece(bytes, isLast: isLast)
     }
 }

@@ -18,6 +18,26 @@ final class BodyFile {
     private var fd: Int32
     private var committed = false
 
+    /// `-C`: the body's rest goes straight onto the end of FILE, which has `size` bytes (a download that resumes
+    /// keeps what each try brought, as curl's does).
+    init(appendingTo path: String, size: Int) throws(CommandFailure) {
+        self.path = path
+        temporary = path
+        committed = true  // nothing to rename or remove: the bytes are FILE's as they come
+        fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { throw BodyFile.failure("cannot write \(path)") }
+        var st = stat()
+        guard fstat(fd, &st) == 0, Int(st.st_size) == size else {
+            throw CommandFailure(code: .operationFailed, message: "\(path) changed while resuming it")
+        }
+    }
+
+    /// The size of an existing FILE to resume (0 when there is none).
+    static func existingSize(_ path: String) -> Int {
+        var st = stat()
+        return lstat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG ? Int(st.st_size) : 0
+    }
+
     init(path: String) throws(CommandFailure) {
         self.path = path
         temporary = "\(path).ferry-part-\(getpid())"
@@ -35,11 +55,12 @@ final class BodyFile {
         guard writeAll(fd, bytes) else { throw BodyFile.failure("cannot write \(temporary)") }
     }
 
-    /// The body is complete and wanted: FILE becomes it, in one rename.
+    /// The body is complete and wanted: FILE becomes it, in one rename (appended: it is FILE already).
     func commit() throws(CommandFailure) {
         let rc = close(fd)
         fd = -1
         guard rc == 0 else { throw BodyFile.failure("cannot write \(temporary)") }
+        if temporary == path { return }
         guard rename(temporary, path) == 0 else { throw BodyFile.failure("cannot rename \(temporary) to \(path)") }
         committed = true
     }

@@ -35,20 +35,35 @@ struct FetchCommand {
     func run() async throws(CommandFailure) {
         let words = Array(args.positionals.dropFirst())
         guard words.count == 1 else { throw CommandFailure(code: .usage, message: FetchCommand.usage) }
-        let request = try buildRequest(url: words[0])
+        var request = try buildRequest(url: words[0])
+        // -C: resume into -o FILE from its size (or the offset given), as curl's -C does.
+        var resumeAt = 0
+        if let at = args.value("continue-at") {
+            guard let out = args.value("output") else { throw CommandFailure(code: .usage, message: "-C needs -o FILE") }
+            guard let n = at == "-" ? BodyFile.existingSize(out) : Int(at), n >= 0 else {
+                throw CommandFailure(code: .usage, message: "-C takes '-' or a byte offset (got \(at))")
+            }
+            resumeAt = n
+            if n > 0 { request.headers.append(HTTPHeader("Range", "bytes=\(n)-")) }
+        }
         let client = try await commands.launcher.connect()
         defer { client.close() }
         // The body goes to `-o FILE` or stdout as it arrives, never whole through this process's memory: -i prints
         // the head when it comes, -f stops at an error status before a byte is written.
         let plain = !args.has("json") && request.method != "HEAD"
         if plain {
-            let file = try args.value("output").map { path throws(CommandFailure) in try BodyFile(path: path) }
+            let file = try args.value("output").map { path throws(CommandFailure) in
+                resumeAt > 0 ? try BodyFile(appendingTo: path, size: resumeAt) : try BodyFile(path: path)
+            }
+            var complete = false
             _ = try await fetch(client, request, head: { head throws(CommandFailure) in
-                if args.has("fail") && head.status >= 400 {
+                if resumeAt > 0 { complete = try FetchCommand.checkResume(head, at: resumeAt) }
+                if args.has("fail") && head.status >= 400 && !complete {
                     throw CommandFailure(code: .httpError, message: "The requested URL returned error: \(head.status)")
                 }
                 if args.has("include") { writeStdout(FetchCommand.headLines(head)) }
             }, sink: { bytes throws(CommandFailure) in
+                if complete { return }
                 if let file { try file.append(bytes) } else { writeStdout(bytes) }
             })
             try file?.commit()
@@ -56,6 +71,17 @@ struct FetchCommand {
         }
         let response = try await fetch(client, request, head: nil, sink: nil)
         try output(response, head: request.method == "HEAD")
+    }
+
+    /// `-C`: the answer must be the rest (a 206 from `at`); a 416 means the file is complete already (true). Anything
+    /// else (a 200: the origin ignores ranges, or its copy changed) cannot be appended: exit 33, as curl does.
+    static func checkResume(_ head: FetchResponse, at: Int) throws(CommandFailure) -> Bool {
+        if head.status == 416 { return true }
+        let start = head.header("content-range").flatMap { v in v.lowercased().hasPrefix("bytes ") ? Int(v.dropFirst(6).prefix { $0 != "-" }) : nil }
+        guard head.status == 206, start == at else {
+            throw CommandFailure(code: .cannotResume, message: "HTTP server doesn't seem to support byte ranges. Cannot resume.")
+        }
+        return false
     }
 
     static func headLines(_ r: FetchResponse) -> [UInt8] {

@@ -11,6 +11,8 @@ enum ExitCode: Int32 {
     case noDaemon = 3
     /// `ferry fetch -f` and an HTTP status of 400 or more: curl's code for the same case.
     case httpError = 22
+    /// `-C` and an origin that does not answer the range: curl's code for the same case.
+    case cannotResume = 33
 }
 
 /// A failure that ends the command with an exit code and a message on stderr.

@@ -25,6 +25,7 @@ let parser = ArgParser([
     OptionSpec("show-error", short: "S", help: "fetch: accepted for curl habits (errors are always shown)"),
     OptionSpec("location", short: "L", help: "fetch: accepted for curl habits (redirects are followed by default)"),
     OptionSpec("max-redirs", takesValue: true, help: "fetch: at most this many redirects"),
+    OptionSpec("continue-at", short: "C", takesValue: true, help: "fetch: resume a download into -o FILE ('-': from its size)"),
     OptionSpec("cache", takesValue: true, help: "fetch: the cache mode (default, no-store, reload, no-cache, force-cache, only-if-cached)"),
     OptionSpec("info", help: "image: print format, size and source"),
     OptionSpec("version", help: "print the version"),

@@ -1,3 +1,4 @@
+import Foundation
 @testable import FerryFetch
 import FerryHTTPCache
 
@@ -122,14 +123,13 @@ final class MemoryStorage: ResponseStorage {
         records[key] = nil
     }
 
-    /// Bodies stored apart are kept as bytes here (read whole from the spool).
-    func putBody(_ key: String, _ spool: BodySpool, _ done: @escaping (Bool) -> Void) {
-        FetchBody.spool(spool).collect(limit: .max) { [self] result in
-            guard case .success(let bytes) = result else { return done(false) }
-            puts += 1
-            records[key] = bytes
-            done(true)
-        }
+    /// Bodies stored apart are kept as bytes here (read whole from their file, which then goes).
+    func putBody(_ key: String, file: SpooledFile, _ done: @escaping (Bool) -> Void) {
+        defer { unlink(file.path) }
+        guard let data = FileManager.default.contents(atPath: file.path), data.count == file.size else { return done(false) }
+        puts += 1
+        records[key] = [UInt8](data)
+        done(true)
     }
 
     func getBody(_ key: String, _ done: @escaping (FetchBody?) -> Void) { done(records[key].map { .bytes($0[...]) }) }

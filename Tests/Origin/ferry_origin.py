@@ -33,6 +33,11 @@ Endpoints:
   /bigheader  bytes (default 200000) of response header: `lines` (default 1) X-Big-<n> fields sharing them, body "ok"
   /drop       reads the request, closes the connection without answering
   /truncate   size (default 1024): Content-Length size, sends size//2 bytes, closes
+  /ranged     size (default 1024) pattern bytes with ETag "<tag>" (default v1) and Accept-Ranges: bytes; one Range
+              (bytes=a-b, a-, -n) -> 206 with Content-Range unless If-Range names another validator (then 200);
+              unsatisfiable -> 416; cut_at=K: the first 200 of this exact URL sends K bytes of its body, then
+              closes; retag=1: the ETag changes with every request ("<tag>-<n>"). Its log entry's "sent" is the
+              body bytes written
   /file/NAME  a file under --files DIR (type from mimetypes); 403 if NAME contains "..", 404 if missing
   /__count?path=/x  (path without query) or ?url=/x%3Fa%3D1 (exact path+query, as sent) -> {"count": N}
   /__log      last 1000 requests: {method, path, query, headers, body_len, time, status, aborted}
@@ -98,6 +103,21 @@ def pattern_blocks(length):
         yield _BLOCK
     if rest:
         yield _BLOCK[:rest]
+
+
+def parse_single_range(value, size):
+    """(start, end) of one `bytes=` range of a body of `size` bytes, or None when unsatisfiable or not one range."""
+    m = re.fullmatch(r"\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*", value)
+    if not m or (m.group(1) == "" and m.group(2) == ""):
+        return None
+    if m.group(1) == "":
+        n = int(m.group(2))
+        return (max(0, size - n), size) if n > 0 and size > 0 else None
+    first = int(m.group(1))
+    last = int(m.group(2)) if m.group(2) else size - 1
+    if first >= size or last < first:
+        return None
+    return first, min(last, size - 1) + 1
 
 
 def split_sizes(total, pieces):
@@ -222,7 +242,7 @@ class State:
     def record(self, method, path, query, headers):
         """Count and log a request; return its log entry and the per-path serial number."""
         entry = {"method": method, "path": path, "query": query, "headers": [[k, v] for k, v in headers],
-                 "body_len": 0, "time": time.time(), "status": None, "aborted": False}
+                 "body_len": 0, "sent": None, "time": time.time(), "status": None, "aborted": False}
         with self.lock:
             self.by_path[path] += 1
             self.by_url[path + ("?" + query if query else "")] += 1
@@ -261,7 +281,7 @@ class OriginHandler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     ROUTES = {"/r": "ep_r", "/echo": "ep_echo", "/redirect": "ep_redirect", "/redirect-loop": "ep_redirect_loop",
               "/slow": "ep_slow", "/gzip": "ep_gzip", "/drop": "ep_drop", "/truncate": "ep_truncate",
-              "/bytes": "ep_bytes", "/bigheader": "ep_bigheader"}
+              "/bytes": "ep_bytes", "/bigheader": "ep_bigheader", "/ranged": "ep_ranged"}
 
     def setup(self):
         """Finish the TLS handshake here, in the connection's thread, not in the accept loop."""
@@ -551,6 +571,42 @@ class OriginHandler(BaseHTTPRequestHandler):
     def ep_bytes(self):
         size = self.params.int("size", 1024, 0, MAX_STREAMED)
         self.reply(200, [("Content-Type", "application/octet-stream")], size, conditional=True)
+
+    def ep_ranged(self):
+        p = self.params
+        size = p.int("size", 1024, 0, MAX_STREAMED)
+        # How many times this exact URL was asked, this request included.
+        nth = self.server.state.count(url=self.raw_path + ("?" + self.raw_query if self.raw_query else ""))
+        etag = '"%s"' % (p.get("tag", "v1") + (f"-{nth}" if p.flag("retag") else ""))
+        headers = [("Content-Type", "application/octet-stream"), ("ETag", etag), ("Accept-Ranges", "bytes")]
+        headers += common_headers(p)
+        start, end, status = 0, size, 200
+        wanted, if_range = self.headers.get("Range"), self.headers.get("If-Range")
+        if wanted is not None and (if_range is None or if_range.strip() == etag):
+            bounds = parse_single_range(wanted, size)
+            if bounds is None:
+                return self.start(416, [("Content-Range", f"bytes */{size}")], length=0)
+            start, end = bounds
+            status = 206
+            headers.append(("Content-Range", f"bytes {start}-{end - 1}/{size}"))
+        self.start(status, headers, length=end - start)
+        if self.command == "HEAD":
+            return
+        limit = end - start
+        cut = p.int("cut_at", -1, -1, MAX_STREAMED)
+        if status == 200 and cut >= 0 and nth == 1:
+            limit = min(limit, cut)
+        sent = 0
+        try:
+            while sent < limit:
+                n = min(1 << 20, limit - sent)
+                self.wfile.write(pattern(n, start + sent))
+                sent += n
+        finally:
+            self.server.state.update(self._entry, sent=sent)
+        if limit < end - start:
+            self.wfile.flush()
+            self.close_connection = True
 
     def ep_bigheader(self):
         total = self.params.int("bytes", 200_000, 1, 8 * 1024 * 1024)

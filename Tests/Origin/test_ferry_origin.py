@@ -139,6 +139,30 @@ class ResponseTests(OriginTestCase):
         resp, body = self.get("/r?size=0")
         self.assertEqual((resp.getheader("Content-Length"), body), ("0", b""))
 
+    def test_ranged(self):
+        resp, body = self.get("/ranged?size=1000&tag=e1")
+        self.assertEqual((resp.status, resp.getheader("ETag"), resp.getheader("Accept-Ranges")), (200, '"e1"', "bytes"))
+        self.assertEqual(body, expected_pattern(1000))
+        resp, body = self.get("/ranged?size=1000&tag=e1", {"Range": "bytes=900-"})
+        self.assertEqual((resp.status, resp.getheader("Content-Range")), (206, "bytes 900-999/1000"))
+        self.assertEqual(body, expected_pattern(1000)[900:])
+        resp, body = self.get("/ranged?size=1000", {"Range": "bytes=-10"})
+        self.assertEqual((resp.status, body), (206, expected_pattern(1000)[990:]))
+        resp, body = self.get("/ranged?size=1000&tag=e2", {"Range": "bytes=900-", "If-Range": '"e1"'})
+        self.assertEqual((resp.status, len(body)), (200, 1000), "another validator: the whole body")
+        resp, _ = self.get("/ranged?size=1000", {"Range": "bytes=2000-"})
+        self.assertEqual((resp.status, resp.getheader("Content-Range")), (416, "bytes */1000"))
+        self.assertEqual([e["sent"] for e in self.log() if e["path"] == "/ranged"], [1000, 100, 10, 1000, None])
+
+    def test_ranged_cut(self):
+        c = self.conn()
+        c.request("GET", "/ranged?size=5000000&cut_at=3000000")
+        resp = c.getresponse()
+        with self.assertRaises(http.client.IncompleteRead) as cm:
+            resp.read()
+        self.assertEqual(len(cm.exception.partial), 3000000)
+        self.assertEqual([e["sent"] for e in self.log() if e["path"] == "/ranged"], [3000000])
+
     def test_r_random(self):
         bodies = [self.get("/r?random=1&body=x")[1].decode() for _ in range(3)]
         self.assertEqual(len(set(bodies)), 3)

@@ -60,6 +60,10 @@ final class FetchOperation: OperationHandler {
             guard let store else { return request.fail(.internal, "a stored body without its store") }
             if blob.size > pieceBytes { request.event(.head, data: result) }
             request.succeed(result, streaming: .blob(blob, store: store))
+        case .storedRange(let blob, let range):
+            guard let store else { return request.fail(.internal, "a stored body without its store") }
+            if range.count > pieceBytes { request.event(.head, data: result) }
+            request.succeed(result, streaming: .blobRange(blob, range, store: store))
         case .spool(let spool):
             request.event(.head, data: result)
             // The client may leave while the body arrives: then this request no longer holds the transfer.

@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+import FerryClient
+import FerryProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Downloads that resume for whoever asks next, and ranges served from the store (issue 11, item 2).
+extension IntegrationTests {
+@Suite struct ResumeTests {
+    /// What the origin's log says it sent for each request to `path`, in order.
+    static func sent(_ origin: OriginServer, path: String) throws -> [Int] {
+        let (status, out, _) = try runCommand("/usr/bin/env", ["python3", "-c", """
+            import json, sys, urllib.request
+            log = json.load(urllib.request.urlopen("http://127.0.0.1:\(origin.port)/__log"))
+            print(" ".join(str(e["sent"]) for e in log if e["path"] == sys.argv[1] and e["sent"] is not None))
+            """, path])
+        guard status == 0 else { throw HarnessError("origin log: \(out)") }
+        return out.split(separator: " ").compactMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    }
+
+    /// The issue's test: a 200 MiB download cut at 150 MiB by the origin; another client's fetch of the URL makes
+    /// the origin send only the last 50 MiB, and gets the whole body, byte-exact; a changed validator starts over.
+    @Test func aCutDownloadIsResumedByTheNextClientAndAChangedValidatorStartsOver() async throws {
+        let origin = try OriginServer()
+        defer { origin.stop() }
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let dir = TempDir()
+        defer { dir.remove() }
+        let size = 200 << 20, cut = 150 << 20
+        let url = origin.url("/ranged?size=\(size)&cut_at=\(cut)&cc=max-age%3D600")
+        let client = try await FerryClient.connect(path: daemon.socket)
+        defer { client.close() }
+        var got = 0
+        var failure: FerryError?
+        do {
+            for try await event in client.fetchStream(FetchRequest(url)) { if case .chunk(let b) = event { got += b.count } }
+        } catch let e as FerryError { failure = e }
+        #expect(failure?.code == .unavailable && got <= cut, "\(String(describing: failure)) after \(got) bytes")
+        try await Task.sleep(for: .milliseconds(500))  // the partial body reaches the store
+        // A second process: the CLI, to a file.
+        let out = dir.path + "/resumed.bin"
+        let run = try runCommand(Binaries.ferry, ["fetch", "-s", url, "-o", out], environment: ["FERRY_SOCKET": daemon.socket])
+        #expect(run.status == 0, "\(run.err)")
+        #expect(try Self.sent(origin, path: "/ranged") == [cut, size - cut], "the origin sent 150 MiB, then only the rest")
+        let reference = dir.path + "/reference.bin"
+        #expect(try runCommand("/usr/bin/curl", ["-s", "-o", reference, origin.url("/ranged?size=\(size)")]).status == 0)
+        #expect(try runCommand("/usr/bin/cmp", [reference, out]).status == 0, "the resumed body is the origin's, byte for byte")
+        #expect(try await client.fetch(FetchRequest(url)).cacheStatus == .hit, "and it was stored whole")
+        #expect(try await client.stats()["fetch"]?["resumed"]?.intValue == 1)
+
+        // Another URL whose validator changes with every request: cut, then the next try starts over.
+        let small = 8 << 20, smallCut = 6 << 20
+        let changing = origin.url("/ranged?size=\(small)&cut_at=\(smallCut)&retag=1&cc=max-age%3D600")
+        _ = try? await client.fetch(FetchRequest(changing))
+        try await Task.sleep(for: .milliseconds(500))
+        let whole = try await client.fetch(FetchRequest(changing))
+        #expect(whole.status == 200 && whole.body.count == small)
+        let log = try Self.sent(origin, path: "/ranged")
+        #expect(log.suffix(2) == [smallCut, small], "If-Range no longer matched: the whole body again (\(log))")
+        let matches = whole.body.withUnsafeBufferPointer { b in (0..<b.count).allSatisfy { b[$0] == UInt8($0 % 251) } }
+        #expect(matches, "and it is the new body, not the old bytes with the new ones")
+    }
+
+    /// A byte range of a stored response is served from the store (206, Content-Range), If-Range is honoured, an
+    /// unsatisfiable one gets 416; `ferry fetch -C -` resumes a file as curl's does.
+    @Test func rangesOfAStoredResponseAndCurlsResume() async throws {
+        let origin = try OriginServer()
+        defer { origin.stop() }
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let client = try await FerryClient.connect(path: daemon.socket)
+        defer { client.close() }
+        let dir = TempDir()
+        defer { dir.remove() }
+        let size = 3_000_000
+        let url = origin.url("/ranged?size=\(size)&tag=t1&cc=max-age%3D600")
+        #expect(try await client.fetch(FetchRequest(url)).body.count == size)
+        func ranged(_ headers: [HTTPHeader]) async throws -> FetchResponse { try await client.fetch(FetchRequest(url, headers: headers)) }
+        let part = try await ranged([HTTPHeader("Range", "bytes=2999990-")])
+        #expect(part.status == 206 && part.cacheStatus == .hit && part.header("content-range") == "bytes 2999990-2999999/3000000")
+        #expect(part.body == (2_999_990..<3_000_000).map { UInt8($0 % 251) })
+        let middle = try await ranged([HTTPHeader("Range", "bytes=1000000-2999999")])
+        #expect(middle.status == 206 && middle.body.count == 2_000_000 && middle.body.first == UInt8(1_000_000 % 251))
+        #expect(try await ranged([HTTPHeader("Range", "bytes=100-"), HTTPHeader("If-Range", "\"t1\"")]).status == 206)
+        let stale = try await ranged([HTTPHeader("Range", "bytes=100-"), HTTPHeader("If-Range", "\"old\"")])
+        #expect(stale.status == 200 && stale.body.count == size, "If-Range with another validator: the whole")
+        #expect(try await ranged([HTTPHeader("Range", "bytes=5000000-")]).status == 416)
+        #expect(try origin.count(path: "/ranged") == 1, "all from the store")
+
+        // -C -: a file with the first 1,000,000 bytes gets the rest appended.
+        let file = dir.path + "/part.bin"
+        try Data((0..<1_000_000).map { UInt8($0 % 251) }).write(to: URL(fileURLWithPath: file))
+        let run = try runCommand(Binaries.ferry, ["fetch", "-s", "-C", "-", url, "-o", file], environment: ["FERRY_SOCKET": daemon.socket])
+        #expect(run.status == 0, "\(run.err)")
+        let whole = try [UInt8](Data(contentsOf: URL(fileURLWithPath: file)))
+        #expect(whole.count == size && whole.enumerated().allSatisfy { $0.element == UInt8($0.offset % 251) })
+        let again = try runCommand(Binaries.ferry, ["fetch", "-s", "-C", "-", url, "-o", file], environment: ["FERRY_SOCKET": daemon.socket])
+        let sizeAfter = try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int
+        #expect(again.status == 0 && sizeAfter == size, "complete: untouched (\(again.err))")
+        let small = dir.path + "/small.bin"
+        try Data(repeating: 0, count: 100).write(to: URL(fileURLWithPath: small))
+        let noRanges = try runCommand(Binaries.ferry, ["fetch", "-s", "-C", "100", origin.url("/r?size=1000"), "-o", small],
+                                      environment: ["FERRY_SOCKET": daemon.socket])
+        #expect(noRanges.status == 33, "an origin that ignores ranges: curl's exit 33 (\(noRanges.err))")
+        let smallSize = try FileManager.default.attributesOfItem(atPath: small)[.size] as? Int
+        #expect(smallSize == 100, "and nothing appended")
+    }
+}
+}
