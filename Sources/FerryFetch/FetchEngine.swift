@@ -149,7 +149,7 @@ public final class FetchEngine {
         }
         if case .store(let key) = storageVerdict(request: request, status: head.status, responseHeaders: headers),
            request.method != "HEAD" {
-            let entry = StoredResponse(storing: head.status, headers: Self.decoded(headers), for: request,
+            let entry = StoredResponse(storing: head.status, headers: Self.served(head), for: request,
                                        requestTime: head.requestTime, responseTime: head.responseTime, bodySize: 0)
             return (nil, TransferGroup.StorePlan(entry: entry, key: key))
         }
@@ -158,6 +158,17 @@ public final class FetchEngine {
 
     /// libcurl hands bodies over decoded: a stored `Content-Encoding` / `Content-Length` would describe bytes we
     /// do not have, so they are dropped from what is stored (and served).
+    /// A response's fields as served and stored: without what described an encoding libcurl undid; and a body
+    /// passed through encoded varies on `Accept-Encoding` (whatever the origin said), so it only ever reaches a
+    /// request that accepts the same.
+    static func served(_ head: OriginHead) -> HTTPFields {
+        let headers = HTTPFields(head.headers)
+        if head.decoded { return decoded(headers) }
+        guard headers.contains("content-encoding"),
+              !(varyFieldNames(headers.combined("vary"))?.contains("accept-encoding") ?? true) else { return headers }
+        return headers.appending("Vary", "Accept-Encoding")
+    }
+
     static func decoded(_ headers: HTTPFields) -> HTTPFields {
         guard headers.contains("content-encoding") else { return headers }
         return headers.removingAll(names: ["content-encoding", "content-length"])

@@ -20,6 +20,8 @@ public final class FetchJob {
     private var group: TransferGroup?
     private var waiter: TransferGroup.Waiter?
     private var finished = false
+    /// The origin's bytes are passed through encoded (it used a coding the transport does not decode).
+    private var passThrough = false
     private let startedMs: Int64
     private var onDone: ((Result<FetchOutcome, FetchFailure>) -> Void)?
     /// Bytes received so far and the total when known, while a transfer of this job runs (with `spec.progress`).
@@ -120,9 +122,10 @@ public final class FetchJob {
         if let resume {
             headers = headers.removingAll(names: ["accept-encoding"]).appending(contentsOf: resume.fields)
         }
-        let outgoing = OriginRequest(url: url, method: spec.method, headers: headers.pairs, body: spec.body,
+        var outgoing = OriginRequest(url: url, method: spec.method, headers: headers.pairs, body: spec.body,
                                      timeoutMs: spec.timeoutMs, maxBytes: spec.maxBytes, owner: spec.owner,
                                      mayReplay: spec.mayReplay)
+        outgoing.decodes = !passThrough && !HTTPFields(spec.headers).contains("accept-encoding") && resume == nil
         let clock = engine.now
         let waiter = TransferGroup.Waiter(wantsProgress: spec.progress, accepts: { head in
             // Someone else's response is ours only if the cache could have stored it for our request and would now
@@ -181,6 +184,11 @@ public final class FetchJob {
         switch result {
         case .failure(let failure):
             group = nil
+            if case .unavailable(curlCode: 61, _) = failure, !passThrough, isSafeMethod(creq.method) {
+                // The origin used a content coding libcurl does not know: ask again and pass the bytes through.
+                passThrough = true
+                return network(creq, stored: stored, validating: nil, alone: true)
+            }
             if let stored, staleIfErrorAllowed(stored: stored.response, request: creq, now: now, disconnected: true) {
                 engine.stats.stale += 1
                 return serveStored(stored, age: currentAge(stored: stored.response, now: now), cacheStatus: .stale)
@@ -300,7 +308,7 @@ public final class FetchJob {
         } else {
             body = .spool(arrival.body)  // the job stays in the group: cancelling it leaves the transfer
         }
-        reply(status: arrival.head.status, headers: FetchEngine.decoded(HTTPFields(arrival.head.headers)), body: body,
+        reply(status: arrival.head.status, headers: FetchEngine.served(arrival.head), body: body,
               cache: cacheStatus, age: 0, timing: arrival.head.timing)
     }
 

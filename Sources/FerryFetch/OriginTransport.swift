@@ -64,6 +64,10 @@ public struct OriginRequest: Sendable {
     /// Whether the transport may send it again on its own when a reused connection died under it (libcurl's
     /// retry). True for safe methods; a POST, PUT, PATCH or DELETE only when the client said so (RFC 9110 §9.2.2).
     public var mayReplay: Bool
+    /// Whether the transport asks for the content codings it can decode and hands the body over decoded. False
+    /// when the client sent its own `Accept-Encoding` (it gets exactly what the origin sent), or when the origin
+    /// used a coding the transport does not know: then the bytes and `Content-Encoding` pass through untouched.
+    public var decodes = true
 
     public init(url: String, method: String, headers: [(String, String)], body: [UInt8], timeoutMs: Int?, maxBytes: Int,
                 owner: UInt64 = 0, mayReplay: Bool? = nil) {
@@ -93,6 +97,9 @@ public struct OriginHead: Sendable {
     public var responseTime: Int64
     /// The exchange's times so far (`done` has the final ones).
     public var timing: OriginTiming
+    /// The body is handed over decoded (the transport asked for a coding and undid it): its `Content-Encoding`
+    /// and `Content-Length` describe bytes nobody gets.
+    public var decoded = false
 
     public init(status: Int, headers: [(String, String)], requestTime: Int64, responseTime: Int64,
                 timing: OriginTiming = OriginTiming()) {

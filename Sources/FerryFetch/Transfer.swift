@@ -73,8 +73,14 @@ final class Transfer {
         ferry_easy_long(easy, CURLOPT_FOLLOWLOCATION, 0)
         ferry_easy_long(easy, CURLOPT_NOSIGNAL, 1)
         ferry_easy_ptr(easy, CURLOPT_PRIVATE, UnsafeMutableRawPointer(bitPattern: key))
-        // "" = every encoding this libcurl decodes; the body is handed over decoded.
-        ferry_easy_str(easy, CURLOPT_ACCEPT_ENCODING, "")
+        if request.decodes {
+            // "" = every encoding this libcurl decodes; the body is handed over decoded.
+            ferry_easy_str(easy, CURLOPT_ACCEPT_ENCODING, "")
+        } else {
+            // The bytes as the origin sent them, with their Content-Encoding (the client's own Accept-Encoding,
+            // or a coding libcurl does not know).
+            ferry_easy_long(easy, CURLOPT_HTTP_CONTENT_DECODING, 0)
+        }
         ferry_easy_long(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
         // Over TLS (where HTTP/2 is negotiated), wait for a connection being made to this origin to say whether it
         // multiplexes, rather than open one of its own: 100 requests at once to an HTTP/2 origin share one
@@ -203,8 +209,10 @@ final class Transfer {
     }
 
     private func head() -> OriginHead {
-        OriginHead(status: status, headers: headers, requestTime: requestTime,
-                   responseTime: responseTime == 0 ? WallClock.nowMs() / 1000 : responseTime, timing: timing())
+        var head = OriginHead(status: status, headers: headers, requestTime: requestTime,
+                              responseTime: responseTime == 0 ? WallClock.nowMs() / 1000 : responseTime, timing: timing())
+        head.decoded = request.decodes && headers.contains { $0.0.lowercased() == "content-encoding" }
+        return head
     }
 
     /// One header line; false stops the transfer (the header section is too large). A status line starts a new
@@ -243,7 +251,8 @@ final class Transfer {
                     }
                 }
                 // The body's length is the announced one only when libcurl does not decode it.
-                if !fields.contains("content-encoding"), let length = fields.first("content-length").flatMap({ Int($0) }) {
+                if !fields.contains("content-encoding") || !request.decodes,
+                   let length = fields.first("content-length").flatMap({ Int($0) }) {
                     spool.expect(length)
                 }
                 onTouched(self)

@@ -40,13 +40,22 @@ public func variantKey(forVary vary: String?, request: HTTPFields) -> String? {
     return names.map { name -> String in
         let lines = request.values(name)
         if lines.isEmpty { return name }
-        let members = lines.flatMap { ListSyntax.splitList($0) }
+        var members = lines.flatMap { ListSyntax.splitList($0) }.map(String.init)
+        if unorderedFields.contains(name) {
+            // Their members' order, case and spacing carry no meaning (the weights do): "gzip, br" = "BR,gzip".
+            members = members.map { m in m.lowercased().split(separator: ";").map { ListSyntax.trimOWS(String($0)) }.joined(separator: ";") }
+                .sorted()
+        }
         let value = members.joined(separator: ", ")
         // The key is stored with the response: a credential is kept only as a digest (equal values, equal keys).
         if credentialFields.contains(name) { return name + "#" + SHA256.hex(of: Array(value.utf8)).prefix(32) }
         return name + "=" + value
     }.joined(separator: "\n")
 }
+
+/// Request fields whose list members may be reordered, recased and respaced without changing what they ask
+/// (RFC 9111 §4.1 lets a cache normalise such fields before it compares them).
+let unorderedFields: Set<String> = ["accept-encoding", "accept-language"]
 
 /// Request fields whose values are credentials: a variant key holds a digest of them, never the value.
 let credentialFields: Set<String> = ["authorization", "cookie", "proxy-authorization"]

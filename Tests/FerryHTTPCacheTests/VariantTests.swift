@@ -22,6 +22,24 @@ import Testing
         #expect(variantKey(forVary: "Foo", request: ["Foo": "2"]) != a)
     }
 
+    @Test func acceptEncodingAndLanguageCompareWithoutOrderCaseOrSpaces() {
+        let a = variantKey(forVary: "Accept-Encoding", request: ["Accept-Encoding": "gzip, br"])
+        #expect(variantKey(forVary: "Accept-Encoding", request: ["Accept-Encoding": "BR,gzip"]) == a)
+        #expect(variantKey(forVary: "Accept-Encoding", request: ["Accept-Encoding": "gzip"]) != a)
+        let l = variantKey(forVary: "Accept-Language", request: ["Accept-Language": "de, en;q=0.5"])
+        #expect(variantKey(forVary: "Accept-Language", request: ["Accept-Language": "EN ; q=0.5,de"]) == l)
+        #expect(variantKey(forVary: "Accept-Language", request: ["Accept-Language": "de, en;q=0.9"]) != l, "weights count")
+        #expect(variantKey(forVary: "X-Order", request: ["X-Order": "b, a"]) != variantKey(forVary: "X-Order", request: ["X-Order": "a, b"]),
+                "other fields keep their order")
+    }
+
+    @Test func aCredentialIsKeptOnlyAsADigest() {
+        let key = variantKey(forVary: "Authorization", request: ["Authorization": "Bearer s3cret"])
+        #expect(key?.contains("s3cret") == false && key?.hasPrefix("authorization#") == true)
+        #expect(key == variantKey(forVary: "Authorization", request: ["Authorization": "Bearer s3cret"]))
+        #expect(key != variantKey(forVary: "Authorization", request: ["Authorization": "Bearer other"]))
+    }
+
     @Test func absentDiffersFromEmpty() {
         let absent = variantKey(forVary: "Foo", request: [:])
         let empty = variantKey(forVary: "Foo", request: ["Foo": ""])

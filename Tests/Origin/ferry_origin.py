@@ -33,6 +33,7 @@ Endpoints:
   /bigheader  bytes (default 200000) of response header: `lines` (default 1) X-Big-<n> fields sharing them, body "ok"
   /drop       reads the request, closes the connection without answering
   /truncate   size (default 1024): Content-Length size, sends size//2 bytes, closes
+  /early      a 103 Early Hints (Link: </hint.css>; rel=preload, X-Early: 1) before the response of /r
   /ranged     size (default 1024) pattern bytes with ETag "<tag>" (default v1) and Accept-Ranges: bytes; one Range
               (bytes=a-b, a-, -n) -> 206 with Content-Range unless If-Range names another validator (then 200);
               unsatisfiable -> 416; cut_at=K: the first 200 of this exact URL sends K bytes of its body, then
@@ -281,7 +282,7 @@ class OriginHandler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     ROUTES = {"/r": "ep_r", "/echo": "ep_echo", "/redirect": "ep_redirect", "/redirect-loop": "ep_redirect_loop",
               "/slow": "ep_slow", "/gzip": "ep_gzip", "/drop": "ep_drop", "/truncate": "ep_truncate",
-              "/bytes": "ep_bytes", "/bigheader": "ep_bigheader", "/ranged": "ep_ranged"}
+              "/bytes": "ep_bytes", "/bigheader": "ep_bigheader", "/ranged": "ep_ranged", "/early": "ep_early"}
 
     def setup(self):
         """Finish the TLS handshake here, in the connection's thread, not in the accept loop."""
@@ -571,6 +572,14 @@ class OriginHandler(BaseHTTPRequestHandler):
     def ep_bytes(self):
         size = self.params.int("size", 1024, 0, MAX_STREAMED)
         self.reply(200, [("Content-Type", "application/octet-stream")], size, conditional=True)
+
+    def ep_early(self):
+        self.send_response_only(103)
+        self.send_header("Link", "</hint.css>; rel=preload")
+        self.send_header("X-Early", "1")
+        self.end_headers()
+        self.wfile.flush()
+        self.ep_r()
 
     def ep_ranged(self):
         p = self.params

@@ -154,6 +154,17 @@ class ResponseTests(OriginTestCase):
         self.assertEqual((resp.status, resp.getheader("Content-Range")), (416, "bytes */1000"))
         self.assertEqual([e["sent"] for e in self.log() if e["path"] == "/ranged"], [1000, 100, 10, 1000, None])
 
+    def test_early_hints(self):
+        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as sock:
+            sock.sendall(b"GET /early?body=hi HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            data = b""
+            while chunk := sock.recv(65536):
+                data += chunk
+        self.assertTrue(data.startswith(b"HTTP/1.1 103"), data[:40])
+        self.assertIn(b"Link: </hint.css>; rel=preload", data)
+        self.assertIn(b"HTTP/1.1 200", data)
+        self.assertTrue(data.endswith(b"hi"))
+
     def test_ranged_cut(self):
         c = self.conn()
         c.request("GET", "/ranged?size=5000000&cut_at=3000000")
