@@ -68,7 +68,7 @@ let package = Package(
         ),
         .target(name: "FerryClient", dependencies: ["FerryProtocol"]),
         .target(name: "FerryCodable", dependencies: ["FerryClient"]),
-        .executableTarget(name: "ferryd", dependencies: ["FerryServer", "FerryStore", "FerryArgs"]),
+        .executableTarget(name: "ferryd", dependencies: ["FerryServer", "FerryStore", "FerryArgs", "FerryHTTPCache"]),
         // Shell users pay the CLI's start-up on every call: the Swift runtime linked statically saves ~1 ms a run
         // (measured in BENCHMARKS.md).
         .executableTarget(

@@ -64,8 +64,9 @@ public final class BodySpool {
     private var wakers: [() -> Void] = []
     private var wokenAtLength = 0
     private var wokenAtMs: Int64 = 0
-    /// New bytes that wake a waiting reader, or the time since the last wake after which any new byte does.
-    static let wakeBytes = 64 * 1024
+    /// New bytes that wake a waiting reader (one reply piece: a reader following a fast download sends whole
+    /// pieces), or the time since the last wake after which any new byte does.
+    static let wakeBytes = 256 * 1024
     static let wakeAfterMs: Int64 = 10
 
     public init(config: Config) { self.config = config }
@@ -197,14 +198,19 @@ public final class BodySpool {
         if case .failed = state { return .failed(failure ?? .internalError("the body failed")) }
         let want = min(max, length - offset)
         guard fd >= 0 else { return .bytes(Array(memory[offset..<offset + want])) }
-        var out = [UInt8](repeating: 0, count: want)
-        var got = 0
-        while got < want {
-            let n = out.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + got, want - got, off_t(offset + got)) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return .failed(.spoolFailed("the spooled body could not be read back (\(String(cString: strerror(errno))))")) }
-            got += n
+        var failed = false
+        // Not zero-filled first: every byte is read over.
+        let out = [UInt8](unsafeUninitializedCapacity: want) { buffer, count in
+            var got = 0
+            while got < want {
+                let n = pread(fd, buffer.baseAddress! + got, want - got, off_t(offset + got))
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { failed = true; break }
+                got += n
+            }
+            count = got
         }
+        if failed { return .failed(.spoolFailed("the spooled body could not be read back (\(String(cString: strerror(errno))))")) }
         return .bytes(out)
     }
 

@@ -22,6 +22,9 @@ public final class FetchEngine {
         public var maxBytesLimit = 8 << 30
         /// Where bodies go as they arrive (`BodySpool`); no directory keeps them in memory.
         public var spool = BodySpool.Config(directory: nil)
+        /// The targeted cache-control fields this cache obeys over `Cache-Control` (RFC 9213,
+        /// `--cache-control-targets`), first wins.
+        public var targets = TargetedCacheControl.ferry
         /// The key of credential partitions (`partition(for:)`): random per installation, kept off the disk.
         public var partitionSecret: [UInt8] = (0..<32).map { _ in UInt8.random(in: 0...255) }
         public init() {}
@@ -131,12 +134,13 @@ public final class FetchEngine {
     /// body is complete (`TransferGroup.storePlan`).
     func absorbHead(_ head: OriginHead, for request: CacheRequest, stored: ResponseStore.Found?,
                     validating: Bool) -> (refreshed: ResponseStore.Found?, plan: TransferGroup.StorePlan?) {
-        let headers = HTTPFields(head.headers)
+        let headers = config.targets.policyView(HTTPFields(head.headers))
         if head.status == 304, validating, let stored {
             // The body we keep is decoded; the stored Content-Encoding describes that body, not a new one.
-            let updated = stored.response.updating(withNotModified: headers, requestTime: head.requestTime,
+            var updated = stored.response.updating(withNotModified: HTTPFields(head.headers), requestTime: head.requestTime,
                                                    responseTime: head.responseTime,
                                                    keepingStored: ["content-encoding", "content-length"])
+            updated.headers = config.targets.policyView(TargetedCacheControl.clientView(updated.headers))
             let refreshed = ResponseStore.Found(response: updated, body: stored.body, storageKey: stored.storageKey,
                                                 bodyKey: stored.bodyKey)
             responses.update(refreshed)
@@ -149,7 +153,7 @@ public final class FetchEngine {
         }
         if case .store(let key) = storageVerdict(request: request, status: head.status, responseHeaders: headers),
            request.method != "HEAD" {
-            let entry = StoredResponse(storing: head.status, headers: Self.served(head), for: request,
+            let entry = StoredResponse(storing: head.status, headers: config.targets.policyView(Self.served(head)), for: request,
                                        requestTime: head.requestTime, responseTime: head.responseTime, bodySize: 0)
             return (nil, TransferGroup.StorePlan(entry: entry, key: key))
         }

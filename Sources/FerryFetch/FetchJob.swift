@@ -127,10 +127,11 @@ public final class FetchJob {
                                      mayReplay: spec.mayReplay)
         outgoing.decodes = !passThrough && !HTTPFields(spec.headers).contains("accept-encoding") && resume == nil
         let clock = engine.now
+        let targets = engine.config.targets
         let waiter = TransferGroup.Waiter(wantsProgress: spec.progress, accepts: { head in
             // Someone else's response is ours only if the cache could have stored it for our request and would now
             // serve it to us without asking the origin (RFC 9111 §4: collapsed requests get reusable responses).
-            let headers = HTTPFields(head.headers)
+            let headers = targets.policyView(HTTPFields(head.headers))
             // A 304 answers every waiter of a validation alike: they sent the same validators for the same entry.
             if head.status == 304 && conditional != nil { return true }
             guard storageVerdict(request: creq, status: head.status, responseHeaders: headers).isStorable else { return false }
@@ -274,11 +275,14 @@ public final class FetchJob {
         if followRedirect(status: found.response.status, headers: found.response.headers) { return }
         let creq = cacheRequest
         if clientConditionMatches(request: creq, stored: found.response) {
-            return reply(status: 304, headers: notModifiedHeaders(stored: found.response, age: age), body: .empty,
+            var seen = found.response
+            seen.headers = TargetedCacheControl.clientView(seen.headers)  // the client's fields, not the policy's
+            return reply(status: 304, headers: notModifiedHeaders(stored: seen, age: age), body: .empty,
                          cache: cacheStatus, age: age, timing: nil)
         }
         let size = found.body.knownSize ?? 0
-        var status = found.response.status, headers = headersForServing(stored: found.response, age: age), body = found.body
+        var status = found.response.status, body = found.body
+        var headers = TargetedCacheControl.clientView(headersForServing(stored: found.response, age: age))
         // A byte range of a complete stored response is served from the store (RFC 9110 §14).
         if spec.method == "GET" {
             switch rangeAnswer(request: creq.headers, stored: found.response, size: size) {

@@ -68,8 +68,13 @@ public final class CacheStoreResponses: ResponseStorage {
         }
     }
 
+    /// Bodies up to `wholeUpTo` come back whole (and join the memory tier, whose hits then cost no disk read);
+    /// larger ones as the store's file, read in pieces as the client takes them.
+    public static let wholeUpTo = 16 * 1024 * 1024
+
     public func getBody(_ key: String, _ done: @escaping (FetchBody?) -> Void) {
-        store.read(CacheKey(trusted: CacheStoreResponses.namespace, key), now: WallClock.nowMs(), streamAbove: 0) { result in
+        store.read(CacheKey(trusted: CacheStoreResponses.namespace, key), now: WallClock.nowMs(),
+                   streamAbove: CacheStoreResponses.wholeUpTo) { result in
             switch result {
             case .success((.blob(let blob), _)?): done(.stored(blob))
             case .success((.entry(let entry), _)?): done(.bytes(entry.value[...]))

@@ -134,10 +134,10 @@ public final class ResponseStore {
         guard let file = body.takePartialFile() else { return }
         let partialKey = ResponseStore.partialKey(key.description)
         let bodyKey = partialKey + "\u{0}" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
-        storage.putBody(bodyKey, file: SpooledFile(path: file.path, size: file.size, checksum: nil)) { [self] stored in
-            guard stored else { return }
-            put(partialKey, StoredRecord.encode(response, bodyKey: bodyKey, size: file.size))
-        }
+        // The record first: at a daemon's stop the body's job still runs but its completion does not, and a record
+        // whose body is missing is only a miss (`found`).
+        put(partialKey, StoredRecord.encode(response, bodyKey: bodyKey, size: file.size))
+        storage.putBody(bodyKey, file: SpooledFile(path: file.path, size: file.size, checksum: nil)) { _ in }
     }
 
     /// The partial body kept for this request's URL (in its partition, else shared), if any.

@@ -72,6 +72,9 @@ final class Transfer {
         ferry_easy_str(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
         ferry_easy_long(easy, CURLOPT_FOLLOWLOCATION, 0)
         ferry_easy_long(easy, CURLOPT_NOSIGNAL, 1)
+        // Larger reads from the origin's socket: a fast download takes a quarter of the callbacks (and of the
+        // spool's appends) it would at libcurl's 16 KiB.
+        ferry_easy_long(easy, CURLOPT_BUFFERSIZE, 128 * 1024)
         ferry_easy_ptr(easy, CURLOPT_PRIVATE, UnsafeMutableRawPointer(bitPattern: key))
         if request.decodes {
             // "" = every encoding this libcurl decodes; the body is handed over decoded.

@@ -47,6 +47,9 @@ public struct ServerConfig: Sendable {
     /// most it may ask. Bodies stream, so this bounds time and disk, not memory; what is kept is bounded by the
     /// disk budget (half of it for one body).
     public var maxFetchBytes = 8 << 30
+    /// The targeted cache-control fields the HTTP cache obeys over `Cache-Control` and `Expires` (RFC 9213,
+    /// `--cache-control-targets`), first wins; a deployment that acts as a CDN adds `CDN-Cache-Control`.
+    public var cacheControlTargets = ["Ferry-Cache-Control"]
     /// The image loader: memory budget and entry count (`--image-memory-limit`, `--image-max-entries`), the pixel
     /// limit (`--image-max-pixels`) and downloads at once (`--image-downloads`).
     public var imageMemoryLimit = 128 * 1024 * 1024

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import FerryCache
 import FerryFetch
+import FerryHTTPCache
 import FerryLoop
 import FerryImages
 import FerryProtocol
@@ -51,6 +52,7 @@ enum Wiring {
             let transport = FairTransport(curl, loop: loop, capacity: config.fetchTotal, defaultTimeoutMs: config.fetchTimeoutMs)
             var engineConfig = FetchEngine.Config()
             engineConfig.maxBytesLimit = config.maxFetchBytes
+            engineConfig.targets = TargetedCacheControl(fields: config.cacheControlTargets)
             engineConfig.spool = BodySpool.Config(directory: try spoolDirectory(config))
             if let secret = partitionSecret(config) { engineConfig.partitionSecret = secret }
             return FetchEngine(transport: transport, responses: ResponseStore(storage: CacheStoreResponses(store: store)),

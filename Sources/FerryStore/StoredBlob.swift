@@ -103,14 +103,19 @@ public final class BlobReader {
     /// Reads up to `max` bytes (rounded down to whole 8-byte words unless it is the rest of the value).
     public func next(max: Int) -> Step {
         let want = remaining <= max ? remaining : Swift.max(8, max & ~7)
-        var bytes = [UInt8](repeating: 0, count: want)
-        var got = 0
-        while got < want {
-            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + got, want - got, off_t(offset + got)) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return .damaged }  // shorter than its row says: truncated under the daemon
-            got += n
+        var short = false
+        // Not zero-filled first: every byte is read over.
+        let bytes = [UInt8](unsafeUninitializedCapacity: want) { buffer, count in
+            var got = 0
+            while got < want {
+                let n = pread(fd, buffer.baseAddress! + got, want - got, off_t(offset + got))
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { short = true; break }  // shorter than its row says: truncated under the daemon
+                got += n
+            }
+            count = got
         }
+        if short { return .damaged }
         offset += want
         if checks { sum.add(bytes) }
         let isLast = remaining == 0

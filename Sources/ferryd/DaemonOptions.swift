@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import FerryArgs
+import FerryHTTPCache
 import FerryProtocol
 import FerryServer
 import FerryStore
@@ -26,6 +27,7 @@ enum DaemonOptions {
         OptionSpec("fetch-total", takesValue: true, help: "fetch: transfers at once in all, more wait (default: 64)"),
         OptionSpec("fetch-connect-timeout", takesValue: true, help: "fetch: how long connecting to an origin may take (default: 30s)"),
         OptionSpec("fetch-timeout", takesValue: true, help: "fetch: limit of an exchange whose request sets no timeout_ms (default: 5m)"),
+        OptionSpec("cache-control-targets", takesValue: true, help: "fetch: targeted cache-control fields obeyed over Cache-Control, first wins (default: Ferry-Cache-Control)"),
         OptionSpec("max-fetch-bytes", takesValue: true, help: "fetch: largest response body, the default max_bytes (default: 8GiB)"),
         OptionSpec("image-memory-limit", takesValue: true, help: "image loader memory budget (default: 128MiB)"),
         OptionSpec("image-max-entries", takesValue: true, help: "images kept in memory at most (default: 1000)"),
@@ -85,6 +87,13 @@ enum DaemonOptions {
         if let n = args.value("fetch-total") { config.fetchTotal = try positive(n, "--fetch-total") }
         if let v = args.value("fetch-connect-timeout") { config.fetchConnectTimeoutMs = Int(try parseDurationMs(v)) }
         if let v = args.value("fetch-timeout") { config.fetchTimeoutMs = Int(try parseDurationMs(v)) }
+        if let v = args.value("cache-control-targets") {
+            let names = v.split(separator: ",").map { HTTPSyntax.trimmingOWS(String($0)) }.filter { !$0.isEmpty }
+            guard !names.isEmpty, names.allSatisfy({ HTTPSyntax.isToken($0) && $0.lowercased() != "cache-control" }) else {
+                throw UsageError("--cache-control-targets takes field names separated by commas, e.g. CDN-Cache-Control,Ferry-Cache-Control (got \"\(v)\")")
+            }
+            config.cacheControlTargets = names
+        }
         if let v = args.value("max-fetch-bytes") { config.maxFetchBytes = try size(v, "--max-fetch-bytes") }
         if let v = args.value("image-memory-limit") { config.imageMemoryLimit = try size(v, "--image-memory-limit", allowZero: true) }
         if let n = args.value("image-max-entries") { config.imageMaxEntries = try positive(n, "--image-max-entries") }

@@ -143,11 +143,15 @@ final class EngineHarness {
     let engine: FetchEngine
 
     /// `spool`: where bodies go as they arrive (in memory unless a test gives a directory).
-    init(spool: BodySpool.Config = .init(directory: nil)) {
-        origin = FakeOrigin(clock: clock)
-        let clock = self.clock
+    convenience init(spool: BodySpool.Config = .init(directory: nil)) {
         var config = FetchEngine.Config()
         config.spool = spool
+        self.init(config: config)
+    }
+
+    init(config: FetchEngine.Config) {
+        origin = FakeOrigin(clock: clock)
+        let clock = self.clock
         engine = FetchEngine(transport: origin, responses: ResponseStore(storage: storage), config: config, now: { clock.nowMs })
     }
 
