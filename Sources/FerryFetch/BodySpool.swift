@@ -115,12 +115,27 @@ public final class BodySpool {
         return nil
     }
 
+    /// The same from bytes in memory (a partial body small enough to come back from the store whole).
+    public func prefill(bytes: ArraySlice<UInt8>) -> FetchFailure? {
+        guard receivedBytes == 0, fd < 0, !bytes.isEmpty else { return .internalError("prefill of a spool already in use") }
+        if let failure = bytes.withUnsafeBytes({ append($0) }) { return failure }
+        if let failure = flush() { return failure }
+        sum = nil
+        prefilled = length
+        wokenAtLength = length
+        return nil
+    }
+
     /// The origin sent the whole body instead of the rest (its validator changed, or it ignores ranges): what
     /// was copied in goes. Called at the response's head, before any of its body, when nobody reads the spool yet.
     public func discardPrefill() {
-        guard prefilled > 0, fd >= 0, pending.isEmpty, length == prefilled else { return }
-        _ = ftruncate(fd, 0)
-        lseek(fd, 0, SEEK_SET)
+        guard prefilled > 0, pending.isEmpty, length == prefilled else { return }
+        if fd >= 0 {
+            _ = ftruncate(fd, 0)
+            lseek(fd, 0, SEEK_SET)
+        } else {
+            memory.removeAll()
+        }
         length = 0
         prefilled = 0
         wokenAtLength = 0

@@ -97,15 +97,19 @@ public final class FetchJob {
         }
         engine.responses.partial(for: creq) { [self] partial in
             guard !finished else { return }
-            guard let partial, case .stored(let blob) = partial.body,
-                  let validator = partial.response.headers.first("etag") ?? partial.response.headers.first("last-modified") else {
-                return network(creq, stored: nil, validating: nil)
-            }
+            guard let partial, let validator = partial.response.headers.first("etag") ?? partial.response.headers.first("last-modified")
+            else { return network(creq, stored: nil, validating: nil) }
             let spool = BodySpool(config: engine.config.spool)
-            guard spool.prefill(from: blob.filePath, count: blob.size) == nil else { return network(creq, stored: nil, validating: nil) }
+            let copied: FetchFailure?
+            switch partial.body {
+            case .stored(let blob): copied = spool.prefill(from: blob.filePath, count: blob.size)
+            case .bytes(let bytes): copied = spool.prefill(bytes: bytes)
+            default: copied = .internalError("no partial body")
+            }
+            guard copied == nil, spool.prefilled > 0 else { return network(creq, stored: nil, validating: nil) }
             engine.responses.dropPartial(partial)  // the new body holds its bytes now (and is kept if it fails too)
             engine.stats.resumed += 1
-            let resume = HTTPFields([("Range", "bytes=\(blob.size)-"), ("If-Range", validator), ("Accept-Encoding", "identity")])
+            let resume = HTTPFields([("Range", "bytes=\(spool.prefilled)-"), ("If-Range", validator), ("Accept-Encoding", "identity")])
             network(creq, stored: nil, validating: nil, resume: (resume, spool, partial.response))
         }
     }

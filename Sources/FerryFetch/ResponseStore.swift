@@ -100,10 +100,22 @@ public final class ResponseStore {
         let bodyKey = primary + "\u{0}body\u{0}" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
         let size = body.length
         guard let file = body.takeFile() else { return endPlacing(primary) }
+        // The body's job first, then the record: a lookup that finds the record asks for the body after the job,
+        // so it finds it; and at a daemon's stop the job and the record both reach the disk (completions of queued
+        // work do not run then). A body the store refuses leaves a record that is only a miss, removed here.
         storage.putBody(bodyKey, file: SpooledFile(path: file.path, size: file.size, checksum: file.checksum)) { [self] stored in
-            guard stored else { return endPlacing(primary) }
-            place(response, StoredRecord.encode(response, bodyKey: bodyKey, size: size), primary: primary)
-            if let replacing { storage.delete(replacing) }
+            if !stored { dropRecord(naming: bodyKey, primary: primary, vary: response.headers.combined("vary") != nil) }
+        }
+        place(response, StoredRecord.encode(response, bodyKey: bodyKey, size: size), primary: primary)
+        if let replacing { storage.delete(replacing) }
+    }
+
+    /// A record whose body was refused goes, if it is still the one naming that body (no Vary: a variant's record
+    /// is only unreachable once its body is missing, a miss like any other).
+    private func dropRecord(naming bodyKey: String, primary: String, vary: Bool) {
+        guard !vary else { return }
+        get(primary) { [self] record in
+            if case .response(_, .apart(let current, _))? = record, current == bodyKey { storage.delete(primary) }
         }
     }
 

@@ -64,6 +64,47 @@ extension IntegrationTests {
         #expect(matches, "and it is the new body, not the old bytes with the new ones")
     }
 
+    /// A daemon stopped in the middle of a download keeps what it had: after the restart, the next request for
+    /// the URL asks the origin only for the rest.
+    @Test func aDownloadInterruptedByTheDaemonsStopResumesAfterTheRestart() async throws {
+        let origin = try OriginServer()
+        defer { origin.stop() }
+        let cacheDir = TempDir()
+        defer { cacheDir.remove() }
+        let size = 12 << 20
+        let url = origin.url("/ranged?size=\(size)&pace_ms=400&cc=max-age%3D600")  // 4.8 s: longer than a stop waits
+        do {
+            let d = try Daemon(["--cache-dir", cacheDir.path, "--grace", "200ms"])
+            defer { d.stop() }
+            let c = try await FerryClient.connect(path: d.socket)
+            defer { c.close() }
+            var got = 0
+            var signalled = false
+            do {
+                for try await event in c.fetchStream(FetchRequest(url)) {
+                    if case .chunk(let b) = event { got += b.count }
+                    if got >= 4 << 20 && !signalled {
+                        signalled = true  // once: a second signal stops at once
+                        d.signal(SIGTERM)
+                    }
+                }
+            } catch {}
+            #expect(signalled && got < size, "stopped halfway (\(got) bytes)")
+            #expect(d.waitExit() == 0, "\(d.log)")
+        }
+        let d = try Daemon(["--cache-dir", cacheDir.path])
+        defer { d.stop() }
+        let c = try await FerryClient.connect(path: d.socket)
+        defer { c.close() }
+        let whole = try await c.fetch(FetchRequest(url))
+        #expect(whole.status == 200 && whole.body.count == size)
+        let matches = whole.body.withUnsafeBufferPointer { b in (0..<b.count).allSatisfy { b[$0] == UInt8($0 % 251) } }
+        #expect(matches)
+        let sent = try Self.sent(origin, path: "/ranged")
+        #expect(sent.count == 2 && sent[1] < size && sent[0] + sent[1] >= size, "the origin sent \(sent): the rest only, after the restart")
+        #expect(try await c.stats()["fetch"]?["resumed"]?.intValue == 1)
+    }
+
     /// A byte range of a stored response is served from the store (206, Content-Range), If-Range is honoured, an
     /// unsatisfiable one gets 416; `ferry fetch -C -` resumes a file as curl's does.
     @Test func rangesOfAStoredResponseAndCurlsResume() async throws {

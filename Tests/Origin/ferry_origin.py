@@ -37,8 +37,8 @@ Endpoints:
   /ranged     size (default 1024) pattern bytes with ETag "<tag>" (default v1) and Accept-Ranges: bytes; one Range
               (bytes=a-b, a-, -n) -> 206 with Content-Range unless If-Range names another validator (then 200);
               unsatisfiable -> 416; cut_at=K: the first 200 of this exact URL sends K bytes of its body, then
-              closes; retag=1: the ETag changes with every request ("<tag>-<n>"). Its log entry's "sent" is the
-              body bytes written
+              closes; retag=1: the ETag changes with every request ("<tag>-<n>"); pace_ms=T: a pause after each
+              MiB. Its log entry's "sent" is the body bytes written
   /file/NAME  a file under --files DIR (type from mimetypes); 403 if NAME contains "..", 404 if missing
   /__count?path=/x  (path without query) or ?url=/x%3Fa%3D1 (exact path+query, as sent) -> {"count": N}
   /__log      last 1000 requests: {method, path, query, headers, body_len, time, status, aborted}
@@ -606,11 +606,15 @@ class OriginHandler(BaseHTTPRequestHandler):
         if status == 200 and cut >= 0 and nth == 1:
             limit = min(limit, cut)
         sent = 0
+        pace = p.int("pace_ms", 0, 0, 60_000) / 1000
         try:
             while sent < limit:
                 n = min(1 << 20, limit - sent)
                 self.wfile.write(pattern(n, start + sent))
                 sent += n
+                if pace and sent < limit:
+                    self.wfile.flush()
+                    time.sleep(pace)
         finally:
             self.server.state.update(self._entry, sent=sent)
         if limit < end - start:
