@@ -32,6 +32,11 @@ static inline CURLMcode ferry_multi_ptr(CURLM *m, CURLMoption o, void *v) { retu
 static inline CURLMcode ferry_multi_socket_cb(CURLM *m, ferry_socket_cb f) { return curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, f); }
 static inline CURLMcode ferry_multi_timer_cb(CURLM *m, ferry_timer_cb f) { return curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, f); }
 
+/// The features of the libcurl in use (CURL_VERSION_BROTLI, CURL_VERSION_ZSTD, …): `CURLVERSION_NOW` is a macro.
+static inline int ferry_curl_features(void) { return curl_version_info(CURLVERSION_NOW)->features; }
+static inline int ferry_curl_has_brotli(void) { return (ferry_curl_features() & CURL_VERSION_BROTLI) != 0; }
+static inline int ferry_curl_has_zstd(void) { return (ferry_curl_features() & CURL_VERSION_ZSTD) != 0; }
+
 /// The finished transfer a CURLMSG_DONE message carries, and its result (a union member in C).
 static inline CURL *ferry_msg_easy(CURLMsg *m) { return m->easy_handle; }
 static inline CURLcode ferry_msg_result(CURLMsg *m) { return m->data.result; }

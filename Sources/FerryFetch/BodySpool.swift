@@ -141,10 +141,10 @@ public final class BodySpool {
         wokenAtLength = 0
     }
 
-    /// What a download that ended early has (the bytes written to its file), handed over to be kept as a partial
-    /// body: nil when it never left memory or holds nothing.
+    /// What a download that ended early has (the bytes written to its file), or a complete part of a body (a
+    /// range from 0), handed over to be kept as a partial body: nil when it never left memory or holds nothing.
     public func takePartialFile() -> (path: String, size: Int)? {
-        guard state != .complete, let path, fd >= 0, length > 0 else { return nil }
+        guard let path, fd >= 0, length > 0 else { return nil }
         self.path = nil
         return (path, length)
     }

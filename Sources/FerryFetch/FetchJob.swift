@@ -91,12 +91,15 @@ public final class FetchJob {
     /// its bytes copied into the new body, the origin asked only for the rest (`Range` + `If-Range`) — else the
     /// whole is fetched. Only a plain GET resumes (a client's own range or condition asks for something else).
     private func resumeOrFetch(_ creq: CacheRequest) {
+        let ranged = creq.headers.contains("range")
         guard creq.method == "GET", creq.mode.storesResponses, spec.body.isEmpty,
-              !["range", "if-range", "if-match", "if-unmodified-since"].contains(where: creq.headers.contains) else {
+              !["if-match", "if-unmodified-since"].contains(where: creq.headers.contains),
+              ranged || !creq.headers.contains("if-range") else {
             return network(creq, stored: nil, validating: nil)
         }
         engine.responses.partial(for: creq) { [self] partial in
             guard !finished else { return }
+            if ranged { return servePart(of: partial, creq) }
             guard let partial, let validator = partial.response.headers.first("etag") ?? partial.response.headers.first("last-modified")
             else { return network(creq, stored: nil, validating: nil) }
             let spool = BodySpool(config: engine.config.spool)
@@ -112,6 +115,36 @@ public final class FetchJob {
             let resume = HTTPFields([("Range", "bytes=\(spool.prefilled)-"), ("If-Range", validator), ("Accept-Encoding", "identity")])
             network(creq, stored: nil, validating: nil, resume: (resume, spool, partial.response))
         }
+    }
+
+    /// A client's own range, from the start of a body the store kept (an interrupted download, or an earlier
+    /// range from 0) when it covers it and is fresh; else from the origin.
+    private func servePart(of partial: ResponseStore.Found?, _ creq: CacheRequest) {
+        let now = engine.now() / 1000
+        guard let partial, let have = partial.body.knownSize,
+              let total = partial.response.headers.first("content-length").flatMap({ Int($0) }),
+              case .fresh(let age) = evaluate(request: creq, stored: partial.response, now: now),
+              case .part(let range) = rangeAnswer(request: creq.headers, stored: partial.response, size: total),
+              range.upperBound <= have else { return network(creq, stored: nil, validating: nil) }
+        engine.stats.hits += 1
+        let served = TargetedCacheControl.clientView(headersForServing(stored: partial.response, age: age))
+        engine.stats.bytesFromCache += UInt64(range.count)
+        reply(status: 206, headers: partialContentHeaders(served, range: range, size: total), body: partial.body.part(range),
+              cache: .hit, age: age, timing: nil)
+    }
+
+    /// An origin's 206 from byte 0 for a client's range is kept as the start of the body (a partial), when the
+    /// whole would be storable: later ranges inside it are served from the store, and a plain GET resumes from it.
+    private func partialPlan(for head: OriginHead, _ creq: CacheRequest) -> TransferGroup.StorePlan? {
+        let fields = HTTPFields(head.headers)
+        guard head.status == 206, creq.headers.contains("range"), !fields.contains("content-encoding"),
+              let value = fields.first("content-range"), value.lowercased().hasPrefix("bytes 0-"),
+              let total = value.split(separator: "/").last.flatMap({ Int($0) }),
+              fields.first("etag").flatMap(EntityTag.init).map({ !$0.isWeak }) ?? fields.contains("last-modified") else { return nil }
+        let whole = engine.config.targets.policyView(fields.removingAll("content-range").replacingAll("content-length", with: String(total)))
+        guard case .store(let key) = storageVerdict(request: creq, status: 200, responseHeaders: whole) else { return nil }
+        let entry = StoredResponse(storing: 200, headers: whole, for: creq, requestTime: head.requestTime, responseTime: head.responseTime)
+        return TransferGroup.StorePlan(entry: entry, key: key)
     }
 
     /// To the origin: joins an identical transfer in flight when the request may share one.
@@ -214,6 +247,7 @@ public final class FetchJob {
                     plan.replacing = stored?.bodyKey
                     group?.storePlan = plan
                 }
+                if !shared, group?.resumes == nil, let plan = partialPlan(for: head, creq) { group?.partialPlan = plan }
                 if let refreshed = absorbed.refreshed {
                     leaveTransfer()
                     engine.stats.revalidated += 1

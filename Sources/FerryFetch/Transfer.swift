@@ -23,6 +23,8 @@ final class Transfer {
     var memoryBytes: Int { spool.memoryBytes }
     /// The spool could not keep a piece: the transfer stops with this failure.
     private var spoolFailure: FetchFailure?
+    /// The response used a content coding libcurl does not decode (stopped at its head).
+    private var undecodable = false
     private var status = 0
     private var headers: [(String, String)] = []
     private var exceeded = false
@@ -242,6 +244,12 @@ final class Transfer {
             if status >= 200 && !headIsIn {
                 headIsIn = true
                 let fields = HTTPFields(headers)
+                // A coding libcurl would fail on as the body starts — after the head has gone out, too late to ask
+                // again — stops the transfer now, before the head: the fetch then asks again without decoding.
+                if request.decodes, let coding = fields.combined("content-encoding"), !Transfer.decodable(coding) {
+                    undecodable = true
+                    return false
+                }
                 if spool.prefilled > 0 {
                     // A resumed download: a 206 must continue exactly where the kept bytes end; a 200 is the whole
                     // body again (the validator changed, or ranges are not served), so the kept bytes go.
@@ -272,6 +280,21 @@ final class Transfer {
         return true
     }
 
+    /// Whether libcurl decodes every coding of a `Content-Encoding` value.
+    static func decodable(_ value: String) -> Bool {
+        value.split(separator: ",").allSatisfy { coding in
+            switch HTTPSyntax.trimmingOWS(String(coding)).lowercased() {
+            case "identity", "gzip", "x-gzip", "deflate": return true
+            case "br": return supportsBrotli
+            case "zstd": return supportsZstd
+            default: return false
+            }
+        }
+    }
+
+    private static let supportsBrotli = ferry_curl_has_brotli() != 0
+    private static let supportsZstd = ferry_curl_has_zstd() != 0
+
     /// The first byte of a `Content-Range: bytes a-b/n`.
     static func rangeStart(_ fields: HTTPFields) -> Int? {
         guard let value = fields.first("content-range"), value.lowercased().hasPrefix("bytes ") else { return nil }
@@ -296,6 +319,10 @@ final class Transfer {
         onProgress = nil
         if code == CURLE_OK { return events.done(.success(timing())) }
         if let spoolFailure { return events.done(.failure(spoolFailure)) }
+        if undecodable {
+            return events.done(.failure(.unavailable(curlCode: Int(CURLE_BAD_CONTENT_ENCODING.rawValue),
+                                                     message: "the origin used a content coding ferryd does not decode")))
+        }
         let text = message ?? String(cString: curl_easy_strerror(code))
         // libcurl refuses a single header field over 100 KiB with "Out of memory" before it reaches the callback.
         let tooLongField = code == CURLE_OUT_OF_MEMORY && !bodyStarted

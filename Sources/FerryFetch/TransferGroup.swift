@@ -62,6 +62,8 @@ final class TransferGroup {
     private var isFinished = false
     private(set) var head: OriginHead?
     var storePlan: StorePlan?
+    /// An origin's 206 from byte 0 for a client's range, kept once complete as the start of the body.
+    var partialPlan: StorePlan?
     /// A resumed download (its spool holds the bytes kept from an interrupted one): the stored head of the 200 it
     /// continues, which a 206 answer becomes.
     var resumes: StoredResponse?
@@ -175,6 +177,8 @@ final class TransferGroup {
             engine.stats.bytesFromOrigin += UInt64(spool.length)
             if let storePlan {
                 engine.responses.store(storePlan.entry, body: spool, key: storePlan.key, replacing: storePlan.replacing)
+            } else if let partialPlan, spool.isSpilled {
+                engine.responses.storePartial(partialPlan.entry, body: spool, key: partialPlan.key)
             }
         case .failure(let failure):
             spool.finish(.failure(failure))

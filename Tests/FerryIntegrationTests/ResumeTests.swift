@@ -105,6 +105,30 @@ extension IntegrationTests {
         #expect(try await c.stats()["fetch"]?["resumed"]?.intValue == 1)
     }
 
+    /// An origin's 206 from byte 0 for a client's range is kept: a range inside it is served from the store, and
+    /// a plain GET then asks the origin only for the rest of the body.
+    @Test func aRangeFromTheStartIsKeptAndTheWholeResumesFromIt() async throws {
+        let origin = try OriginServer()
+        defer { origin.stop() }
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let client = try await FerryClient.connect(path: daemon.socket)
+        defer { client.close() }
+        let size = 3_000_000
+        let url = origin.url("/ranged?size=\(size)&cc=max-age%3D600")
+        let first = try await client.fetch(FetchRequest(url, headers: [HTTPHeader("Range", "bytes=0-1999999")]))
+        #expect(first.status == 206 && first.body.count == 2_000_000 && first.cacheStatus == .miss)
+        try await Task.sleep(for: .milliseconds(300))  // the part reaches the store
+        let inside = try await client.fetch(FetchRequest(url, headers: [HTTPHeader("Range", "bytes=100-199")]))
+        #expect(inside.status == 206 && inside.cacheStatus == .hit && inside.header("content-range") == "bytes 100-199/3000000")
+        #expect(inside.body == (100..<200).map { UInt8($0 % 251) })
+        #expect(try origin.count(path: "/ranged") == 1, "served from the kept part")
+        let whole = try await client.fetch(FetchRequest(url))
+        #expect(whole.status == 200 && whole.body.count == size)
+        #expect(whole.body.withUnsafeBufferPointer { b in (0..<b.count).allSatisfy { b[$0] == UInt8($0 % 251) } })
+        #expect(try Self.sent(origin, path: "/ranged") == [2_000_000, 1_000_000], "the origin sent the first 2 MB, then only the rest")
+    }
+
     /// A byte range of a stored response is served from the store (206, Content-Range), If-Range is honoured, an
     /// unsatisfiable one gets 416; `ferry fetch -C -` resumes a file as curl's does.
     @Test func rangesOfAStoredResponseAndCurlsResume() async throws {
