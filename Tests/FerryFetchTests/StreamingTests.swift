@@ -46,7 +46,7 @@ import FerryBytes
         #expect(access(file.path, F_OK) == 0)
         #expect(BodySpoolTests.readAll(large) == BodySpoolTests.pattern(5000), "readers go on after the hand-over")
         unlink(file.path)
-        rmdir(dir)
+        try? FileManager.default.removeItem(atPath: dir)
     }
 
     @Test func aBodyOfAnotherLengthThanAnnouncedHasNoChecksumAndAnUntakenFileGoes() throws {
@@ -68,7 +68,7 @@ import FerryBytes
         _ = other.append(BodySpoolTests.pattern(50))
         other.finish(.success(()))
         #expect(try #require(other.takeFile()).checksum == nil)
-        rmdir(dir)
+        try? FileManager.default.removeItem(atPath: dir)
     }
 
     @Test func readersWaitAndAreWokenByEnoughNewBytesOrTheEnd() {
@@ -121,7 +121,7 @@ import FerryBytes
         #expect(spool.isSpilled && spool.length == 0, "nothing written to the file yet")
         #expect(BodySpoolTests.readAll(spool) == BodySpoolTests.pattern(800), "the buffer is written when a reader needs it")
         spool.finish(.success(()))
-        rmdir(dir)
+        try? FileManager.default.removeItem(atPath: dir)
     }
 }
 
@@ -156,7 +156,7 @@ import FerryBytes
         #expect(h.storage.records.count == 2)
         let d = h.fetch("http://o.test/big")
         #expect(d.outcome?.cache == .hit && d.bytes == BodySpoolTests.pattern(10000))
-        rmdir(dir)
+        try? FileManager.default.removeItem(atPath: dir)
     }
 
     @Test func aTransferThatFailsAfterItsHeadVoidsTheBodyAndStoresNothing() {
@@ -168,7 +168,7 @@ import FerryBytes
         guard case .spool(let spool)? = a.outcome?.body else { Issue.record("streams"); return }
         #expect(spool.read(at: 0, max: 100) == .failed(.unavailable(curlCode: 18, message: "transfer closed with outstanding read data remaining")))
         #expect(h.storage.records.isEmpty)
-        rmdir(dir)
+        try? FileManager.default.removeItem(atPath: dir)
     }
 
     @Test func theLastReaderLeavingStopsTheTransfer() {
@@ -178,7 +178,7 @@ import FerryBytes
         guard case .spool(let spool)? = big.outcome?.body else { Issue.record("streams"); return }
         big.job?.cancel()
         #expect(h.origin.exchanges[0].cancelled && spool.state == .failed, "stopped, and its spool ends for anyone on it")
-        rmdir(dir)
+        try? FileManager.default.removeItem(atPath: dir)
     }
 
     @Test func aRedirectWhoseBodyStreamsIsFollowedOnceItIsStored() {
@@ -193,7 +193,7 @@ import FerryBytes
         #expect(a.text == "here" && a.outcome?.redirects == 1)
         let b = h.fetch("http://o.test/old")
         #expect(b.text == "here" && h.origin.exchanges.count == 2, "the redirect and its target were stored")
-        rmdir(dir)
+        try? FileManager.default.removeItem(atPath: dir)
     }
 
     @Test func aRequestRightBehindTheOneThatFetchedItWaitsForItToBeStored() {
@@ -228,7 +228,7 @@ import FerryBytes
         h.origin.exchanges[0].respond(200, [("Cache-Control", "max-age=600")], body: "hello")
         guard case .bytes(let bytes)? = a.outcome?.body else { Issue.record("in memory"); return }
         #expect(Array(bytes) == Array("hello".utf8))
-        rmdir(dir)
+        try? FileManager.default.removeItem(atPath: dir)
     }
 }
 
@@ -247,6 +247,6 @@ import FerryBytes
             a.result = nil
         }
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == [], "the spool file went with its last reader")
-        rmdir(dir)
+        try? FileManager.default.removeItem(atPath: dir)
     }
 }
