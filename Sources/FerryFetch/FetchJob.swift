@@ -100,7 +100,7 @@ public final class FetchJob {
         engine.responses.partial(for: creq) { [self] partial in
             guard !finished else { return }
             if ranged { return servePart(of: partial, creq) }
-            guard let partial, let validator = partial.response.headers.first("etag") ?? partial.response.headers.first("last-modified")
+            guard let partial, let validator = ifRangeValidator(partial.response.headers)
             else { return network(creq, stored: nil, validating: nil) }
             let spool = BodySpool(config: engine.config.spool)
             let copied: FetchFailure?
@@ -138,9 +138,8 @@ public final class FetchJob {
     private func partialPlan(for head: OriginHead, _ creq: CacheRequest) -> TransferGroup.StorePlan? {
         let fields = HTTPFields(head.headers)
         guard head.status == 206, creq.headers.contains("range"), !fields.contains("content-encoding"),
-              let value = fields.first("content-range"), value.lowercased().hasPrefix("bytes 0-"),
-              let total = value.split(separator: "/").last.flatMap({ Int($0) }),
-              fields.first("etag").flatMap(EntityTag.init).map({ !$0.isWeak }) ?? fields.contains("last-modified") else { return nil }
+              let range = fields.first("content-range").flatMap(contentRange), range.first == 0, let total = range.total,
+              ifRangeValidator(fields) != nil else { return nil }
         let whole = engine.config.targets.policyView(fields.removingAll("content-range").replacingAll("content-length", with: String(total)))
         guard case .store(let key) = storageVerdict(request: creq, status: 200, responseHeaders: whole) else { return nil }
         let entry = StoredResponse(storing: 200, headers: whole, for: creq, requestTime: head.requestTime, responseTime: head.responseTime)

@@ -254,7 +254,8 @@ final class Transfer {
                     // A resumed download: a 206 must continue exactly where the kept bytes end; a 200 is the whole
                     // body again (the validator changed, or ranges are not served), so the kept bytes go.
                     if status == 206 {
-                        guard Transfer.rangeStart(fields) == spool.prefilled, !fields.contains("content-encoding") else {
+                        guard fields.first("content-range").flatMap(contentRange)?.first == spool.prefilled,
+                              !fields.contains("content-encoding") else {
                             return false  // libcurl stops the transfer; the request fails rather than mix bodies
                         }
                     } else {
@@ -294,12 +295,6 @@ final class Transfer {
 
     private static let supportsBrotli = ferry_curl_has_brotli() != 0
     private static let supportsZstd = ferry_curl_has_zstd() != 0
-
-    /// The first byte of a `Content-Range: bytes a-b/n`.
-    static func rangeStart(_ fields: HTTPFields) -> Int? {
-        guard let value = fields.first("content-range"), value.lowercased().hasPrefix("bytes ") else { return nil }
-        return Int(HTTPSyntax.trimmingOWS(String(value.dropFirst(6).prefix { $0 != "-" })))
-    }
 
     /// Called by `CurlMulti` once, when libcurl is done with the transfer (or it was aborted): the head first if
     /// it was not announced yet (a response that came whole in one go), then the end.

@@ -126,22 +126,11 @@ final class TransferGroup {
         stopIfAbandoned()
     }
 
-    /// The 200 a 206 continues (RFC 9111 §3.4): the stored response's fields, updated with the new ones, except
-    /// what describes the part (`Content-Range`, and `Content-Length`, which stays the whole body's).
+    /// The 200 a 206 continues (RFC 9111 §3.4): the stored response's fields updated with the new ones as a 304
+    /// updates them (§3.2: `updatedHeaders`, which leaves `Content-Range` and the whole body's `Content-Length`).
     static func continuing(_ stored: StoredResponse, with part: OriginHead) -> OriginHead {
-        var fields = stored.headers
-        let partFields = HTTPFields(part.headers)
-        var replaced = Set<String>()
-        for (name, value) in part.headers {
-            let lower = name.lowercased()
-            guard lower != "content-range", lower != "content-length", !replaced.contains(lower) else { continue }
-            replaced.insert(lower)
-            fields = fields.removingAll(lower)
-            for v in partFields.values(lower) { fields = fields.appending(name, v) }
-            _ = value
-        }
-        return OriginHead(status: 200, headers: fields.pairs, requestTime: part.requestTime, responseTime: part.responseTime,
-                          timing: part.timing)
+        OriginHead(status: 200, headers: updatedHeaders(stored: stored.headers, notModified: HTTPFields(part.headers)).pairs,
+                   requestTime: part.requestTime, responseTime: part.responseTime, timing: part.timing)
     }
 
     /// A download that ended early keeps what it has for the next request (`ResponseStore.storePartial`): a
@@ -150,8 +139,7 @@ final class TransferGroup {
         guard let storePlan, let head, head.status == 200, spool.isSpilled, spool.length >= 1 << 20 else { return }
         let fields = HTTPFields(head.headers)
         guard !fields.contains("content-encoding"), let total = fields.first("content-length").flatMap({ Int($0) }),
-              total > spool.length, fields.first("etag").flatMap(EntityTag.init).map({ !$0.isWeak }) ?? fields.contains("last-modified")
-        else { return }
+              total > spool.length, ifRangeValidator(fields) != nil else { return }
         engine.responses.storePartial(storePlan.entry, body: spool, key: storePlan.key)
     }
 

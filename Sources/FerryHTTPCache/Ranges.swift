@@ -47,6 +47,33 @@ public func unsatisfiableRangeHeaders(size: Int) -> HTTPFields {
     HTTPFields([("Content-Range", "bytes */\(size)"), ("Content-Length", "0")])
 }
 
+/// A `Content-Range: bytes first-last/total` (RFC 9110 §14.4); `total` nil for `*`. Nil for another unit, an
+/// unsatisfied range (`bytes */n`) or bad syntax.
+///
+/// ```swift
+/// contentRange("bytes 100-199/1000")   // (100, 199, 1000)
+/// ```
+public func contentRange(_ value: String) -> (first: Int, last: Int, total: Int?)? {
+    let v = ListSyntax.trimOWS(value)
+    guard v.lowercased().hasPrefix("bytes ") else { return nil }
+    let rest = v.dropFirst(6)
+    guard let dash = rest.firstIndex(of: "-"), let slash = rest.firstIndex(of: "/"), dash < slash,
+          let first = Int(ListSyntax.trimOWS(String(rest[..<dash]))),
+          let last = Int(ListSyntax.trimOWS(String(rest[rest.index(after: dash)..<slash]))), last >= first else { return nil }
+    let totalText = ListSyntax.trimOWS(String(rest[rest.index(after: slash)...]))
+    if totalText == "*" { return (first, last, nil) }
+    guard let total = Int(totalText), total > last else { return nil }
+    return (first, last, total)
+}
+
+/// The validator a download of this response can be resumed under (`If-Range`, §13.1.5): a strong `ETag`, else
+/// `Last-Modified` when it has no `ETag`; nil when it has neither, or only a weak tag (which `If-Range` never
+/// matches).
+public func ifRangeValidator(_ headers: HTTPFields) -> String? {
+    if let etag = headers.first("etag") { return EntityTag(etag).map { !$0.isWeak } == true ? etag : nil }
+    return headers.first("last-modified")
+}
+
 enum ByteRangeSpec: Equatable {
     case from(Int, last: Int?)
     case suffix(Int)

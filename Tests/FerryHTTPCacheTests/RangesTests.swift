@@ -42,4 +42,14 @@ import Testing
         #expect(h.first("content-length") == "10" && h.first("content-range") == "bytes 10-19/1000" && h.first("etag") == "\"v1\"")
         #expect(unsatisfiableRangeHeaders(size: 1000).first("content-range") == "bytes */1000")
     }
+
+    @Test func contentRangesAndTheValidatorToResumeUnder() {
+        #expect(contentRange("bytes 100-199/1000")! == (100, 199, 1000))
+        #expect(contentRange("bytes 0-9/*")! == (0, 9, nil))
+        #expect(contentRange("bytes */1000") == nil && contentRange("items 0-1/2") == nil && contentRange("bytes 5-1/9") == nil)
+        #expect(contentRange("bytes 0-9/9") == nil, "the last byte is inside the total")
+        #expect(ifRangeValidator(["ETag": "\"a\"", "Last-Modified": "x"]) == "\"a\"")
+        #expect(ifRangeValidator(["ETag": "W/\"a\"", "Last-Modified": "x"]) == nil, "a weak tag never matches If-Range")
+        #expect(ifRangeValidator(["Last-Modified": "x"]) == "x" && ifRangeValidator([:]) == nil)
+    }
 }
