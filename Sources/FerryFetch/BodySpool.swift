@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import FerryBytes
+import FerryStore
 
 /// One response body as it arrives from the origin, readable while it grows by every request that follows the
 /// transfer (the first, the coalesced, the late joiners), each at its own pace. Up to `Config.memoryBytes` it stays
@@ -213,19 +214,9 @@ public final class BodySpool {
         if case .failed = state { return .failed(failure ?? .internalError("the body failed")) }
         let want = min(max, length - offset)
         guard fd >= 0 else { return .bytes(Array(memory[offset..<offset + want])) }
-        var failed = false
-        // Not zero-filled first: every byte is read over.
-        let out = [UInt8](unsafeUninitializedCapacity: want) { buffer, count in
-            var got = 0
-            while got < want {
-                let n = pread(fd, buffer.baseAddress! + got, want - got, off_t(offset + got))
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { failed = true; break }
-                got += n
-            }
-            count = got
+        guard let out = FileRead.exactly(fd, count: want, at: offset) else {
+            return .failed(.spoolFailed("the spooled body could not be read back (\(String(cString: strerror(errno))))"))
         }
-        if failed { return .failed(.spoolFailed("the spooled body could not be read back (\(String(cString: strerror(errno))))")) }
         return .bytes(out)
     }
 

@@ -106,19 +106,11 @@ struct BlobFiles {
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var sum = Checksum64.Running(count: size)
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var offset = 0
         while offset < size {
-            let want = min(buffer.count, size - offset)
-            var got = 0
-            while got < want {
-                let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + got, want - got, off_t(offset + got)) }
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { return nil }
-                got += n
-            }
-            buffer.withUnsafeBytes { sum.add(UnsafeRawBufferPointer(rebasing: $0[..<want])) }
-            offset += want
+            guard let piece = FileRead.exactly(fd, count: min(1 << 20, size - offset), at: offset) else { return nil }
+            sum.add(piece)
+            offset += piece.count
         }
         var extra: UInt8 = 0
         guard pread(fd, &extra, 1, off_t(size)) == 0 else { return nil }

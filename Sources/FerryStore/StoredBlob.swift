@@ -103,24 +103,36 @@ public final class BlobReader {
     /// Reads up to `max` bytes (rounded down to whole 8-byte words unless it is the rest of the value).
     public func next(max: Int) -> Step {
         let want = remaining <= max ? remaining : Swift.max(8, max & ~7)
-        var short = false
-        // Not zero-filled first: every byte is read over.
-        let bytes = [UInt8](unsafeUninitializedCapacity: want) { buffer, count in
-            var got = 0
-            while got < want {
-                let n = pread(fd, buffer.baseAddress! + got, want - got, off_t(offset + got))
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { short = true; break }  // shorter than its row says: truncated under the daemon
-                got += n
-            }
-            count = got
-        }
-        if short { return .damaged }
+        // Shorter than its row says: truncated under the daemon.
+        guard let bytes = FileRead.exactly(fd, count: want, at: offset) else { return .damaged }
         offset += want
         if checks { sum.add(bytes) }
         let isLast = remaining == 0
         if isLast, checks, let expected = blob.checksum, Int64(bitPattern: sum.finish()) != expected { return .damaged }
         return .piece(bytes, isLast: isLast)
+    }
+}
+
+/// Exactly `count` bytes of a file at `offset` (`pread` until they are in, through `EINTR`), into a new array that
+/// is not zero-filled first; nil when the file ends before them or a read fails (`errno` says why).
+///
+/// ```swift
+/// FileRead.exactly(fd, count: 4096, at: 0)   // [UInt8]? of 4096 bytes
+/// ```
+public enum FileRead {
+    public static func exactly(_ fd: Int32, count: Int, at offset: Int) -> [UInt8]? {
+        var short = false
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, filled in
+            var got = 0
+            while got < count {
+                let n = pread(fd, buffer.baseAddress! + got, count - got, off_t(offset + got))
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { short = true; break }
+                got += n
+            }
+            filled = got
+        }
+        return short ? nil : bytes
     }
 }
 
