@@ -96,29 +96,31 @@ public final class BodySpool {
     /// Bytes copied in from an earlier, interrupted download of the same response (`prefill`).
     public private(set) var prefilled = 0
 
-    /// Starts the body with the first `count` bytes of `file` (a partial body the store kept): copied in the kernel
-    /// (`sendfile`), so the transfer only has to bring the rest. Before any byte arrives.
-    public func prefill(from file: String, count: Int) -> FetchFailure? {
-        guard receivedBytes == 0, fd < 0, count > 0 else { return .internalError("prefill of a spool already in use") }
+    /// Starts the body with `count` bytes of `file` from `offset` (a part of the body the store kept): copied in
+    /// the kernel (`sendfile`), so the transfer only has to bring the rest. Before any byte arrives; several
+    /// prefills follow each other (two stored parts combined into one).
+    public func prefill(from file: String, offset start: Int = 0, count: Int) -> FetchFailure? {
+        guard receivedBytes == prefilled, state == .receiving, count > 0 else { return .internalError("prefill of a spool already in use") }
         let source = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard source >= 0 else { return BodySpool.failure("open \(file)") }
         defer { close(source) }
-        if let failure = spill() { return failure }
-        var offset = off_t(0)
-        while Int(offset) < count {
-            let n = sendfile(fd, source, &offset, count - Int(offset))
+        if fd < 0, let failure = spill() { return failure }
+        var offset = off_t(start)
+        while Int(offset) < start + count {
+            let n = sendfile(fd, source, &offset, start + count - Int(offset))
             if n < 0 && errno == EINTR { continue }
             if n <= 0 { return BodySpool.failure("copy \(file)") }
         }
-        length = count
-        prefilled = count
-        wokenAtLength = count
+        length += count
+        prefilled = length
+        wokenAtLength = length
+        sum = nil
         return nil
     }
 
-    /// The same from bytes in memory (a partial body small enough to come back from the store whole).
+    /// The same from bytes in memory (a part small enough to come back from the store whole).
     public func prefill(bytes: ArraySlice<UInt8>) -> FetchFailure? {
-        guard receivedBytes == 0, fd < 0, !bytes.isEmpty else { return .internalError("prefill of a spool already in use") }
+        guard receivedBytes == prefilled, state == .receiving, !bytes.isEmpty else { return .internalError("prefill of a spool already in use") }
         if let failure = bytes.withUnsafeBytes({ append($0) }) { return failure }
         if let failure = flush() { return failure }
         sum = nil

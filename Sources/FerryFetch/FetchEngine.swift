@@ -34,6 +34,7 @@ public final class FetchEngine {
     let transport: OriginTransport
     let responses: ResponseStore
     public let stats = FetchStats()
+    let parts: PartKeeper
     /// Wall-clock milliseconds (injected: tests run the cache rules on a clock of their own).
     let now: () -> Int64
     private var groups: [String: TransferGroup] = [:]
@@ -49,6 +50,7 @@ public final class FetchEngine {
         self.transport = transport
         self.responses = responses
         self.now = now
+        parts = PartKeeper(responses: responses, spool: config.spool, stats: stats)
     }
 
     /// The credential partition of a request with `Authorization` or `Cookie` (nil without): an HMAC of the uid
@@ -192,6 +194,8 @@ public final class FetchStats {
     public internal(set) var backgroundRevalidations: UInt64 = 0
     /// Downloads that went on from what an interrupted one had kept.
     public internal(set) var resumed: UInt64 = 0
+    /// Stored parts joined with a new one into one (RFC 9111 §3.4), or into the whole body.
+    public internal(set) var partsCombined: UInt64 = 0
     public internal(set) var bytesFromCache: UInt64 = 0
     public internal(set) var bytesFromOrigin: UInt64 = 0
 }

@@ -138,23 +138,34 @@ public final class ResponseStore {
         }
     }
 
-    // MARK: Partial bodies (downloads that ended early, to resume)
+    // MARK: Parts (206 answers, downloads that ended early)
 
-    /// Keeps what an interrupted download of a storable 200 got (its spool file and its head), so the next
-    /// request for the URL, from any process, asks the origin only for the rest (`partial(for:)`).
-    func storePartial(_ response: StoredResponse, body: BodySpool, key: HTTPCacheKey) {
-        guard let file = body.takePartialFile() else { return }
+    /// Keeps a part of a response (`StoredPart`: a 206's body, or what an interrupted download of a storable 200
+    /// got) as the URL's one stored part, replacing `replacing` (the part stored before, from `partial`). A body
+    /// still in memory goes into the record; a spooled one is stored apart. Ranges inside it are served from it,
+    /// and a part from byte 0 is what the next plain GET, from any process, resumes from (`partial(for:)`).
+    func storePart(_ part: StoredPart, body: BodySpool, key: HTTPCacheKey, replacing: Found? = nil) {
         let partialKey = ResponseStore.partialKey(key.description)
+        defer { if let old = replacing?.bodyKey { storage.delete(old) } }
+        if let bytes = body.completeInMemory {
+            return put(partialKey, StoredRecord.encode(part.record, body: bytes))
+        }
+        guard let file = body.takePartialFile(), file.size == part.range.count else { return }
         let bodyKey = partialKey + "\u{0}" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
         // The record first: at a daemon's stop the body's job still runs but its completion does not, and a record
         // whose body is missing is only a miss (`found`).
-        put(partialKey, StoredRecord.encode(response, bodyKey: bodyKey, size: file.size))
+        put(partialKey, StoredRecord.encode(part.record, bodyKey: bodyKey, size: file.size))
         storage.putBody(bodyKey, file: SpooledFile(path: file.path, size: file.size, checksum: nil)) { _ in }
     }
 
     /// The partial body kept for this request's URL (in its partition, else shared), if any.
     func partial(for request: CacheRequest, _ done: @escaping (Found?) -> Void) {
         partial(keys: request.lookupKeys[...], done)
+    }
+
+    /// The part stored under exactly this key (the keeper combining a new part with it).
+    func partial(key: HTTPCacheKey, _ done: @escaping (Found?) -> Void) {
+        partial(keys: [key][...], done)
     }
 
     private func partial(keys: ArraySlice<HTTPCacheKey>, _ done: @escaping (Found?) -> Void) {
@@ -169,7 +180,7 @@ public final class ResponseStore {
         }
     }
 
-    /// A partial body was taken into a resumed download (or is no use any more): it goes.
+    /// A part was taken into a resumed download (or into the whole it completed): it goes.
     func dropPartial(_ found: Found) {
         storage.delete(found.storageKey)
         if let bodyKey = found.bodyKey { storage.delete(bodyKey) }

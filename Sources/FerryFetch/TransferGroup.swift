@@ -62,8 +62,8 @@ final class TransferGroup {
     private var isFinished = false
     private(set) var head: OriginHead?
     var storePlan: StorePlan?
-    /// An origin's 206 from byte 0 for a client's range, kept once complete as the start of the body.
-    var partialPlan: StorePlan?
+    /// An origin's 206 for a client's range, kept once complete as a part of the body (`PartKeeper`).
+    var partPlan: PartPlan?
     /// A resumed download (its spool holds the bytes kept from an interrupted one): the stored head of the 200 it
     /// continues, which a 206 answer becomes.
     var resumes: StoredResponse?
@@ -133,14 +133,14 @@ final class TransferGroup {
                    requestTime: part.requestTime, responseTime: part.responseTime, timing: part.timing)
     }
 
-    /// A download that ended early keeps what it has for the next request (`ResponseStore.storePartial`): a
-    /// storable 200 with a validator and its length, not encoded, with at least 1 MiB on disk.
+    /// A download that ended early keeps what it has for the next request (`PartKeeper`): a storable 200 with a
+    /// validator and its length, not encoded, with at least 1 MiB on disk.
     private func keepPartial() {
         guard let storePlan, let head, head.status == 200, spool.isSpilled, spool.length >= 1 << 20 else { return }
         let fields = HTTPFields(head.headers)
         guard !fields.contains("content-encoding"), let total = fields.first("content-length").flatMap({ Int($0) }),
               total > spool.length, ifRangeValidator(fields) != nil else { return }
-        engine.responses.storePartial(storePlan.entry, body: spool, key: storePlan.key)
+        engine.parts.keep(StoredPart(whole: storePlan.entry, range: 0..<spool.length, total: total), body: spool, key: storePlan.key)
     }
 
     /// The transfer ended. Before a head, the failure goes to every waiter; after it, the spool ends (complete or
@@ -165,8 +165,8 @@ final class TransferGroup {
             engine.stats.bytesFromOrigin += UInt64(spool.length)
             if let storePlan {
                 engine.responses.store(storePlan.entry, body: spool, key: storePlan.key, replacing: storePlan.replacing)
-            } else if let partialPlan, spool.isSpilled {
-                engine.responses.storePartial(partialPlan.entry, body: spool, key: partialPlan.key)
+            } else if let partPlan, spool.length == partPlan.part.range.count {
+                engine.parts.keep(partPlan.part, body: spool, key: partPlan.key)
             }
         case .failure(let failure):
             spool.finish(.failure(failure))

@@ -88,6 +88,7 @@ final class StatsReport {
          "revalidated": .int(Int64(f.revalidated)), "stale": .int(Int64(f.stale)), "coalesced": .int(Int64(f.coalesced)),
          "bypass": .int(Int64(f.bypass)), "origin_requests": .int(Int64(f.originRequests)),
          "background_revalidations": .int(Int64(f.backgroundRevalidations)), "resumed": .int(Int64(f.resumed)),
+         "parts_combined": .int(Int64(f.partsCombined)),
          "bytes_from_cache": .int(Int64(f.bytesFromCache)), "bytes_from_origin": .int(Int64(f.bytesFromOrigin)),
          "transfers_active": .int(Int64(active))]
     }

@@ -108,12 +108,9 @@ extension IntegrationTests {
     /// An origin's 206 from byte 0 for a client's range is kept: a range inside it is served from the store, and
     /// a plain GET then asks the origin only for the rest of the body.
     @Test func aRangeFromTheStartIsKeptAndTheWholeResumesFromIt() async throws {
-        let origin = try OriginServer()
-        defer { origin.stop() }
-        let daemon = try Daemon()
-        defer { daemon.stop() }
-        let client = try await FerryClient.connect(path: daemon.socket)
-        defer { client.close() }
+        let rig = try await FetchRig()
+        defer { rig.stop() }
+        let origin = rig.origin, client = rig.client
         let size = 3_000_000
         let url = origin.url("/ranged?size=\(size)&cc=max-age%3D600")
         let first = try await client.fetch(FetchRequest(url, headers: [HTTPHeader("Range", "bytes=0-1999999")]))
@@ -132,12 +129,9 @@ extension IntegrationTests {
     /// A byte range of a stored response is served from the store (206, Content-Range), If-Range is honoured, an
     /// unsatisfiable one gets 416; `ferry fetch -C -` resumes a file as curl's does.
     @Test func rangesOfAStoredResponseAndCurlsResume() async throws {
-        let origin = try OriginServer()
-        defer { origin.stop() }
-        let daemon = try Daemon()
-        defer { daemon.stop() }
-        let client = try await FerryClient.connect(path: daemon.socket)
-        defer { client.close() }
+        let rig = try await FetchRig()
+        defer { rig.stop() }
+        let origin = rig.origin, client = rig.client, daemon = rig.daemon
         let dir = TempDir()
         defer { dir.remove() }
         let size = 3_000_000
@@ -172,6 +166,38 @@ extension IntegrationTests {
         #expect(noRanges.status == 33, "an origin that ignores ranges: curl's exit 33 (\(noRanges.err))")
         let smallSize = try FileManager.default.attributesOfItem(atPath: small)[.size] as? Int
         #expect(smallSize == 100, "and nothing appended")
+    }
+
+    /// RFC 9111 §3.3–3.4 in a real daemon: a 206 of any range is kept (also without a validator) and answers the
+    /// ranges inside it; two parts of 2 MB that overlap under one ETag are joined into the whole body, which is
+    /// then the stored response.
+    @Test func partsAreKeptServedAndJoinedIntoTheWhole() async throws {
+        let rig = try await FetchRig()
+        defer { rig.stop() }
+        let origin = rig.origin, client = rig.client
+        func ranged(_ url: String, _ range: String) async throws -> FetchResponse {
+            try await client.fetch(FetchRequest(url, headers: [HTTPHeader("Range", range)]))
+        }
+        let small = origin.url("/ranged?size=10&notag=1&cc=max-age%3D3600")
+        let suffix = try await ranged(small, "bytes=-5")
+        #expect(suffix.status == 206 && suffix.header("content-range") == "bytes 5-9/10" && suffix.cacheStatus == .miss)
+        try await Task.sleep(for: .milliseconds(200))
+        let inside = try await ranged(small, "bytes=6-8")
+        #expect(inside.status == 206 && inside.cacheStatus == .hit && inside.body == [6, 7, 8])
+        #expect(try await ranged(small, "bytes=-1").body == [9])
+        #expect(try origin.count(path: "/ranged") == 1)
+
+        let size = 3_000_000
+        let url = origin.url("/ranged?size=\(size)&tag=p1&cc=max-age%3D3600")
+        #expect(try await ranged(url, "bytes=1000000-").body.count == 2_000_000)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await ranged(url, "bytes=0-1999999").body.count == 2_000_000, "overlaps the stored part")
+        try await Task.sleep(for: .milliseconds(300))
+        let whole = try await client.fetch(FetchRequest(url))
+        #expect(whole.status == 200 && whole.cacheStatus == .hit && whole.body.count == size)
+        #expect(whole.body.withUnsafeBufferPointer { b in (0..<b.count).allSatisfy { b[$0] == UInt8($0 % 251) } })
+        #expect(try Self.sent(origin, path: "/ranged") == [5, 2_000_000, 2_000_000], "the whole came from the two parts")
+        #expect(try await client.stats()["fetch"]?["parts_combined"]?.intValue == 1)
     }
 }
 }

@@ -86,12 +86,9 @@ extension IntegrationTests {
     /// The head comes first, the body as it arrives: with a slow origin, chunks reach the client long before the
     /// transfer ends, and a body too large for the store is still streamed, just not kept.
     @Test func chunksArriveWhileTheTransferRunsAndABodyTooLargeToKeepStillStreams() async throws {
-        let origin = try OriginServer()
-        defer { origin.stop() }
-        let daemon = try Daemon(["--disk-limit", "8MiB"])
-        defer { daemon.stop() }
-        let client = try await FerryClient.connect(path: daemon.socket)
-        defer { client.close() }
+        let rig = try await FetchRig(daemonArgs: ["--disk-limit", "8MiB"])
+        defer { rig.stop() }
+        let origin = rig.origin, client = rig.client, daemon = rig.daemon
         let size = 6_000_000
         let url = origin.url("/slow?size=\(size)&chunks=6&interval_ms=300&cc=max-age%3D600")
         var events: [String] = []
@@ -124,12 +121,9 @@ extension IntegrationTests {
     /// A transfer cut by the origin after its head: the client that was following it gets an error after the
     /// chunks it had (and drops them), nothing is stored, and the spool file goes.
     @Test func aDownloadCutByTheOriginFailsItsReadersAndLeavesNothing() async throws {
-        let origin = try OriginServer()
-        defer { origin.stop() }
-        let daemon = try Daemon()
-        defer { daemon.stop() }
-        let client = try await FerryClient.connect(path: daemon.socket)
-        defer { client.close() }
+        let rig = try await FetchRig()
+        defer { rig.stop() }
+        let origin = rig.origin, client = rig.client, daemon = rig.daemon
         let url = origin.url("/truncate?size=4000000&cc=max-age%3D600")  // sends 2 MB of 4, then closes
         var received = 0
         var failure: (any Error)?

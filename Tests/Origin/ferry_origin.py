@@ -37,8 +37,8 @@ Endpoints:
   /ranged     size (default 1024) pattern bytes with ETag "<tag>" (default v1) and Accept-Ranges: bytes; one Range
               (bytes=a-b, a-, -n) -> 206 with Content-Range unless If-Range names another validator (then 200);
               unsatisfiable -> 416; cut_at=K: the first 200 of this exact URL sends K bytes of its body, then
-              closes; retag=1: the ETag changes with every request ("<tag>-<n>"); pace_ms=T: a pause after each
-              MiB. Its log entry's "sent" is the body bytes written
+              closes; retag=1: the ETag changes with every request ("<tag>-<n>"); notag=1: no ETag;
+              pace_ms=T: a pause after each MiB. Its log entry's "sent" is the body bytes written
   /file/NAME  a file under --files DIR (type from mimetypes); 403 if NAME contains "..", 404 if missing
   /__count?path=/x  (path without query) or ?url=/x%3Fa%3D1 (exact path+query, as sent) -> {"count": N}
   /__log      last 1000 requests: {method, path, query, headers, body_len, time, status, aborted}
@@ -587,7 +587,9 @@ class OriginHandler(BaseHTTPRequestHandler):
         # How many times this exact URL was asked, this request included.
         nth = self.server.state.count(url=self.raw_path + ("?" + self.raw_query if self.raw_query else ""))
         etag = '"%s"' % (p.get("tag", "v1") + (f"-{nth}" if p.flag("retag") else ""))
-        headers = [("Content-Type", "application/octet-stream"), ("ETag", etag), ("Accept-Ranges", "bytes")]
+        headers = [("Content-Type", "application/octet-stream"), ("Accept-Ranges", "bytes")]
+        if not p.flag("notag"):
+            headers.append(("ETag", etag))
         headers += common_headers(p)
         start, end, status = 0, size, 200
         wanted, if_range = self.headers.get("Range"), self.headers.get("If-Range")
