@@ -1,9 +1,9 @@
 /// A least-recently-used map with an exact byte budget: every entry costs `cost` bytes as its owner declares it
 /// (value bytes + key bytes + a fixed overhead for Ferry's cache), and the total never exceeds the budget.
 ///
-/// O(1) `get`, `set`, `remove`: a dictionary from key to slot number, and the slots' fields in parallel arrays
-/// forming a doubly linked list (no per-node objects; relinking a slot touches two integers, never copies a key or
-/// a value, so the hot path does no reference counting). Not thread-safe: the loop thread owns it.
+/// O(1) `get`, `set`, `remove`: a dictionary from key to slot number, and one array of slots forming a doubly
+/// linked list (no per-node objects; relinking a slot touches two integers, never copies a key or a value, so the
+/// hot path does no reference counting). Not thread-safe: the loop thread owns it.
 ///
 /// `get(_:markAccess: true)` also remembers that the entry was read, for owners that record accesses elsewhere
 /// (Ferry's disk tier keeps its own LRU order): `takeAccessed()` returns each marked key once.
@@ -16,12 +16,17 @@
 public final class MemoryLRU<Key: Hashable, Value> {
     public let budget: Int
     public private(set) var usedBytes = 0
-    private var keys: [Key?] = []
-    private var values: [Value?] = []
-    private var costs: [Int] = []
-    private var prev: [Int] = []
-    private var next: [Int] = []
-    private var marked: [Bool] = []
+    /// One slot per entry, its fields together: a `get` touches one array (one exclusivity check, one uniqueness
+    /// check, through `withSlots`), not six.
+    private struct Slot {
+        var key: Key?
+        var value: Value?
+        var cost = 0
+        var prev = -1
+        var next = -1
+        var marked = false
+    }
+    private var slots: [Slot] = []
     /// Slots marked since the last `takeAccessed` (a slot may appear again after being freed and reused).
     private var markedSlots: [Int] = []
     private var free: [Int] = []
@@ -39,18 +44,23 @@ public final class MemoryLRU<Key: Hashable, Value> {
     /// The value, marked most recently used (and, with `markAccess`, remembered for `takeAccessed`).
     public func get(_ key: Key, markAccess: Bool = false) -> Value? {
         guard let i = index[key] else { return nil }
-        moveToFront(i)
-        if markAccess && !marked[i] {
-            marked[i] = true
-            markedSlots.append(i)
+        var newlyMarked = false
+        let value = withSlots { s -> Value? in
+            moveToFront(i, in: s)
+            if markAccess && !s[i].marked {
+                s[i].marked = true
+                newlyMarked = true
+            }
+            return s[i].value
         }
-        return values[i]
+        if newlyMarked { markedSlots.append(i) }
+        return value
     }
 
     /// The value without touching recency.
     public func peek(_ key: Key) -> Value? {
         guard let i = index[key] else { return nil }
-        return values[i]
+        return slots[i].value
     }
 
     public func contains(_ key: Key) -> Bool { index[key] != nil }
@@ -59,9 +69,9 @@ public final class MemoryLRU<Key: Hashable, Value> {
     public func takeAccessed() -> [Key] {
         var out: [Key] = []
         out.reserveCapacity(markedSlots.count)
-        for i in markedSlots where marked[i] {
-            marked[i] = false
-            if let key = keys[i] { out.append(key) }
+        for i in markedSlots where slots[i].marked {
+            slots[i].marked = false
+            if let key = slots[i].key { out.append(key) }
         }
         markedSlots.removeAll(keepingCapacity: markedSlots.count < 1 << 16)
         return out
@@ -75,12 +85,14 @@ public final class MemoryLRU<Key: Hashable, Value> {
         var evicted: [(key: Key, value: Value)] = []
         // Replacing a present key in place costs one lookup (a remove and an insert would cost three).
         if cost <= budget, let i = index[key] {
-            usedBytes += cost - costs[i]
-            values[i] = value
-            costs[i] = cost
-            moveToFront(i)
+            usedBytes += cost - slots[i].cost
+            withSlots { s in
+                s[i].value = value
+                s[i].cost = cost
+                moveToFront(i, in: s)
+            }
             while usedBytes > budget, tail >= 0, tail != i {
-                let victim = keys[tail]!
+                let victim = slots[tail].key!
                 if let v = remove(victim) { evicted.append((victim, v)) }
             }
             return evicted
@@ -91,28 +103,21 @@ public final class MemoryLRU<Key: Hashable, Value> {
             return evicted
         }
         while usedBytes + cost > budget, tail >= 0 {
-            let victim = keys[tail]!
+            let victim = slots[tail].key!
             if let v = remove(victim) { evicted.append((victim, v)) }
         }
         let i: Int
         if let f = free.popLast() {
             i = f
-            keys[i] = key
-            values[i] = value
-            costs[i] = cost
-            marked[i] = false
+            slots[i] = Slot(key: key, value: value, cost: cost)
         } else {
-            i = keys.count
-            keys.append(key)
-            values.append(value)
-            costs.append(cost)
-            prev.append(-1)
-            next.append(-1)
-            marked.append(false)
+            i = slots.count
+            slots.append(Slot(key: key, value: value, cost: cost))
         }
-        prev[i] = -1
-        next[i] = head
-        if head >= 0 { prev[head] = i }
+        withSlots { s in
+            s[i].next = head
+            if head >= 0 { s[head].prev = i }
+        }
         head = i
         if tail < 0 { tail = i }
         index[key] = i
@@ -123,26 +128,27 @@ public final class MemoryLRU<Key: Hashable, Value> {
     /// Replaces the value of an existing entry in place, keeping its recency and cost.
     public func update(_ key: Key, _ body: (inout Value) -> Void) {
         guard let i = index[key] else { return }
-        body(&values[i]!)
+        body(&slots[i].value!)
     }
 
     @discardableResult
     public func remove(_ key: Key) -> Value? {
         guard let i = index.removeValue(forKey: key) else { return nil }
-        unlink(i)
-        let value = values[i]
-        keys[i] = nil
-        values[i] = nil
-        marked[i] = false
-        usedBytes -= costs[i]
+        let slot = withSlots { s -> Slot in
+            unlink(i, in: s)
+            let slot = s[i]
+            s[i] = Slot()
+            return slot
+        }
+        usedBytes -= slot.cost
         free.append(i)
-        return value
+        return slot.value
     }
 
     /// Removes and returns the least recently used entry (for owners with limits of their own, e.g. an entry count).
     @discardableResult
     public func removeLeastRecent() -> (key: Key, value: Value)? {
-        guard tail >= 0, let key = keys[tail], let value = remove(key) else { return nil }
+        guard tail >= 0, let key = slots[tail].key, let value = remove(key) else { return nil }
         return (key, value)
     }
 
@@ -151,8 +157,8 @@ public final class MemoryLRU<Key: Hashable, Value> {
         var out: [Key] = []
         var i = tail
         while i >= 0 {
-            out.append(keys[i]!)
-            i = prev[i]
+            out.append(slots[i].key!)
+            i = slots[i].prev
         }
         return out
     }
@@ -163,9 +169,9 @@ public final class MemoryLRU<Key: Hashable, Value> {
         var i = tail
         var visited = 0
         while i >= 0 && visited < limit {
-            let before = prev[i]
-            let key = keys[i]!
-            if shouldRemove(key, values[i]!), let value = remove(key) {
+            let before = slots[i].prev
+            let key = slots[i].key!
+            if shouldRemove(key, slots[i].value!), let value = remove(key) {
                 removed.append((key, value))
             }
             i = before
@@ -174,18 +180,24 @@ public final class MemoryLRU<Key: Hashable, Value> {
         return removed
     }
 
-    private func unlink(_ i: Int) {
-        let p = prev[i], n = next[i]
-        if p >= 0 { next[p] = n } else { head = n }
-        if n >= 0 { prev[n] = p } else { tail = p }
+    /// The slots as one buffer, for relinking without a check per field.
+    private func withSlots<R>(_ body: (UnsafeMutableBufferPointer<Slot>) -> R) -> R {
+        slots.withUnsafeMutableBufferPointer { body($0) }
     }
 
-    private func moveToFront(_ i: Int) {
+    private func unlink(_ i: Int, in s: UnsafeMutableBufferPointer<Slot>) {
+        let p = s[i].prev, n = s[i].next
+        if p >= 0 { s[p].next = n } else { head = n }
+        if n >= 0 { s[n].prev = p } else { tail = p }
+        s[i].prev = -1
+        s[i].next = -1
+    }
+
+    private func moveToFront(_ i: Int, in s: UnsafeMutableBufferPointer<Slot>) {
         guard head != i else { return }
-        unlink(i)
-        prev[i] = -1
-        next[i] = head
-        if head >= 0 { prev[head] = i }
+        unlink(i, in: s)
+        s[i].next = head
+        if head >= 0 { s[head].prev = i }
         head = i
         if tail < 0 { tail = i }
     }

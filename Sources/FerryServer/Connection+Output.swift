@@ -168,12 +168,28 @@ extension Connection {
         JSONWriter.writeString(name.rawValue, to: &out)
     }
 
+    /// A hot operation's final frame (`HotReply`): the same envelope `appendFinal` writes, its result written by
+    /// the operation itself.
+    func writeHotResult(id: UInt64, body: UnsafeRawBufferPointer, result: (inout [UInt8]) -> Void) {
+        appendFrame(body: body) { out in
+            JSONWriter.appendASCII("{\"id\":", to: &out)
+            JSONWriter.writeInt(Int64(id), to: &out)
+            JSONWriter.appendASCII(",\"final\":true,\"result\":", to: &out)
+            result(&out)
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
     private func appendFrame(body: ArraySlice<UInt8>, json: (inout [UInt8]) -> Void) {
+        body.withUnsafeBytes { b in appendFrame(body: b, json: json) }
+    }
+
+    private func appendFrame(body: UnsafeRawBufferPointer, json: (inout [UInt8]) -> Void) {
         guard !isClosed else { return }
         // Output starts waiting now: a stall is measured from here (or from the last write), not from an old drain.
         if pendingOutputBytes == 0 { lastDrainMs = WallClock.nowMs() }
         let before = out.count
-        body.withUnsafeBytes { b in FrameEncoder.append(to: &out, body: b, writeJSON: json) }
+        FrameEncoder.append(to: &out, body: body, writeJSON: json)
         table.outputBytes += out.count - before
         if !needsFlush {
             needsFlush = true

@@ -146,6 +146,7 @@ final class Connection: LoopPipeDelegate {
         if !uploads.isEmpty, let part = ContinuationEnvelope.parse(frame.json, maxNesting: table.config.limits.maxNesting) {
             return handleContinuation(part, body: Array(frame.body))
         }
+        if uploads.isEmpty, let hot = HotEnvelope.scan(frame.json), answerHot(hot, frame) { return }
         let envelope: RequestEnvelope
         do {
             envelope = try RequestEnvelope.parse(frame.json, maxNesting: table.config.limits.maxNesting)

@@ -12,6 +12,8 @@ final class Router {
     struct Entry {
         let handler: OperationHandler
         let counters = OperationCounters()
+        /// The handler's fast path, when it has one.
+        let hot: HotOperation?
     }
 
     private var table: [String: Entry] = [:]
@@ -22,11 +24,25 @@ final class Router {
     func register(_ handler: OperationHandler) {
         let name = handler.descriptor.name
         precondition(table[name] == nil, "operation \(name) registered twice")
-        table[name] = Entry(handler: handler)
+        let entry = Entry(handler: handler, hot: hotPath ? handler as? HotOperation : nil)
+        table[name] = entry
         names.append(name)
+        if entry.hot != nil { hotEntries.append((Array(name.utf8), entry)) }
     }
 
     func entry(_ op: String) -> Entry? { table[op] }
+
+    /// Whether operations with a fast path use it (`--no-hot-path` turns it off, to compare).
+    var hotPath = true
+    /// The few operations with a fast path, found by their name's bytes (cheaper than hashing a String).
+    private var hotEntries: [(name: [UInt8], entry: Entry)] = []
+
+    func hotEntry(_ op: UnsafeRawBufferPointer) -> Entry? {
+        for (name, entry) in hotEntries where name.count == op.count {
+            if name.withUnsafeBytes({ $0.elementsEqual(op) }) { return entry }
+        }
+        return nil
+    }
 
     var counters: [(String, OperationCounters)] { names.map { ($0, table[$0]!.counters) } }
 }

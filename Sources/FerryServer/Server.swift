@@ -84,6 +84,7 @@ public final class Server {
         let images = Wiring.startImages(config, fetch: fetch, post: mailbox.post)
         let stats = ServerStats()
         let router = Router()
+        router.hotPath = config.hotPath
         let table = ConnectionTable(loop: loop, config: config, log: log, stats: stats, router: router, budget: budget)
         self.table = table
         let report = StatsReport(loop: loop, stats: stats, router: router, table: table, store: store, fetch: fetch)

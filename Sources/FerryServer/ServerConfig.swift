@@ -29,6 +29,8 @@ public struct ServerConfig: Sendable {
     public var gracePeriodMs: UInt64 = 10_000
     /// Accept peers with another uid (SO_PEERCRED).
     public var allowOtherUsers = false
+    /// Whether the hot operations answer their plain requests on their fast path (`HotPath`); off only to compare.
+    public var hotPath = true
     /// Memory and disk budgets of the cache (`--memory-limit`, `--disk-limit`).
     public var memoryLimit = 256 * 1024 * 1024
     public var diskLimit = 2 * 1024 * 1024 * 1024

@@ -35,6 +35,7 @@ public final class CacheStore: @unchecked Sendable {
     private var own = StoreCounters()
     /// Keys read from the disk tier since the last sweep (memory hits are marked in `memory`).
     private var accessed = Set<CacheKey>()
+    private var accessesRecordedAt: Int64?
     /// Keeps late completions from putting old values into the memory tier.
     private var mutations = MutationTracker()
 
@@ -88,6 +89,14 @@ public final class CacheStore: @unchecked Sendable {
                 return (entry, source)
             })
         }
+    }
+
+    /// `read`'s memory tier alone, at once: a live entry of at most `maxBytes` in memory, counted and marked as
+    /// `read` counts and marks it; nil otherwise, with nothing counted (the caller then goes through `read`).
+    public func memoryHit(_ key: CacheKey, now: Int64, maxBytes: Int) -> CacheEntry? {
+        guard let entry = memory.get(key, markAccess: true), !entry.isExpired(now: now), entry.value.count <= maxBytes else { return nil }
+        own.memoryHits += 1
+        return entry
     }
 
     /// `get` for a reply that can be written in pieces: a value on disk larger than `streamAbove` comes back as a
@@ -217,15 +226,19 @@ public final class CacheStore: @unchecked Sendable {
         disk.clear(namespace: namespace, now: now, done)
     }
 
-    /// Drops expired entries (memory now, disk through the worker) and records memory hits in the disk tier's LRU
-    /// order. Called from a loop timer, about once a second.
+    /// Drops expired entries (memory now, disk through the worker) and records the reads since the last record
+    /// in the disk tier's LRU order, every `accessRecordIntervalMs`. Called from a loop timer, about once a second.
     public func sweep(now: Int64) {
         let expired = memory.removeAll(visiting: 2000) { _, entry in entry.isExpired(now: now) }
         own.expirations += UInt64(expired.count)
         syncMemoryCounters()
-        // Memory hits were marked in the memory tier (cheaper than a set insert per hit); disk hits are here.
-        let touched = Array(accessed) + memory.takeAccessed()
-        accessed.removeAll(keepingCapacity: true)
+        var touched: [CacheKey] = []
+        if accessesRecordedAt.map({ now - $0 >= config.accessRecordIntervalMs || $0 > now }) ?? true {
+            // Memory hits were marked in the memory tier (cheaper than a set insert per hit); disk hits are here.
+            touched = Array(accessed) + memory.takeAccessed()
+            accessed.removeAll(keepingCapacity: true)
+            accessesRecordedAt = now
+        }
         disk.sweep(now: now, accessed: touched)
     }
 

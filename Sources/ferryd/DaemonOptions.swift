@@ -34,6 +34,7 @@ enum DaemonOptions {
         OptionSpec("image-max-pixels", takesValue: true, help: "images with more pixels are refused (default: 100000000)"),
         OptionSpec("image-downloads", takesValue: true, help: "image downloads at once, more wait (default: 6)"),
         OptionSpec("allow-other-users", help: "accept clients running as another uid"),
+        OptionSpec("no-hot-path", help: "answer every request on the general path (to compare: the replies are the same)"),
         OptionSpec("version", help: "print the version and exit"),
         OptionSpec("help", short: "h", help: "print this help and exit"),
     ])
@@ -100,6 +101,7 @@ enum DaemonOptions {
         if let n = args.value("image-max-pixels") { config.imageMaxPixels = try positive(n, "--image-max-pixels") }
         if let n = args.value("image-downloads") { config.imageDownloads = try positive(n, "--image-downloads") }
         config.allowOtherUsers = args.has("allow-other-users")
+        config.hotPath = !args.has("no-hot-path")
         // A set of the largest value must be able to wait for the disk.
         guard config.bufferLimit >= config.limits.maxValueBytes else {
             throw UsageError("--buffer-limit (\(config.bufferLimit)) must hold at least one value of --max-value-bytes (\(config.limits.maxValueBytes))")

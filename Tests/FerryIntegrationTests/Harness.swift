@@ -149,6 +149,15 @@ final class RawSocket {
         return out
     }
 
+    /// The next frame's bytes as sent (header included), or nil at EOF.
+    func readRawFrame() throws -> [UInt8]? {
+        guard let header = try readExactly(8) else { return nil }
+        let jl = Int(header[0]) << 24 | Int(header[1]) << 16 | Int(header[2]) << 8 | Int(header[3])
+        let bl = Int(header[4]) << 24 | Int(header[5]) << 16 | Int(header[6]) << 8 | Int(header[7])
+        guard let rest = try readExactly(jl + bl) else { throw HarnessError("EOF inside a frame") }
+        return header + rest
+    }
+
     /// The next frame, or nil at EOF.
     func readFrame() throws -> (JSONValue, [UInt8])? {
         guard let header = try readExactly(8) else { return nil }

@@ -30,7 +30,9 @@ final class CountingTier: StoreTier {
     func list(namespace: String, prefix: String, cursor: String?, limit: Int, now: Int64,
               _ done: @escaping (Result<(keys: [ListedKey], more: Bool), StoreError>) -> Void) { done(.success(([], false))) }
     func clear(namespace: String, now: Int64, _ done: @escaping (Result<Int, StoreError>) -> Void) { done(.success(0)) }
-    func sweep(now: Int64, accessed: [CacheKey]) {}
+    /// The keys each sweep recorded as read.
+    private(set) var sweeps: [[CacheKey]] = []
+    func sweep(now: Int64, accessed: [CacheKey]) { sweeps.append(accessed) }
     func endOfIteration(flushReplies: () -> Void) {
         iterations += 1
         let settling = unsettled
@@ -116,5 +118,28 @@ final class CountingTier: StoreTier {
         let c = store.counters
         #expect(c.diskBytes == 123 && c.diskEntries == 4 && c.diskEvictions == 5)
         #expect(c.expirations == 7, "the tier's six and the memory tier's one")
+    }
+
+    /// Reads reach the disk tier's LRU order every `accessRecordIntervalMs`, each key once, none lost: the sweeps
+    /// in between record nothing.
+    @Test func readsAreRecordedInTheTiersOrderEveryIntervalAndNoneIsLost() throws {
+        let tier = CountingTier()
+        var config = StoreConfig(directory: "/nonexistent")
+        config.accessRecordIntervalMs = 30_000
+        let store = CacheStore(config: config, tier: tier)
+        let a = try CacheKey(key: "a"), b = try CacheKey(key: "b")
+        for key in [a, b] { store.set(key, value: [1], ttlMs: nil, ifAbsent: false, now: 1000) { _ in } }
+        store.endOfIteration {}
+        store.sweep(now: 1000)
+        #expect(tier.sweeps.last == [], "nothing was read yet")
+        _ = Self.get(store, a)
+        _ = Self.get(store, a)
+        store.sweep(now: 2000)
+        #expect(tier.sweeps.last == [], "within the interval: not yet")
+        _ = Self.get(store, b)
+        store.sweep(now: 31_000)
+        #expect(tier.sweeps.last.map(Set.init) == [a, b], "each key read once, the one read before the last sweep too")
+        store.sweep(now: 62_000)
+        #expect(tier.sweeps.last == [])
     }
 }

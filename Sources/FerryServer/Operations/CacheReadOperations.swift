@@ -27,6 +27,35 @@ final class CacheGetOperation: CacheOperation, OperationHandler {
     }
 }
 
+extension CacheGetOperation: HotOperation {
+    /// A value in the memory tier, answered at once; anything else (a miss, a bad key, a large value) is the
+    /// general path's.
+    func answerHot(_ request: HotRequest, _ reply: HotReply) -> Bool {
+        let e = request.envelope
+        guard let keyRange = e.key, e.ttlMs == nil else { return false }
+        let key = request.string(keyRange)
+        let namespace = e.namespace.map(request.string) ?? CacheKey.defaultNamespace
+        guard CacheKey.keyProblem(key) == nil, CacheKey.namespaceProblem(namespace) == nil,
+              let entry = store.memoryHit(CacheKey(trusted: namespace, key), now: WallClock.nowMs(), maxBytes: reply.maxBody)
+        else { return false }
+        entry.value.withUnsafeBytes { body in
+            // The general path's reply, member for member: `size`, `created_at`, `expires_at` when set, `source`.
+            reply.succeed(body: body) { out in
+                JSONWriter.appendASCII("{\"size\":", to: &out)
+                JSONWriter.writeInt(Int64(entry.value.count), to: &out)
+                JSONWriter.appendASCII(",\"created_at\":", to: &out)
+                JSONWriter.writeInt(entry.createdAt, to: &out)
+                if let expires = entry.expiresAt {
+                    JSONWriter.appendASCII(",\"expires_at\":", to: &out)
+                    JSONWriter.writeInt(expires, to: &out)
+                }
+                JSONWriter.appendASCII(",\"source\":\"memory\"}", to: &out)
+            }
+        }
+        return true
+    }
+}
+
 /// `cache.list`: one page of live keys in byte order.
 final class CacheListOperation: CacheOperation, OperationHandler {
     let descriptor = OperationCatalog.cacheList

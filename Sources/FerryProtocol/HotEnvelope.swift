@@ -1,0 +1,147 @@
+/// The envelope of a request in the plain shape the hot operations (`ping`, `cache.get`, `cache.set`) arrive in,
+/// read by one scan of its bytes, without building a `JSONValue` tree: `id`, `op`, and `args` holding only `key`,
+/// `namespace` (strings) and `ttl_ms` (an integer).
+///
+/// The scan accepts a strict subset of what `RequestEnvelope.parse` accepts, and reads it the same way: strings
+/// of printable ASCII without escapes, an `id` of plain digits, JSON whitespace anywhere between tokens, each
+/// member at most once. Anything else — another member (`timeout_ms`, `more`), another argument, an escape, a
+/// byte over 0x7F, a duplicate, bad JSON — is `nil`, and the request takes the general path, which answers it
+/// (errors included) exactly as before. So the scan never decides an error; it only finds the common case fast.
+///
+/// ```swift
+/// let json = Array(#"{"id":7,"op":"cache.get","args":{"key":"a"}}"#.utf8)
+/// let hot = json.withUnsafeBytes { HotEnvelope.scan($0) }
+/// hot?.id                                   // 7
+/// hot.map { json[$0.op] }                   // "cache.get" as bytes
+/// ```
+public struct HotEnvelope: Sendable, Equatable {
+    public var id: UInt64 = 0
+    /// Byte ranges of string contents in the scanned JSON (between the quotes).
+    public var op: Range<Int> = 0..<0
+    public var key: Range<Int>?
+    public var namespace: Range<Int>?
+    public var ttlMs: Int64?
+    /// Whether `args` had any member.
+    public var hasArgs = false
+
+    public static func scan(_ b: UnsafeRawBufferPointer) -> HotEnvelope? {
+        var s = Scanner(b: b)
+        return s.envelope()
+    }
+
+    private struct Scanner {
+        let b: UnsafeRawBufferPointer
+        var i = 0
+
+        mutating func envelope() -> HotEnvelope? {
+            var e = HotEnvelope()
+            var seenID = false, seenOp = false, seenArgs = false
+            guard take(UInt8(ascii: "{")) else { return nil }
+            repeat {
+                guard let name = string() else { return nil }
+                guard take(UInt8(ascii: ":")) else { return nil }
+                switch name.count {
+                case 2 where named(name, "id"):
+                    guard !seenID, let id = integer(), id >= 1, id <= Int64(RequestEnvelope.maxID) else { return nil }
+                    (e.id, seenID) = (UInt64(id), true)
+                case 2 where named(name, "op"):
+                    guard !seenOp, let op = string() else { return nil }
+                    (e.op, seenOp) = (op, true)
+                case 4 where named(name, "args"):
+                    guard !seenArgs, args(into: &e) else { return nil }
+                    seenArgs = true
+                default:
+                    return nil
+                }
+            } while take(UInt8(ascii: ","))
+            guard take(UInt8(ascii: "}")), seenID, seenOp else { return nil }
+            skipSpace()
+            return i == b.count ? e : nil
+        }
+
+        /// `{}` or members `key`, `namespace`, `ttl_ms`, each once.
+        mutating func args(into e: inout HotEnvelope) -> Bool {
+            guard take(UInt8(ascii: "{")) else { return false }
+            if take(UInt8(ascii: "}")) { return true }
+            e.hasArgs = true
+            repeat {
+                guard let name = string(), take(UInt8(ascii: ":")) else { return false }
+                if name.count == 3 && named(name, "key") {
+                    guard e.key == nil, let v = string() else { return false }
+                    e.key = v
+                } else if name.count == 9 && named(name, "namespace") {
+                    guard e.namespace == nil, let v = string() else { return false }
+                    e.namespace = v
+                } else if name.count == 6 && named(name, "ttl_ms") {
+                    guard e.ttlMs == nil, let v = integer() else { return false }
+                    e.ttlMs = v
+                } else {
+                    return false
+                }
+            } while take(UInt8(ascii: ","))
+            return take(UInt8(ascii: "}"))
+        }
+
+        /// A string of printable ASCII without escapes: the range of its contents.
+        mutating func string() -> Range<Int>? {
+            guard take(UInt8(ascii: "\"")) else { return nil }
+            let start = i
+            while i < b.count {
+                let c = b[i]
+                if c == UInt8(ascii: "\"") {
+                    i += 1
+                    return start..<(i - 1)
+                }
+                guard c >= 0x20, c < 0x7F, c != UInt8(ascii: "\\") else { return nil }
+                i += 1
+            }
+            return nil
+        }
+
+        /// A non-negative integer of plain digits (no sign, fraction or exponent; no leading zero), up to 15
+        /// digits, followed by a delimiter.
+        mutating func integer() -> Int64? {
+            skipSpace()
+            let start = i
+            var n: Int64 = 0
+            while i < b.count, b[i] >= UInt8(ascii: "0"), b[i] <= UInt8(ascii: "9"), i - start < 15 {
+                n = n * 10 + Int64(b[i] - UInt8(ascii: "0"))
+                i += 1
+            }
+            let digits = i - start
+            guard digits > 0, !(digits > 1 && b[start] == UInt8(ascii: "0")), i < b.count else { return nil }
+            switch b[i] {
+            case UInt8(ascii: ","), UInt8(ascii: "}"), 0x20, 0x09, 0x0A, 0x0D: return n
+            default: return nil
+            }
+        }
+
+        /// Skips whitespace, then takes `c` if it is next.
+        mutating func take(_ c: UInt8) -> Bool {
+            skipSpace()
+            guard i < b.count, b[i] == c else { return false }
+            i += 1
+            return true
+        }
+
+        mutating func skipSpace() {
+            while i < b.count {
+                switch b[i] {
+                case 0x20, 0x09, 0x0A, 0x0D: i += 1
+                default: return
+                }
+            }
+        }
+
+        func named(_ r: Range<Int>, _ name: StaticString) -> Bool {
+            name.withUTF8Buffer { n in
+                var k = 0
+                while k < n.count {
+                    if b[r.lowerBound + k] != n[k] { return false }
+                    k += 1
+                }
+                return true
+            }
+        }
+    }
+}

@@ -1,0 +1,62 @@
+import FerryProtocol
+
+/// The fast path of the hot operations: a request in the plain shape (`HotEnvelope`) is answered while its frame
+/// is read — no `JSONValue` tree, no `RequestContext`, no closures — when its operation can answer it at once
+/// (`HotOperation`: a memory hit, a ping without arguments). Everything else, and every error, takes the general
+/// path, which reads the frame again; so both paths give the same bytes for the same request (tested by running a
+/// daemon with `--no-hot-path` beside one without).
+///
+/// ```swift
+/// if let hot = HotEnvelope.scan(frame.json), connection.answerHot(hot, frame) { return }  // answered
+/// ```
+protocol HotOperation: AnyObject {
+    /// Answers `request` through `reply` and returns true, or returns false having done nothing.
+    func answerHot(_ request: HotRequest, _ reply: HotReply) -> Bool
+}
+
+/// A request of the hot shape: its envelope and the frame's bytes (valid only during `answerHot`).
+struct HotRequest {
+    let envelope: HotEnvelope
+    let json: UnsafeRawBufferPointer
+    let body: UnsafeRawBufferPointer
+
+    /// The string in `range` of the JSON (printable ASCII: the scan allowed nothing else).
+    func string(_ range: Range<Int>) -> String {
+        String(decoding: UnsafeRawBufferPointer(rebasing: json[range]), as: UTF8.self)
+    }
+}
+
+/// How a hot operation answers: one final frame, written straight into the connection's output.
+struct HotReply {
+    unowned let connection: Connection
+    let id: UInt64
+
+    /// The largest body a hot reply carries in its one frame (a larger one is streamed: the general path's work).
+    var maxBody: Int { connection.pieceBytes }
+
+    /// Writes `{"id":…,"final":true,"result":` + what `result` writes + `}` and the body.
+    func succeed(body: UnsafeRawBufferPointer, result: (inout [UInt8]) -> Void) {
+        connection.writeHotResult(id: id, body: body, result: result)
+    }
+}
+
+extension Connection {
+    /// Answers a request of the hot shape if its operation can, after the same gate as every request; true when
+    /// answered (and counted as the general path counts it).
+    func answerHot(_ hot: HotEnvelope, _ frame: FrameView) -> Bool {
+        guard let entry = table.router.hotEntry(UnsafeRawBufferPointer(rebasing: frame.json[hot.op])), let handler = entry.hot else {
+            return false
+        }
+        let situation = RequestGate.Situation(
+            phase: phase, serverDraining: table.isDraining, idInFlight: inFlight[hot.id] != nil,
+            connectionInFlight: inFlight.count, totalInFlight: table.totalInFlight,
+            maxConnectionInFlight: table.config.limits.maxInFlight, maxTotalInFlight: table.config.maxTotalInFlight,
+            operationKnown: true)
+        guard case .admit = RequestGate.decide(op: entry.handler.descriptor.name, situation) else { return false }
+        let request = HotRequest(envelope: hot, json: frame.json, body: frame.body)
+        guard handler.answerHot(request, HotReply(connection: self, id: hot.id)) else { return false }
+        table.stats.requestsTotal += 1
+        entry.counters.requests += 1
+        return true
+    }
+}

@@ -1,0 +1,68 @@
+import Testing
+@testable import FerryProtocol
+
+/// The hot scan reads a strict subset of what `RequestEnvelope.parse` reads, and reads it the same way: every
+/// envelope it accepts parses to the same id, op and arguments; everything else is left to the general path.
+@Suite struct HotEnvelopeTests {
+    static func scan(_ text: String) -> HotEnvelope? { Array(text.utf8).withUnsafeBytes { HotEnvelope.scan($0) } }
+
+    static func text(_ text: String, _ r: Range<Int>?) -> String? {
+        r.map { String(decoding: Array(text.utf8)[$0], as: UTF8.self) }
+    }
+
+    @Test func thePlainShapesOfTheHotOperations() throws {
+        let get = #"{"id":7,"op":"cache.get","args":{"key":"user:1","namespace":"app"}}"#
+        let e = try #require(Self.scan(get))
+        #expect(e.id == 7 && Self.text(get, e.op) == "cache.get" && Self.text(get, e.key) == "user:1")
+        #expect(Self.text(get, e.namespace) == "app" && e.ttlMs == nil && e.hasArgs)
+        let set = " {\n\"op\" : \"cache.set\", \"args\":{ \"ttl_ms\": 60000 ,\"key\":\"k\"}, \"id\":9007 } "
+        let s = try #require(Self.scan(set))
+        #expect(s.id == 9007 && s.ttlMs == 60000 && Self.text(set, s.key) == "k" && s.namespace == nil)
+        let ping = try #require(Self.scan(#"{"id":1,"op":"ping"}"#))
+        #expect(!ping.hasArgs)
+        #expect(Self.scan(#"{"id":1,"op":"ping","args":{}}"#)?.hasArgs == false)
+    }
+
+    @Test func anythingElseIsTheGeneralPaths() {
+        let refused = [
+            #"{"id":1,"op":"cache.get","args":{"key":"a"},"timeout_ms":5}"#,   // another member
+            #"{"id":1,"op":"cache.get","args":{"key":"a"},"more":true}"#,
+            #"{"id":1,"op":"cache.get","args":{"key":"a","other":1}}"#,         // another argument
+            #"{"id":1,"op":"cache.get","args":{"key":"a\"b"}}"#,               // an escape
+            "{\"id\":1,\"op\":\"cache.get\",\"args\":{\"key\":\"caf\u{e9}\"}}",   // not ASCII
+            #"{"id":1,"op":"cache.get","args":{"key":"a","key":"b"}}"#,         // duplicates
+            #"{"id":1,"id":2,"op":"ping"}"#,
+            #"{"id":01,"op":"ping"}"#, #"{"id":1.0,"op":"ping"}"#, #"{"id":-1,"op":"ping"}"#, #"{"id":1e2,"op":"ping"}"#,
+            #"{"id":0,"op":"ping"}"#, #"{"id":1234567890123456,"op":"ping"}"#,  // out of range, or long: general
+            #"{"id":"1","op":"ping"}"#, #"{"op":"ping"}"#, #"{"id":1}"#, #"{"id":1,"op":"ping"} x"#,
+            #"{"id":1,"op":"ping",}"#, #"{"id":1,"op":"ping""#, #"[1]"#, "",
+            #"{"id":1,"op":"cache.set","args":{"ttl_ms":null,"key":"a"}}"#,
+            #"{"id":1,"op":"cache.set","args":{"ttl_ms":-5,"key":"a"}}"#,
+            #"{"id":1,"op":"cache.get","args":{"key":1}}"#,
+            #"{"id":1,"op":"cache.get","args":[]}"#,
+        ]
+        for text in refused { #expect(Self.scan(text) == nil, "\(text)") }
+    }
+
+    /// Every accepted envelope, in many spellings, parses the same on the general path.
+    @Test func whatTheScanAcceptsTheParserReadsTheSame() throws {
+        let spaces = ["", " ", "\n", "\t ", "\r\n"]
+        var checked = 0
+        for (n, space) in spaces.enumerated() {
+            for args in ["", #","args":{}"#, #","args":{"key":"k\#(n)"}"#, #","args":{"namespace":"n.s","key":"k","ttl_ms":\#(n + 1)}"#] {
+                for text in ["{\(space)\"id\"\(space):\(space)\(n + 1)\(space),\"op\":\"cache.get\"\(args)\(space)}",
+                             "{\"op\":\(space)\"ping\"\(args),\(space)\"id\":\(n + 10)}\(space)"] {
+                    let bytes = Array(text.utf8)
+                    let hot = try #require(Self.scan(text), "\(text)")
+                    let parsed = try RequestEnvelope.parse(bytes)
+                    #expect(parsed.id == hot.id && parsed.op == Self.text(text, hot.op) && parsed.timeoutMs == nil && !parsed.more)
+                    #expect(parsed.args["key"]?.stringValue == Self.text(text, hot.key))
+                    #expect(parsed.args["namespace"]?.stringValue == Self.text(text, hot.namespace))
+                    #expect(parsed.args["ttl_ms"]?.intValue == hot.ttlMs && parsed.args.isEmpty == !hot.hasArgs)
+                    checked += 1
+                }
+            }
+        }
+        #expect(checked == 40)
+    }
+}
