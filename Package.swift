@@ -3,6 +3,11 @@
 // executables → FerryServer / FerryClient → FerryProtocol (no I/O, no C imports).
 import PackageDescription
 
+// The daemon's hot path (frame → scan → memory tier → reply) in release builds: exclusivity is checked at compile
+// time and in debug builds (every test run), not by the runtime on each access of a class's stored property, which
+// cost 9 % of a pipelined cache hit (BENCHMARKS.md, issue 12).
+let hotPathSettings: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
+
 let package = Package(
     name: "Ferry",
     products: [
@@ -31,22 +36,22 @@ let package = Package(
         // UTF-8 equality (cache keys, JSON member names). Pure Swift.
         .target(name: "FerryBytes"),
         // Pure Swift, but `rounded()` and friends need libm, which nothing else links here.
-        .target(name: "FerryProtocol", dependencies: ["FerryBytes"], linkerSettings: [.linkedLibrary("m")]),
+        .target(name: "FerryProtocol", dependencies: ["FerryBytes"], swiftSettings: hotPathSettings, linkerSettings: [.linkedLibrary("m")]),
         // Cache policy: LRU with a byte budget, keys, hashing. Pure Swift, tested without sockets or files.
         // Cross-module optimisation: the memory tier (`MemoryLRU<CacheKey, CacheEntry>`) is then specialised where
         // FerryStore uses it instead of running as generic code on every cache hit (measured in BENCHMARKS.md).
         .target(
             name: "FerryCache",
             dependencies: ["FerryBytes"],
-            swiftSettings: [.unsafeFlags(["-cross-module-optimization"])],
+            swiftSettings: [.unsafeFlags(["-cross-module-optimization"])] + hotPathSettings,
             linkerSettings: [.linkedLibrary("m")]
         ),
         // The storage engine: SQLite index (WAL) + content-addressed blob files + a disk worker thread.
-        .target(name: "FerryStore", dependencies: ["FerryCache", "FerryBytes", "CSQLite"]),
+        .target(name: "FerryStore", dependencies: ["FerryCache", "FerryBytes", "CSQLite"], swiftSettings: hotPathSettings),
         .target(name: "FerryArgs", linkerSettings: [.linkedLibrary("m")]),
         // The event loop: libuv's loop, timers, signals, polls, pipes and the cross-thread mailbox behind small Swift
         // types, and the wall clock. With the fetch transport, the only code that imports CLibUV.
-        .target(name: "FerryLoop", dependencies: ["CLibUV"]),
+        .target(name: "FerryLoop", dependencies: ["CLibUV"], swiftSettings: hotPathSettings),
         // HTTP caching policy (RFC 9111, shared cache): parsing, freshness, validation, keys. Pure Swift, no C imports;
         // the request cache modes are wire words of FerryProtocol.
         .target(name: "FerryHTTPCache", dependencies: ["FerryProtocol", "FerryBytes"]),
@@ -64,7 +69,8 @@ let package = Package(
         .target(
             name: "FerryServer",
             dependencies: ["FerryProtocol", "FerryCache", "FerryStore", "FerryHTTPCache", "FerryImageFormat", "FerryLoop",
-                           "FerryFetch", "FerryImages"]
+                           "FerryFetch", "FerryImages"],
+            swiftSettings: hotPathSettings
         ),
         .target(name: "FerryClient", dependencies: ["FerryProtocol"]),
         .target(name: "FerryCodable", dependencies: ["FerryClient"]),

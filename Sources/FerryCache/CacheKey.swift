@@ -53,7 +53,9 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
         return nil
     }
 
-    // Byte-wise identity: Swift's String == would merge canonically equivalent keys.
+    // Byte-wise identity: Swift's String == would merge canonically equivalent keys. Inlined: the memory tier
+    // compares a probe with the stored key where it lies, without copying (retaining) it for a call.
+    @inlinable @inline(__always)
     public static func == (a: CacheKey, b: CacheKey) -> Bool {
         UTF8Bytes.equal(a.key, b.key) && UTF8Bytes.equal(a.namespace, b.namespace)
     }

@@ -1,9 +1,15 @@
 /// A least-recently-used map with an exact byte budget: every entry costs `cost` bytes as its owner declares it
 /// (value bytes + key bytes + a fixed overhead for Ferry's cache), and the total never exceeds the budget.
 ///
-/// O(1) `get`, `set`, `remove`: a dictionary from key to slot number, and one array of slots forming a doubly
-/// linked list (no per-node objects; relinking a slot touches two integers, never copies a key or a value, so the
-/// hot path does no reference counting). Not thread-safe: the loop thread owns it.
+/// Recency is kept the CLOCK way (second chance), as operating systems keep pages: a `get` only sets the entry's
+/// referenced bit; eviction takes entries from the old end of the list, and one whose bit is set gets it cleared
+/// and goes back to the new end instead of out. A `get` so touches its own slot only, where moving it to the
+/// front of a linked list touched its two neighbours too — two more cache misses on every memory hit, the costliest
+/// part of one (BENCHMARKS.md, issue 12). The order differs from exact LRU only among entries used since they last
+/// reached the old end.
+///
+/// O(1) `get`, `set`, `remove` (eviction amortised): a hash index to slot numbers (`SlotIndex`), and one array
+/// of slots forming a doubly linked list (no per-node objects). Not thread-safe: the loop thread owns it.
 ///
 /// `get(_:markAccess: true)` also remembers that the entry was read, for owners that record accesses elsewhere
 /// (Ferry's disk tier keeps its own LRU order): `takeAccessed()` returns each marked key once.
@@ -11,7 +17,7 @@
 /// ```swift
 /// let lru = MemoryLRU<String, [UInt8]>(budget: 1000)
 /// let evicted = lru.set("a", [1, 2, 3], cost: 100)
-/// lru.get("a")          // moves "a" to the front
+/// lru.get("a")          // "a" gets a second chance at the next eviction
 /// ```
 public final class MemoryLRU<Key: Hashable, Value> {
     public let budget: Int
@@ -19,18 +25,23 @@ public final class MemoryLRU<Key: Hashable, Value> {
     /// One slot per entry, its fields together: a `get` touches one array (one exclusivity check, one uniqueness
     /// check, through `withSlots`), not six.
     private struct Slot {
-        var key: Key?
+        /// Left in place when the slot is freed (until it is reused, or the map empties): a key that is never nil
+        /// is compared where it lies, where an optional one was copied — and retained — at every probe.
+        var key: Key
         var value: Value?
         var cost = 0
         var prev = -1
         var next = -1
         var marked = false
+        /// Used since it last reached the old end (CLOCK's referenced bit).
+        var referenced = false
     }
     private var slots: [Slot] = []
     /// Slots marked since the last `takeAccessed` (a slot may appear again after being freed and reused).
     private var markedSlots: [Int] = []
     private var free: [Int] = []
-    private var index: [Key: Int] = [:]
+    /// Key hash → slot (`SlotIndex`: probes compare hashes, and only a matching one compares keys).
+    private var index = SlotIndex()
     private var head = -1  // most recently used
     private var tail = -1  // least recently used
 
@@ -41,12 +52,18 @@ public final class MemoryLRU<Key: Hashable, Value> {
 
     public var count: Int { index.count }
 
+    /// The slot holding `key`.
+    @inline(__always)
+    private func slot(of key: Key, hash: Int) -> Int? {
+        index.find(hash: hash) { i in slots.withUnsafeBufferPointer { $0[i].key == key } }
+    }
+
     /// The value, marked most recently used (and, with `markAccess`, remembered for `takeAccessed`).
     public func get(_ key: Key, markAccess: Bool = false) -> Value? {
-        guard let i = index[key] else { return nil }
+        guard let i = slot(of: key, hash: key.hashValue) else { return nil }
         var newlyMarked = false
         let value = withSlots { s -> Value? in
-            moveToFront(i, in: s)
+            s[i].referenced = true
             if markAccess && !s[i].marked {
                 s[i].marked = true
                 newlyMarked = true
@@ -59,11 +76,11 @@ public final class MemoryLRU<Key: Hashable, Value> {
 
     /// The value without touching recency.
     public func peek(_ key: Key) -> Value? {
-        guard let i = index[key] else { return nil }
+        guard let i = slot(of: key, hash: key.hashValue) else { return nil }
         return slots[i].value
     }
 
-    public func contains(_ key: Key) -> Bool { index[key] != nil }
+    public func contains(_ key: Key) -> Bool { slot(of: key, hash: key.hashValue) != nil }
 
     /// Keys read with `markAccess` since the last call, each once, if still present.
     public func takeAccessed() -> [Key] {
@@ -71,7 +88,7 @@ public final class MemoryLRU<Key: Hashable, Value> {
         out.reserveCapacity(markedSlots.count)
         for i in markedSlots where slots[i].marked {
             slots[i].marked = false
-            if let key = slots[i].key { out.append(key) }
+            out.append(slots[i].key)
         }
         markedSlots.removeAll(keepingCapacity: markedSlots.count < 1 << 16)
         return out
@@ -84,17 +101,15 @@ public final class MemoryLRU<Key: Hashable, Value> {
         precondition(cost >= 0)
         var evicted: [(key: Key, value: Value)] = []
         // Replacing a present key in place costs one lookup (a remove and an insert would cost three).
-        if cost <= budget, let i = index[key] {
+        let hash = key.hashValue
+        if cost <= budget, let i = slot(of: key, hash: hash) {
             usedBytes += cost - slots[i].cost
             withSlots { s in
                 s[i].value = value
                 s[i].cost = cost
-                moveToFront(i, in: s)
+                s[i].referenced = true
             }
-            while usedBytes > budget, tail >= 0, tail != i {
-                let victim = slots[tail].key!
-                if let v = remove(victim) { evicted.append((victim, v)) }
-            }
+            while usedBytes > budget, let victim = evictOne(sparing: i) { evicted.append(victim) }
             return evicted
         }
         remove(key)
@@ -102,10 +117,7 @@ public final class MemoryLRU<Key: Hashable, Value> {
             evicted.append((key, value))
             return evicted
         }
-        while usedBytes + cost > budget, tail >= 0 {
-            let victim = slots[tail].key!
-            if let v = remove(victim) { evicted.append((victim, v)) }
-        }
+        while usedBytes + cost > budget, let victim = evictOne(sparing: nil) { evicted.append(victim) }
         let i: Int
         if let f = free.popLast() {
             i = f
@@ -120,36 +132,64 @@ public final class MemoryLRU<Key: Hashable, Value> {
         }
         head = i
         if tail < 0 { tail = i }
-        index[key] = i
+        index.insert(hash: hash, slot: i)
         usedBytes += cost
         return evicted
     }
 
     /// Replaces the value of an existing entry in place, keeping its recency and cost.
     public func update(_ key: Key, _ body: (inout Value) -> Void) {
-        guard let i = index[key] else { return }
+        guard let i = slot(of: key, hash: key.hashValue) else { return }
         body(&slots[i].value!)
     }
 
     @discardableResult
     public func remove(_ key: Key) -> Value? {
-        guard let i = index.removeValue(forKey: key) else { return nil }
+        let hash = key.hashValue
+        guard let i = slot(of: key, hash: hash) else { return nil }
+        index.remove(hash: hash) { $0 == i }
         let slot = withSlots { s -> Slot in
             unlink(i, in: s)
             let slot = s[i]
-            s[i] = Slot()
+            s[i].value = nil
+            (s[i].cost, s[i].marked, s[i].referenced) = (0, false, false)
             return slot
         }
         usedBytes -= slot.cost
         free.append(i)
+        if index.count == 0 {
+            // Empty: the freed slots' keys go too.
+            slots.removeAll()
+            free.removeAll()
+            markedSlots.removeAll()
+        }
         return slot.value
     }
 
     /// Removes and returns the least recently used entry (for owners with limits of their own, e.g. an entry count).
     @discardableResult
-    public func removeLeastRecent() -> (key: Key, value: Value)? {
-        guard tail >= 0, let key = slots[tail].key, let value = remove(key) else { return nil }
-        return (key, value)
+    public func removeLeastRecent() -> (key: Key, value: Value)? { evictOne(sparing: nil) }
+
+    /// CLOCK's hand: the entry at the old end goes, unless it was used since it got there (it then goes back to
+    /// the new end, its bit cleared) or it is `sparing`. Nil when nothing but `sparing` is left.
+    private func evictOne(sparing: Int?) -> (key: Key, value: Value)? {
+        var turns = 0
+        while tail >= 0, turns <= index.count {
+            let t = tail
+            if t == sparing && head == t { return nil }
+            let keep = withSlots { s -> Bool in
+                guard s[t].referenced || t == sparing else { return false }
+                s[t].referenced = false
+                moveToFront(t, in: s)
+                return true
+            }
+            turns += 1
+            if keep { continue }
+            let key = slots[t].key
+            guard let value = remove(key) else { return nil }
+            return (key, value)
+        }
+        return nil
     }
 
     /// Keys from least to most recently used (for tests and sweeps).
@@ -157,7 +197,7 @@ public final class MemoryLRU<Key: Hashable, Value> {
         var out: [Key] = []
         var i = tail
         while i >= 0 {
-            out.append(slots[i].key!)
+            out.append(slots[i].key)
             i = slots[i].prev
         }
         return out
@@ -170,7 +210,7 @@ public final class MemoryLRU<Key: Hashable, Value> {
         var visited = 0
         while i >= 0 && visited < limit {
             let before = slots[i].prev
-            let key = slots[i].key!
+            let key = slots[i].key
             if shouldRemove(key, slots[i].value!), let value = remove(key) {
                 removed.append((key, value))
             }

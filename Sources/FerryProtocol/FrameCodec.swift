@@ -120,7 +120,7 @@ public enum FrameEncoder {
     /// envelope is never built twice.
     public static func append(to out: inout [UInt8], body: UnsafeRawBufferPointer? = nil, writeJSON: (inout [UInt8]) -> Void) {
         let headerAt = out.count
-        out.append(contentsOf: [0, 0, 0, 0, 0, 0, 0, 0])
+        out.append(contentsOf: repeatElement(0, count: ProtocolLimits.headerBytes))  // patched below
         writeJSON(&out)
         let jsonLength = out.count - headerAt - ProtocolLimits.headerBytes
         let bodyLength = body?.count ?? 0

@@ -14,6 +14,21 @@ import Testing
         #expect(lru.keysLeastRecentFirst == ["a", "d"])
     }
 
+    /// CLOCK: an entry used since it reached the old end gets a second chance (back to the new end, bit cleared),
+    /// and goes at the next turn if it is not used again.
+    @Test func anEntryUsedSinceItReachedTheOldEndGetsASecondChance() {
+        let lru = MemoryLRU<String, Int>(budget: 300)
+        for (k, v) in [("a", 1), ("b", 2), ("c", 3)] { lru.set(k, v, cost: 100) }
+        #expect(lru.get("b") == 2)
+        #expect(lru.set("d", 4, cost: 100).map(\.key) == ["a"])
+        #expect(lru.set("e", 5, cost: 100).map(\.key) == ["c"], "b was used: c goes instead")
+        #expect(lru.keysLeastRecentFirst == ["d", "b", "e"])
+        #expect(lru.set("f", 6, cost: 100).map(\.key) == ["d"])
+        #expect(lru.removeLeastRecent()?.key == "b", "its chance is spent")
+        lru.set("e", 50, cost: 250)
+        #expect(lru.count == 1 && lru.peek("e") == 50, "replacing spares the entry itself: f goes")
+    }
+
     @Test func replacingAKeyReplacesItsCost() {
         let lru = MemoryLRU<String, Int>(budget: 100)
         lru.set("a", 1, cost: 60)

@@ -35,7 +35,7 @@ extension CacheGetOperation: HotOperation {
         guard let keyRange = e.key, e.ttlMs == nil else { return false }
         let key = request.string(keyRange)
         let namespace = e.namespace.map(request.string) ?? CacheKey.defaultNamespace
-        guard CacheKey.keyProblem(key) == nil, CacheKey.namespaceProblem(namespace) == nil,
+        guard CacheKey.keyProblem(key) == nil, e.namespace == nil || CacheKey.namespaceProblem(namespace) == nil,
               let entry = store.memoryHit(CacheKey(trusted: namespace, key), now: WallClock.nowMs(), maxBytes: reply.maxBody)
         else { return false }
         entry.value.withUnsafeBytes { body in
