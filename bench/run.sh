@@ -230,15 +230,19 @@ run_redis() {
     done
 }
 
-# run_redis_fb PREFIX OP: the 50-connection rows again with ferry-bench itself as Redis's client (--redis: SET / GET in
-# RESP, the same keys and values). On the one client core redis-benchmark runs out of CPU before Redis does at
-# -c 50; with the same load generator on both sides, the difference left is the servers'.
+# run_redis_fb PREFIX OP: the 50-connection rows (1 in flight, and 16 pipelined) again with ferry-bench itself as
+# Redis's client (--redis: SET / GET in RESP, the same keys and values). On the one client core redis-benchmark runs
+# out of CPU before Redis does at -c 50; with the same load generator on both sides, the difference left is the
+# servers'.
 run_redis_fb() {
-    local k
-    for ((k = 1; k <= REPEATS; k++)); do
-        measured "$REDIS_PID" "cache-$2" "$1-fb-$2-c50" \
-            "${CLIENT_CPU[@]}" "$BIN/ferry-bench" --redis "$REDIS_SOCK" --seconds "$BENCH_SECONDS" --mode "cache-$2" \
-            --conns 50 --pipeline 1 --keys "$CACHE_KEYS" --value-bytes "$CACHE_VALUE_BYTES"
+    local k shape name pipeline
+    for shape in "c50 1" "c50-p16 16"; do
+        read -r name pipeline <<<"$shape"
+        for ((k = 1; k <= REPEATS; k++)); do
+            measured "$REDIS_PID" "cache-$2" "$1-fb-$2-$name" \
+                "${CLIENT_CPU[@]}" "$BIN/ferry-bench" --redis "$REDIS_SOCK" --seconds "$BENCH_SECONDS" --mode "cache-$2" \
+                --conns 50 --pipeline "$pipeline" --keys "$CACHE_KEYS" --value-bytes "$CACHE_VALUE_BYTES"
+        done
     done
 }
 
@@ -431,7 +435,7 @@ cache_rows() {
         "$(ratio "$(cpu_per_request "$f")" "$(cpu_per_request "$r")")" "$(or_dash "$(cpu_per_request "$a")")" \
         "$(ratio "$(cpu_per_request "$f")" "$(cpu_per_request "$a")")" \
         "server core busy $(busy "$f") / $(busy "$r") / $(busy "$a"); client core $(cbusy "$f") / $(cbusy "$r") / $(cbusy "$a")"
-    # The same shape with ferry-bench as Redis's client too (50-connection rows only).
+    # The same shape with ferry-bench as Redis's client too (the 50-connection rows).
     r=$(median "redis-fb-$1-$2")
     a=$(median "redis-aof-fb-$1-$2")
     if [[ -n $r || -n $a ]]; then

@@ -24,6 +24,17 @@ public struct HotEnvelope: Sendable, Equatable {
     /// Whether `args` had any member.
     public var hasArgs = false
 
+    /// The same envelope as `RequestEnvelope.parse` reads from these bytes (the ones scanned), for the general path
+    /// of a request the fast path did not answer: it is spared the tree.
+    public func requestEnvelope(_ json: UnsafeRawBufferPointer) -> RequestEnvelope {
+        func text(_ r: Range<Int>) -> String { String(decoding: UnsafeRawBufferPointer(rebasing: json[r]), as: UTF8.self) }
+        var args = JSONObject()
+        if let key { args.members.append(("key", .string(text(key)))) }
+        if let namespace { args.members.append(("namespace", .string(text(namespace)))) }
+        if let ttlMs { args.members.append(("ttl_ms", .int(ttlMs))) }
+        return RequestEnvelope(id: id, op: text(op), args: args)
+    }
+
     public static func scan(_ b: UnsafeRawBufferPointer) -> HotEnvelope? {
         var s = Scanner(b: b)
         return s.envelope()

@@ -146,10 +146,14 @@ final class Connection: LoopPipeDelegate {
         if !uploads.isEmpty, let part = ContinuationEnvelope.parse(frame.json, maxNesting: table.config.limits.maxNesting) {
             return handleContinuation(part, body: Array(frame.body))
         }
-        if uploads.isEmpty, let hot = HotEnvelope.scan(frame.json), answerHot(hot, frame) { return }
+        let hot = uploads.isEmpty ? HotEnvelope.scan(frame.json) : nil
+        if let hot, answerHot(hot, frame) { return }
         let envelope: RequestEnvelope
-        do {
-            envelope = try RequestEnvelope.parse(frame.json, maxNesting: table.config.limits.maxNesting)
+        do throws(RequestEnvelope.Invalid) {
+            // A plain envelope the fast path did not answer (a set, a miss) is not read twice.
+            if let hot { envelope = hot.requestEnvelope(frame.json) } else {
+                envelope = try RequestEnvelope.parse(frame.json, maxNesting: table.config.limits.maxNesting)
+            }
         } catch {
             table.stats.requestsTotal += 1
             table.stats.countError(error.error.code, op: nil)

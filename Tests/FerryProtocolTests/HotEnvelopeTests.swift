@@ -59,6 +59,9 @@ import Testing
                     #expect(parsed.args["key"]?.stringValue == Self.text(text, hot.key))
                     #expect(parsed.args["namespace"]?.stringValue == Self.text(text, hot.namespace))
                     #expect(parsed.args["ttl_ms"]?.intValue == hot.ttlMs && parsed.args.isEmpty == !hot.hasArgs)
+                    let rebuilt = bytes.withUnsafeBytes { hot.requestEnvelope($0) }
+                    #expect(rebuilt.id == parsed.id && rebuilt.op == parsed.op && rebuilt.timeoutMs == nil && !rebuilt.more)
+                    #expect(Set(rebuilt.args.keys) == Set(parsed.args.keys) && rebuilt.args.keys.allSatisfy { rebuilt.args[$0] == parsed.args[$0] })
                     checked += 1
                 }
             }

@@ -6,6 +6,8 @@ import FerryStore
 /// `cache.set`: the value is the request body; acknowledged once it is on disk (journal or index).
 final class CacheSetOperation: CacheOperation, OperationHandler {
     let descriptor = OperationCatalog.cacheSet
+    /// The two replies, made once (a reply object per set was a measurable share of one).
+    private static let stored: JSONObject = ["stored": true], notStored: JSONObject = ["stored": false]
 
     func start(_ request: RequestContext) {
         request.withArguments { () throws(CacheArguments.Invalid) in
@@ -13,7 +15,7 @@ final class CacheSetOperation: CacheOperation, OperationHandler {
             let ttl = try CacheArguments.ttl(request.args) ?? nil
             let ifAbsent = try CacheArguments.bool(request.args, "if_absent")
             store.set(key, value: request.body, ttlMs: ttl, ifAbsent: ifAbsent, now: WallClock.nowMs()) { result in
-                request.answer(result) { request.succeed(["stored": .bool($0)]) }
+                request.answer(result) { request.succeed($0 ? CacheSetOperation.stored : CacheSetOperation.notStored) }
             }
         }
     }
