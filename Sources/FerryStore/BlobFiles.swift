@@ -26,7 +26,7 @@ struct BlobFiles {
 
     /// Writes `bytes` (if no file with this content exists yet) and returns its hash.
     func write(_ bytes: [UInt8]) throws(StoreError) -> String {
-        let hash = SHA256.hex(of: bytes)
+        guard let hash = BlobHash.hex(of: bytes) else { throw .io("could not hash a value (libcrypto's SHA-256 failed)") }
         let final = path(of: hash)
         if access(final, F_OK) == 0 { return hash }
         let dir = String(final[..<final.lastIndex(of: "/")!])
