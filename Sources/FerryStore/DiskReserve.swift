@@ -1,6 +1,16 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Synchronization
+
+/// Whether the store is in full mode, readable at once from the loop thread while the worker changes it: the
+/// journal must stop taking values the moment the reserve is given back, not when the worker's batch outcome
+/// arrives — in between, it would write them into the very room the reserve freed for deletes and applies.
+final class FullModeSignal: Sendable {
+    private let on = Atomic<Bool>(false)
+    var isOn: Bool { on.load(ordering: .acquiring) }
+    func set(_ value: Bool) { on.store(value, ordering: .releasing) }
+}
 
 /// Room kept on the cache's file system so that a full disk can still be emptied: a file of `size` bytes
 /// (`reserve`, allocated for real with `posix_fallocate`) that the store gives back the moment a write finds the disk
@@ -20,7 +30,11 @@ struct DiskReserve {
     /// The reserve's size: 1/32 of the file system, between 256 KiB and 16 MiB.
     let size: Int
     /// Whether the file is in place. False: the store is in full mode.
-    private(set) var isHeld = false
+    private(set) var isHeld = false {
+        didSet { fullMode.set(!isHeld) }
+    }
+    /// `!isHeld`, for the loop thread.
+    let fullMode = FullModeSignal()
 
     init(directory: String) {
         self.directory = directory
@@ -28,6 +42,7 @@ struct DiskReserve {
         size = DiskReserve.size(forFileSystemOf: directory)
         var st = stat()
         isHeld = lstat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFREG && Int(st.st_size) == size
+        fullMode.set(!isHeld)
     }
 
     static func size(forFileSystemOf directory: String) -> Int {

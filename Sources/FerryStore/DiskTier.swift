@@ -27,6 +27,8 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     /// The last journal write found the disk full: sets go to the worker (which refuses them in full mode) until the
     /// next sweep tries the journal again.
     private var journalFull = false
+    /// Set by the worker the moment it gives the disk reserve back (`FullModeSignal`).
+    private let fullMode: FullModeSignal
     /// Where lines for the daemon's log go (entering and leaving full mode).
     var onNotice: (String) -> Void = { _ in }
     private var worker: DiskWorker!
@@ -67,6 +69,7 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         lockFD = opened.lockFD
         let engine = opened.engine
         self.engine = engine
+        fullMode = engine.reserve.fullMode
         handOffBytes = min(4 * 1024 * 1024, engine.applyThresholdBytes)
         do {
             journal = try JournalWriter(directory: config.directory, generation: opened.journalGeneration, nextSeq: opened.nextSeq)
@@ -133,7 +136,7 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     /// Small and unconditional, and it fits the disk budget without evicting: the journal path. (Eviction and
     /// `if_absent` need the index, so those sets go to the worker.)
     func settlesAtOnce(_ key: CacheKey, _ entry: CacheEntry, ifAbsent: Bool) -> Bool {
-        !ifAbsent && !usage.diskFull && !journalFull && entry.value.count <= config.inlineThreshold
+        !ifAbsent && !usage.diskFull && !journalFull && !fullMode.isOn && entry.value.count <= config.inlineThreshold
             && usage.bytes + uncountedJournalBytes + StoreEngine.cost(key, size: entry.value.count) <= config.diskBudget
     }
 
@@ -254,7 +257,12 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         let acks = journalAcks
         journalAcks.removeAll(keepingCapacity: true)
         let cost = journal.buffered.reduce(0) { $0 + $1.cost }
-        do {
+        do throws(StoreError) {
+            // Full mode began since these were taken: the room the reserve freed is for deletes and applies.
+            if fullMode.isOn {
+                journal.discardBuffered()
+                throw StoreError.diskFull("the cache disk is full: new values are refused until there is room")
+            }
             let records = try journal.write(sync: config.fsync == .always)
             unhandedRecords += records
             unhandedCost += cost
@@ -300,6 +308,9 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         usage.evictions += UInt64(outcome.evictions)
         usage.expirations += UInt64(outcome.expirations)
         usage.damaged += UInt64(outcome.damaged)
+        // Full mode began: the journal goes to the worker to be retired now, not at the next sweep. Its records are
+        // in the index once applied, so on a disk that filled within a second it held every value twice.
+        let enteredFullMode = outcome.diskFull && !usage.diskFull
         usage.diskFull = outcome.diskFull
         for notice in outcome.notices { onNotice(notice) }
         for result in outcome.results {
@@ -314,6 +325,7 @@ final class DiskTier: StoreTier, @unchecked Sendable {
             completions.removeFirst(completionsHead)
             completionsHead = 0
         }
+        if enteredFullMode && journal.fileBytes > 0 { rotateJournal() }
     }
 }
 

@@ -45,6 +45,12 @@ final class JournalWriter {
         return record
     }
 
+    /// Drops the buffered records unwritten (their sets are refused).
+    func discardBuffered() {
+        buffer.removeAll(keepingCapacity: buffer.capacity <= 1 << 20)
+        buffered.removeAll(keepingCapacity: true)
+    }
+
     /// Appends the buffered records in one write and returns them. On failure the file is cut back to where it
     /// was (no torn record stays in front of later ones), the records are dropped and the error is thrown.
     /// `sync`: the records are on the disk, not only in the OS, when this returns (`--fsync always`).
