@@ -169,6 +169,8 @@ CACHE_KEYS=10000
 CACHE_VALUE_BYTES=100
 # shape name, connections, requests per batch (redis-benchmark -P), requests of Redis's unmeasured warm-up run
 CACHE_SHAPES=("c50 50 1 50000" "c1 1 1 5000" "c50-p16 50 16 500000")
+# Value sizes of the large-value rows (cache.set, MB/s beside Redis AOF everysec with the same client).
+LARGE_SIZES=(65536 1000000)
 REDIS_NOTE=""
 if [[ $CACHE == 1 ]]; then
     log "cache: ferry-bench cache-set / cache-get, $REPEATS × ${BENCH_SECONDS}s per shape"
@@ -178,6 +180,10 @@ if [[ $CACHE == 1 ]]; then
             run_ferry "cache-$op" "cache-$op-$name" --conns "$conns" --pipeline "$pipeline" \
                 --keys "$CACHE_KEYS" --value-bytes "$CACHE_VALUE_BYTES"
         done
+    done
+    # Large values (the journal's largest, and the blob path): 2 connections, 100 keys, as the Redis AOF rows below.
+    for size in "${LARGE_SIZES[@]}"; do
+        run_ferry cache-set "cache-set-large-$size" --conns 2 --pipeline 1 --keys 100 --value-bytes "$size"
     done
 
     if [[ $REDIS != 0 ]] && ! { command -v redis-server && command -v redis-benchmark && command -v redis-cli; } >/dev/null 2>&1; then
@@ -274,6 +280,13 @@ if [[ $CACHE == 1 && -z $REDIS_NOTE ]]; then
     start_redis redis-aof --appendonly yes --appendfsync everysec
     run_redis redis-aof set
     run_redis_fb redis-aof set
+    for size in "${LARGE_SIZES[@]}"; do
+        for ((k = 1; k <= REPEATS; k++)); do
+            measured "$REDIS_PID" cache-set "redis-aof-fb-set-large-$size" \
+                "${CLIENT_CPU[@]}" "$BIN/ferry-bench" --redis "$REDIS_SOCK" --seconds "$BENCH_SECONDS" --mode cache-set \
+                --conns 2 --pipeline 1 --keys 100 --value-bytes "$size"
+        done
+    done
     stop_bg "$REDIS_PID"
 fi
 
@@ -455,6 +468,17 @@ cache_rows set c1 "cache.set: 1 conn × 1 in flight"
 cache_rows get c1 "cache.get: 1 conn × 1 in flight"
 cache_rows set c50-p16 "cache.set: 50 conns × 16 pipelined"
 cache_rows get c50-p16 "cache.get: 50 conns × 16 pipelined"
+# The large-value rows: MB/s of acknowledged sets, beside Redis AOF everysec driven by the same client.
+for size in "${LARGE_SIZES[@]}"; do
+    f=$(median "cache-set-large-$size")
+    a=$(median "redis-aof-fb-set-large-$size")
+    [[ -n $f ]] || continue
+    fo=$(field "$f" ops_per_s) ao=$(field "$a" ops_per_s)
+    mb() { [[ -n $1 ]] && awk -v o="$1" -v s="$size" 'BEGIN { printf "%.0f", o * s / 1e6 }'; }
+    crow "**cache.set of $(thousands "$size")-byte values, 2 conns × 1**, MB/s" "$(or_dash "$(mb "$fo")") ($(or_dash "$(thousands "$fo")") /s)" \
+        "–" "–" "$(or_dash "$(mb "$ao")") ($(or_dash "$(thousands "$ao")") /s, same client)" "$(ratio "$fo" "$ao")" \
+        "p50 / p99 µs $(field "$f" p50_us) / $(field "$f" p99_us) (Ferry), $(or_dash "$(field "$a" p50_us)") / $(or_dash "$(field "$a" p99_us)") (Redis AOF)"
+done
 HAS_CACHE_TABLE=$(($(wc -l <"$CACHE_TABLE") > 2))
 CACHE_LEGEND="Cache: ${CACHE_VALUE_BYTES}-byte values, random keys out of ${CACHE_KEYS}; Ferry = ferry-bench cache-set / \
 cache-get against ferryd, Redis = redis-benchmark ${REDIS_VERSION:-} -t set / get -d ${CACHE_VALUE_BYTES} -r ${CACHE_KEYS} \
