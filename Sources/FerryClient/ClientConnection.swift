@@ -29,12 +29,7 @@ final class ClientConnection: Sendable {
     let fd: Int32
     let path: String
     private let state = Mutex(State())
-    /// Frames waiting to be written, and whether a caller is writing them now (`write`).
-    private let outbox = Mutex(Outbox())
-    private struct Outbox {
-        var pending: [UInt8] = []
-        var writing = false
-    }
+    private let writeLock = Mutex(())
     /// Body bytes streams may hold unconsumed before the reader stops reading the socket.
     let credit = ReadCredit(limit: 8 * 1024 * 1024)
 
@@ -88,36 +83,14 @@ final class ClientConnection: Sendable {
         guard let frames = ClientConnection.frames(envelope, json: jsonBytes, body: body, maxFrameBytes: limits.0) else {
             return finish(envelope.id, with: .failure(FerryError(.resourceExhausted, "the request envelope leaves no room for its body in a frame of \(limits.0) bytes")))
         }
-        // A call cancelled between registering and sending is not sent at all (cancel requests have no waiter).
-        if envelope.op != "cancel" && !state.withLock({ $0.waiters[envelope.id] != nil }) { return }
-        if !write(frames) { connectionLost(FerryError.connection("the connection to ferryd at \(path) is closed")) }
-    }
-
-    /// Queues a request's frames together (another call's frames never split an upload). The caller that finds no
-    /// write under way writes everything queued — its own frames and those other calls queue meanwhile — so
-    /// concurrent calls share `send`s instead of taking turns for one each. False when the socket is gone.
-    private func write(_ frames: [[UInt8]]) -> Bool {
-        let writer = outbox.withLock { o -> Bool in
-            for frame in frames { o.pending.append(contentsOf: frame) }
-            if o.writing { return false }
-            o.writing = true
+        let ok = writeLock.withLock { _ -> Bool in
+            // A call cancelled between registering and sending is not sent at all (cancel requests have no waiter).
+            if envelope.op != "cancel" && !state.withLock({ $0.waiters[envelope.id] != nil }) { return true }
+            // All parts of one request go out together, so another call's frames never split an upload.
+            for frame in frames where !frame.withUnsafeBytes({ SocketIO.writeAll(fd, $0) }) { return false }
             return true
         }
-        guard writer else { return true }
-        var batch: [UInt8] = []
-        while true {
-            outbox.withLock { o in
-                swap(&batch, &o.pending)
-                o.pending.removeAll(keepingCapacity: true)
-                if batch.isEmpty { o.writing = false }
-            }
-            if batch.isEmpty { return true }
-            guard batch.withUnsafeBytes({ SocketIO.writeAll(fd, $0) }) else {
-                outbox.withLock { $0.writing = false }
-                return false
-            }
-            batch.removeAll(keepingCapacity: true)
-        }
+        if !ok { connectionLost(FerryError.connection("the connection to ferryd at \(path) is closed")) }
     }
 
     /// The frames of one request: one when it fits, else the envelope with `"more": true` and the body's first part,
