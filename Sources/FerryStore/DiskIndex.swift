@@ -47,6 +47,10 @@ final class DiskIndex {
         // WAL: readers never block the writer. Every `synchronous` setting keeps a committed transaction when the
         // process is killed (it is in the OS cache and the WAL); what a power loss may cost is the `--fsync` policy's.
         if !readOnly {
+            // Incremental auto-vacuum (takes effect only in a new database: before its first table): the pages deletes
+            // free can be given back to the file system (`releaseFreePages`), which on a full disk is the room that
+            // lets values in again.
+            try db.exec("PRAGMA auto_vacuum=INCREMENTAL;")
             try db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=\(fsync.sqliteSynchronous);")
             // 8 MiB of page cache (the default is 2 MiB): enough for the key pages of a few hundred thousand
             // entries, so a set of a random key costs no page reads. Not more: values up to 64 KiB live in the rows,
@@ -87,6 +91,12 @@ final class DiskIndex {
         resetStatements()
         try? db.exec("PRAGMA wal_checkpoint(TRUNCATE)")
     }
+    /// Gives the free pages of an incremental-vacuum database back to the file system (at the next checkpoint).
+    func releaseFreePages() {
+        resetStatements()
+        try? db.exec("PRAGMA incremental_vacuum")
+    }
+
     func commit() throws(SQLiteError) { try db.exec("COMMIT") }
     func rollback() { try? db.exec("ROLLBACK") }
 

@@ -52,6 +52,8 @@ struct BatchOutcome: Sendable {
     var damaged = 0
     /// Full mode: the reserve is given back and new values are refused.
     var diskFull = false
+    /// Journaled value bytes the worker holds unapplied (what a full disk must still find room for).
+    var pendingBytes = 0
     /// Lines for the daemon's log (entering and leaving full mode).
     var notices: [String] = []
 }

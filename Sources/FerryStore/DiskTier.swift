@@ -55,8 +55,18 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     /// Values held for the hand-off count too: 512 records of 64 KiB would be 32 MiB kept outside every budget.
     /// At most the engine's apply threshold, so one hand-off never outgrows the room its disk reserve gives.
     private let handOffBytes: Int
-    /// The active journal file is sealed and a new one started at this size, and at every sweep.
-    static let journalRotateBytes = 32 * 1024 * 1024
+    /// The active journal file is sealed and a new one started at this size, and at every sweep: at most half the
+    /// disk reserve (up to 32 MiB), because a sealed file's records, once applied, are on the disk twice until the
+    /// file is retired — on a disk that fills within a second the journal held every value twice, and the room the
+    /// reserve freed was not enough to apply what was pending (FullDiskTests).
+    private let journalRotateBytes: Int
+    /// Journaled bytes not yet applied to the index (handed off or not) may reach this much, half the disk reserve:
+    /// past it a set goes to the worker like one that is not journaled, which applies what is pending first. The
+    /// loop acknowledges journaled sets faster than the worker applies them, and on a full disk every pending byte
+    /// must still find room.
+    private let journalLimitBytes: Int
+    /// What the worker holds unapplied, as of its last batch.
+    private var workerPendingBytes = 0
     /// Value bytes handed to the disk worker and not yet done are held in the daemon's budget (`.storeQueue`): a
     /// client that sends sets faster than the disk takes them (and cancels or times out) must not grow the daemon.
     private let budget: MemoryBudget
@@ -71,6 +81,8 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         self.engine = engine
         fullMode = engine.reserve.fullMode
         handOffBytes = min(4 * 1024 * 1024, engine.applyThresholdBytes)
+        journalRotateBytes = min(32 * 1024 * 1024, max(64 * 1024, engine.reserve.size / 2))
+        journalLimitBytes = engine.reserve.size / 2
         do {
             journal = try JournalWriter(directory: config.directory, generation: opened.journalGeneration, nextSeq: opened.nextSeq)
         } catch {
@@ -137,6 +149,7 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     /// `if_absent` need the index, so those sets go to the worker.)
     func settlesAtOnce(_ key: CacheKey, _ entry: CacheEntry, ifAbsent: Bool) -> Bool {
         !ifAbsent && !usage.diskFull && !journalFull && !fullMode.isOn && entry.value.count <= config.inlineThreshold
+            && workerPendingBytes + uncountedJournalBytes + entry.value.count <= journalLimitBytes
             && usage.bytes + uncountedJournalBytes + StoreEngine.cost(key, size: entry.value.count) <= config.diskBudget
     }
 
@@ -247,7 +260,7 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         writtenSets.removeAll(keepingCapacity: true)
         for set in settled { set.done(set.failure.map { .failure($0) } ?? .success(true)) }
         if unhandedRecords.count >= DiskTier.handOffRecords || unhandedCost >= handOffBytes { handOffJournaled() }
-        if journal.fileBytes >= DiskTier.journalRotateBytes { rotateJournal() }
+        if journal.fileBytes >= journalRotateBytes { rotateJournal() }
     }
 
     /// The write itself. Also runs before any job is queued for the worker, so journaled sets keep their place in
@@ -312,6 +325,7 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         // in the index once applied, so on a disk that filled within a second it held every value twice.
         let enteredFullMode = outcome.diskFull && !usage.diskFull
         usage.diskFull = outcome.diskFull
+        workerPendingBytes = outcome.pendingBytes
         for notice in outcome.notices { onNotice(notice) }
         for result in outcome.results {
             let done = completions[completionsHead]

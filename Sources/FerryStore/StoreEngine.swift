@@ -28,7 +28,11 @@ final class StoreEngine {
     /// The highest sequence number handed over; `applied_seq` in the index once `pending` is applied.
     private var pendingSeq: UInt64 = 0
     /// Journal files sealed by the loop, deleted once everything pending is in the index.
-    private var sealedJournals: [String] = []
+    /// Sealed journal files, each with the highest sequence number it can hold (every record of a file was
+    /// accepted before the job that retires it): a file goes once the index holds everything up to that number.
+    private var sealedJournals: [(path: String, lastSeq: UInt64)] = []
+    /// The highest sequence number in the index.
+    private var appliedSeq: UInt64 = 0
     /// Value bytes held in `pending` (memory the daemon keeps until the apply).
     private var pendingBytes = 0
     /// Pending sets are applied once this many, or this many value bytes, have gathered (and by every sweep, about
@@ -39,7 +43,8 @@ final class StoreEngine {
 
     /// Room kept so that a full disk can still be emptied (`DiskReserve`); not held = full mode.
     var reserve: DiskReserve
-    /// Pending sets are applied at this many value bytes: at most half the reserve, so that giving the reserve back
+    /// Pending sets are applied at this many value bytes: at most a quarter of the reserve (applying them takes about
+    /// twice their size, in the WAL and then the database), so that giving the reserve back
     /// always leaves room to apply them (and to run the deletes queued behind them).
     let applyThresholdBytes: Int
 
@@ -48,7 +53,7 @@ final class StoreEngine {
         self.index = index
         self.blobs = blobs
         self.reserve = reserve
-        applyThresholdBytes = min(StoreEngine.maxApplyThresholdBytes, reserve.size / 2)
+        applyThresholdBytes = min(StoreEngine.maxApplyThresholdBytes, reserve.size / 4)
         // The WAL folds back into the database every quarter reserve (at most SQLite's default 1000 pages): on a
         // full disk it must never hold more than the reserve can give, or folding it back would need room itself.
         try index.db.exec("PRAGMA wal_autocheckpoint=\(max(16, min(1000, reserve.size / 4 / 4096)));")
@@ -65,7 +70,7 @@ final class StoreEngine {
         var outcome = BatchOutcome(results: [DiskResult](repeating: .swept, count: jobs.count), diskBytes: 0, diskEntries: 0,
                                    evictions: 0, expirations: 0)
         for (i, job) in jobs.enumerated() {
-            if case .retireJournal(let path) = job { sealedJournals.append(path) }
+            if case .retireJournal(let path) = job { sealedJournals.append((path, pendingSeq)) }
             var result = runOne(job, &outcome)
             // The file system is full: give back the reserve, whose room lets this job (and the deletes that
             // free space) commit, and refuse new values from now on (full mode).
@@ -81,6 +86,7 @@ final class StoreEngine {
         outcome.diskBytes = diskBytes
         outcome.diskEntries = diskEntries
         outcome.diskFull = !reserve.isHeld
+        outcome.pendingBytes = pendingBytes
         return outcome
     }
 
@@ -114,7 +120,7 @@ final class StoreEngine {
             defer { index.resetStatements() }
             return perform(job, &outcome)  // no transaction: a file removed, a damaged row dropped
         case .retireJournal:
-            do { try applyPending() } catch { return .failed(error) }
+            do { try applyPendingFreeingJournals() } catch { return .failed(error) }
             return .swept
         case .put where !reserve.isHeld, .adopt where !reserve.isHeld:
             if case .adopt(_, let file) = job { unlink(file.path) }
@@ -128,11 +134,14 @@ final class StoreEngine {
             file.checksum = sum
             return runOne(.adopt(key, file), &outcome)
         default:
-            do { try applyPending() } catch { return .failed(error) }
+            do { try applyPendingFreeingJournals() } catch { return .failed(error) }
             let result = runTransaction([job], &outcome)[0]
             // In full mode every write folds the WAL back at once: otherwise each delete's frames would take the
             // room the reserve gave before the next sweep, and deletes would stop freeing space.
-            if !reserve.isHeld { index.checkpoint() }
+            if !reserve.isHeld {
+                index.releaseFreePages()  // what deletes freed goes back to the file system
+                index.checkpoint()
+            }
             if case .sweep = job, !reserve.isHeld, reserve.retakeIfRoom() {
                 outcome.notices.append("cache disk has room again: reserve of \(reserve.size) bytes taken back, values accepted")
             }
@@ -159,7 +168,10 @@ final class StoreEngine {
     /// Moves every pending set into the index in one transaction, with the highest sequence number applied, then
     /// deletes the sealed journal files (everything in them is now in the index).
     private func applyPending() throws(StoreError) {
-        guard !pending.isEmpty else { return deleteSealedJournals() }
+        guard !pending.isEmpty else {
+            deleteSealedJournals()
+            return
+        }
         do throws(SQLiteError) {
             try index.begin()
             var replacedBytes = 0
@@ -194,12 +206,30 @@ final class StoreEngine {
         deleteSealedJournals()
     }
 
-    private func deleteSealedJournals() {
+    /// `applyPending`; on a full disk, the WAL is folded back and the sealed journals whose records are all in the
+    /// index go first (their room is what the apply needs), and the apply is tried again.
+    private func applyPendingFreeingJournals() throws(StoreError) {
+        do { try applyPending() } catch {
+            guard case .diskFull = error else { throw error }
+            // Fold the WAL back into the database (a TRUNCATE checkpoint frees the WAL's file), then try again.
+            index.checkpoint()
+            deleteSealedJournals()
+            try applyPending()
+        }
+    }
+
+    /// Deletes the sealed journals whose records are all in the index; true when one went.
+    @discardableResult
+    private func deleteSealedJournals() -> Bool {
+        if pending.isEmpty { appliedSeq = max(appliedSeq, pendingSeq) }
+        let done = sealedJournals.filter { $0.lastSeq <= appliedSeq }
+        guard !done.isEmpty else { return false }
         // What the journals held is in the index now; with `everysec`, on the disk too before they go (a
         // checkpoint syncs the WAL), so a power loss cannot take both copies.
-        if !sealedJournals.isEmpty && config.fsync == .everysec { index.checkpoint() }
-        for path in sealedJournals { unlink(path) }
-        sealedJournals.removeAll()
+        if config.fsync == .everysec { index.checkpoint() }
+        for journal in done { unlink(journal.path) }
+        sealedJournals.removeAll { $0.lastSeq <= appliedSeq }
+        return true
     }
 
     /// Runs jobs in one SQLite transaction (the index is current: nothing is pending).
