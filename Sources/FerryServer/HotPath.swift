@@ -28,7 +28,7 @@ struct HotRequest {
 
 /// How a hot operation answers: one final frame, written straight into the connection's output.
 struct HotReply {
-    unowned let connection: Connection
+    let connection: Connection  // strong: the reply lives only while `answerHot` runs (unowned cost a check per use)
     let id: UInt64
 
     /// The largest body a hot reply carries in its one frame (a larger one is streamed: the general path's work).
