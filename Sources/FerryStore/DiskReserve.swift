@@ -53,7 +53,9 @@ struct DiskReserve {
     }
 
     /// Bytes the file system still gives to an unprivileged writer.
-    func freeBytes() -> Int {
+    func freeBytes() -> Int { DiskReserve.freeBytes(in: directory) }
+
+    static func freeBytes(in directory: String) -> Int {
         var fs = statvfs()
         guard statvfs(directory, &fs) == 0 else { return 0 }
         return Int(fs.f_bavail) * Int(fs.f_frsize)
