@@ -69,6 +69,9 @@ extension IntegrationTests {
             await #expect(throws: WireError.self) { try await client.cacheSet("refused", [UInt8](repeating: 1, count: 60_000)) }
             #expect(try await client.cacheDelete(more[0]))
             #expect(try await client.cacheKeys().count >= stored.count / 2)
+            // And it stops on SIGTERM, cleanly, on the full disk (the stop folds the journal into the index).
+            daemon.signal(SIGTERM)
+            #expect(daemon.waitExit(timeout: 5) == 0, "\(daemon.log)")
         }
 
         /// Sets distinct 60 KB values until the disk refuses three in a row (with `resource_exhausted`: the first
