@@ -19,10 +19,5 @@ public enum HMACSHA256 {
         return outer.finish()
     }
 
-    public static func hex(key: [UInt8], message: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        for b in mac(key: key, message: message) { out += [digits[Int(b >> 4)], digits[Int(b & 15)]] }
-        return String(decoding: out, as: UTF8.self)
-    }
+    public static func hex(key: [UInt8], message: [UInt8]) -> String { Hex.lowercase(mac(key: key, message: message)) }
 }

@@ -67,12 +67,7 @@ public struct SHA256 {
         return h.finish()
     }
 
-    public static func hex(of data: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        for b in hash(data) { out += [digits[Int(b >> 4)], digits[Int(b & 15)]] }
-        return String(decoding: out, as: UTF8.self)
-    }
+    public static func hex(of data: [UInt8]) -> String { Hex.lowercase(hash(data)) }
 
     private mutating func compress(_ block: UnsafeRawBufferPointer) {
         var w = [UInt32](repeating: 0, count: 64)

@@ -131,13 +131,7 @@ extension Connection {
     }
 
     private func appendFinal(id: UInt64, result: JSONObject, body: ArraySlice<UInt8>) {
-        appendFrame(body: body) { out in
-            JSONWriter.appendASCII("{\"id\":", to: &out)
-            JSONWriter.writeInt(Int64(id), to: &out)
-            JSONWriter.appendASCII(",\"final\":true,\"result\":", to: &out)
-            JSONWriter.write(result, to: &out)
-            out.append(UInt8(ascii: "}"))
-        }
+        body.withUnsafeBytes { b in writeHotResult(id: id, body: b) { JSONWriter.write(result, to: &$0) } }
     }
 
     func writeError(id: UInt64, error: WireError) {
@@ -168,8 +162,8 @@ extension Connection {
         JSONWriter.writeString(name.rawValue, to: &out)
     }
 
-    /// A hot operation's final frame (`HotReply`): the same envelope `appendFinal` writes, its result written by
-    /// the operation itself.
+    /// A final frame whose result is written by `result`: a hot operation's (`HotReply`), and every other one
+    /// through `appendFinal`, so both paths write the same envelope.
     func writeHotResult(id: UInt64, body: UnsafeRawBufferPointer, result: (inout [UInt8]) -> Void) {
         appendFrame(body: body) { out in
             JSONWriter.appendASCII("{\"id\":", to: &out)

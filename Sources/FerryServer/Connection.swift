@@ -164,11 +164,7 @@ final class Connection: LoopPipeDelegate {
         uploads.newRequest(envelope.id)
         // No operation name is long: a huge one is unknown without hashing it (a String's hash normalises it first).
         let entry = envelope.op.utf8.count <= Router.maxNameBytes ? table.router.entry(envelope.op) : nil
-        let situation = RequestGate.Situation(
-            phase: phase, serverDraining: table.isDraining, idInFlight: inFlight[envelope.id] != nil || uploads.contains(envelope.id),
-            connectionInFlight: inFlight.count, totalInFlight: table.totalInFlight,
-            maxConnectionInFlight: table.config.limits.maxInFlight, maxTotalInFlight: table.config.maxTotalInFlight,
-            operationKnown: entry != nil)
+        let situation = gateSituation(id: envelope.id, operationKnown: entry != nil)
         entry?.counters.requests += 1
         switch RequestGate.decide(op: envelope.op, situation) {
         case .closeConnection(let error):
@@ -194,6 +190,15 @@ final class Connection: LoopPipeDelegate {
         case .admit:
             startRequest(envelope, body: Array(frame.body), entry: entry!)
         }
+    }
+
+    /// What `RequestGate` decides a request with this id by, on this connection now (both paths ask it).
+    func gateSituation(id: UInt64, operationKnown: Bool) -> RequestGate.Situation {
+        RequestGate.Situation(
+            phase: phase, serverDraining: table.isDraining, idInFlight: inFlight[id] != nil || uploads.contains(id),
+            connectionInFlight: inFlight.count, totalInFlight: table.totalInFlight,
+            maxConnectionInFlight: table.config.limits.maxInFlight, maxTotalInFlight: table.config.maxTotalInFlight,
+            operationKnown: operationKnown)
     }
 
     /// The largest body an operation takes in several frames; nil when it takes none.

@@ -3,8 +3,8 @@ import FerryProtocol
 /// The fast path of the hot operations: a request in the plain shape (`HotEnvelope`) is answered while its frame
 /// is read — no `JSONValue` tree, no `RequestContext`, no closures — when its operation can answer it at once
 /// (`HotOperation`: a memory hit, a ping without arguments). Everything else, and every error, takes the general
-/// path, which reads the frame again; so both paths give the same bytes for the same request (tested by running a
-/// daemon with `--no-hot-path` beside one without).
+/// path (built from the scan, not parsed again); both paths write the same envelope and give the same bytes for
+/// the same request (`HotPathTests` sends each request both ways; `--no-hot-path` turns this path off).
 ///
 /// ```swift
 /// if let hot = HotEnvelope.scan(frame.json), connection.answerHot(hot, frame) { return }  // answered
@@ -47,11 +47,7 @@ extension Connection {
         guard let entry = table.router.hotEntry(UnsafeRawBufferPointer(rebasing: frame.json[hot.op])), let handler = entry.hot else {
             return false
         }
-        let situation = RequestGate.Situation(
-            phase: phase, serverDraining: table.isDraining, idInFlight: inFlight[hot.id] != nil,
-            connectionInFlight: inFlight.count, totalInFlight: table.totalInFlight,
-            maxConnectionInFlight: table.config.limits.maxInFlight, maxTotalInFlight: table.config.maxTotalInFlight,
-            operationKnown: true)
+        let situation = gateSituation(id: hot.id, operationKnown: true)
         guard case .admit = RequestGate.decide(op: entry.handler.descriptor.name, situation) else { return false }
         let request = HotRequest(envelope: hot, json: frame.json, body: frame.body)
         guard handler.answerHot(request, HotReply(connection: self, id: hot.id)) else { return false }

@@ -1,4 +1,5 @@
 import CCrypto
+import FerryBytes
 
 /// The name of a blob file: the SHA-256 of its content, in hex. Collision resistance is the point — a value must
 /// never take the file of another client's value — and speed is the other: libcrypto hashes with the CPU's SHA
@@ -13,14 +14,6 @@ enum BlobHash {
     static func hex(of bytes: [UInt8]) -> String? {
         var digest = [UInt8](repeating: 0, count: 32)
         let ok = bytes.withUnsafeBytes { b in digest.withUnsafeMutableBufferPointer { ferry_sha256(b.baseAddress, b.count, $0.baseAddress) } }
-        guard ok == 1 else { return nil }
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(64)
-        for b in digest {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 15)])
-        }
-        return String(decoding: out, as: UTF8.self)
+        return ok == 1 ? Hex.lowercase(digest) : nil
     }
 }

@@ -61,7 +61,7 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     /// second the journal held every value twice, and the room the reserve freed was not enough to apply what was
     /// pending (FullDiskTests). Not always that soon: each retirement folds the WAL back, and at 64 KiB sets a
     /// rotation every 8 MiB halved their rate.
-    private let journalRotateBytes: Int
+    static let journalRotateBytes = 32 * 1024 * 1024
     private let journalRotateWhenShortBytes: Int
     /// The reserve's size, read once at start (the reserve itself is the worker's).
     private let reserveSize: Int
@@ -92,10 +92,9 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         fullMode = engine.reserve.fullMode
         handOffBytes = min(4 * 1024 * 1024, engine.applyThresholdBytes)
         reserveSize = engine.reserve.size
-        journalRotateBytes = 32 * 1024 * 1024
-        journalRotateWhenShortBytes = min(journalRotateBytes, max(64 * 1024, engine.reserve.size / 2))
+        journalRotateWhenShortBytes = min(DiskTier.journalRotateBytes, max(64 * 1024, reserveSize / 2))
         journalRoomCheckAt = journalRotateWhenShortBytes
-        journalLimitBytes = engine.reserve.size / 2
+        journalLimitBytes = reserveSize / 2
         do {
             journal = try JournalWriter(directory: config.directory, generation: opened.journalGeneration, nextSeq: opened.nextSeq)
         } catch {
@@ -274,7 +273,7 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         writtenSets.removeAll(keepingCapacity: true)
         for set in settled { set.done(set.failure.map { .failure($0) } ?? .success(true)) }
         if unhandedRecords.count >= DiskTier.handOffRecords || unhandedCost >= handOffBytes { handOffJournaled() }
-        if journal.fileBytes >= journalRotateBytes || (journal.fileBytes >= journalRoomCheckAt && isShortOfRoom()) {
+        if journal.fileBytes >= DiskTier.journalRotateBytes || (journal.fileBytes >= journalRoomCheckAt && isShortOfRoom()) {
             rotateJournal()
         }
     }
@@ -315,7 +314,6 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         unhandedCost = 0
     }
 
-    /// Seals the active journal file (the next write starts a new one) and has the worker apply and delete it.
     /// Whether the file system has less than four disk reserves free (looked at once per half reserve journaled).
     private func isShortOfRoom() -> Bool {
         journalRoomCheckAt = journal.fileBytes + journalRotateWhenShortBytes
@@ -323,6 +321,7 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         return shortOfRoom
     }
 
+    /// Seals the active journal file (the next write starts a new one) and has the worker apply and delete it.
     private func rotateJournal() {
         writeBufferedSets()
         submit(.retireJournal(path: journal.seal())) { _ in }
