@@ -40,6 +40,9 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        // Descriptor passing (SCM_RIGHTS), sealed memory files and copy_file_range: the calls Swift's Glibc module
+        // cannot make (CMSG_* macros, memfd seals), for the daemon's and the clients' side of "bodies as descriptors".
+        .target(name: "CFerryIO"),
         // Byte helpers a library would give: one big-endian codec (frames, journal, stored responses) and byte-wise
         // UTF-8 equality (cache keys, JSON member names). Pure Swift.
         .target(name: "FerryBytes"),
@@ -55,11 +58,11 @@ let package = Package(
             linkerSettings: [.linkedLibrary("m")]
         ),
         // The storage engine: SQLite index (WAL) + content-addressed blob files + a disk worker thread.
-        .target(name: "FerryStore", dependencies: ["FerryCache", "FerryBytes", "CSQLite", "CCrypto"], swiftSettings: hotPathSettings),
+        .target(name: "FerryStore", dependencies: ["FerryCache", "FerryBytes", "CSQLite", "CCrypto", "CFerryIO"], swiftSettings: hotPathSettings),
         .target(name: "FerryArgs", linkerSettings: [.linkedLibrary("m")]),
         // The event loop: libuv's loop, timers, signals, polls, pipes and the cross-thread mailbox behind small Swift
         // types, and the wall clock. With the fetch transport, the only code that imports CLibUV.
-        .target(name: "FerryLoop", dependencies: ["CLibUV"], swiftSettings: hotPathSettings),
+        .target(name: "FerryLoop", dependencies: ["CLibUV", "CFerryIO"], swiftSettings: hotPathSettings),
         // HTTP caching policy (RFC 9111, shared cache): parsing, freshness, validation, keys. Pure Swift, no C imports;
         // the request cache modes are wire words of FerryProtocol.
         .target(name: "FerryHTTPCache", dependencies: ["FerryProtocol", "FerryBytes"]),
@@ -80,13 +83,13 @@ let package = Package(
                            "FerryFetch", "FerryImages"],
             swiftSettings: hotPathSettings
         ),
-        .target(name: "FerryClient", dependencies: ["FerryProtocol"]),
+        .target(name: "FerryClient", dependencies: ["FerryProtocol", "CFerryIO"]),
         .target(name: "FerryCodable", dependencies: ["FerryClient"]),
         .executableTarget(name: "ferryd", dependencies: ["FerryServer", "FerryStore", "FerryArgs", "FerryHTTPCache"]),
         // Shell users pay the CLI's start-up on every call: the Swift runtime linked statically saves ~1 ms a run
         // (measured in BENCHMARKS.md).
         .executableTarget(
-            name: "ferry", dependencies: ["FerryClient", "FerryArgs"],
+            name: "ferry", dependencies: ["FerryClient", "FerryArgs", "CFerryIO"],
             linkerSettings: [.unsafeFlags(["-static-stdlib"])]
         ),
         .executableTarget(name: "ferry-bench", dependencies: ["FerryClient", "FerryProtocol", "FerryArgs"]),

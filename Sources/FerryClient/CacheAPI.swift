@@ -2,7 +2,12 @@ import FerryProtocol
 
 /// A value read from the shared cache.
 public struct CachedValue: Sendable, Equatable {
+    /// The value; empty when it came as `file`.
     public var bytes: [UInt8]
+    /// The value as a descriptor, when asked for (`bodyAsFile`) and the daemon handed one over (large values).
+    public var file: BodyFile?
+    /// The value's size, whichever way it came.
+    public var size: Int
     /// Milliseconds since the Unix epoch.
     public var createdAt: Int64
     public var expiresAt: Int64?
@@ -36,11 +41,18 @@ extension FerryClient {
         return try await call(.cacheSet, args, body: value).result["stored"]?.boolValue ?? false
     }
 
-    /// The value, or nil when the key is absent or expired.
-    public func cacheGet(_ key: String, namespace: String? = nil) async throws -> CachedValue? {
+    /// The value, or nil when the key is absent or expired. A large value comes through a descriptor when the
+    /// daemon offers it (`offersBodyFiles`): read into `bytes`, or, with `bodyAsFile`, left in `file` for the caller
+    /// to read or copy (`BodyFile.copy(toPath:)`) without the bytes passing through this process.
+    public func cacheGet(_ key: String, namespace: String? = nil, bodyAsFile: Bool = false) async throws -> CachedValue? {
+        var args = FerryClient.keyArgs(key, namespace)
+        if offersBodyFiles { args["body_fd"] = true }
         do {
-            let reply = try await call(.cacheGet, FerryClient.keyArgs(key, namespace))
-            return CachedValue(bytes: reply.body, createdAt: reply.result["created_at"]?.intValue ?? 0,
+            let reply = try await call(.cacheGet, args)
+            let file = bodyAsFile ? reply.file : nil
+            let bytes = file == nil ? try reply.wholeBody() : []
+            return CachedValue(bytes: bytes, file: file, size: Int(reply.result["size"]?.intValue ?? Int64(bytes.count)),
+                               createdAt: reply.result["created_at"]?.intValue ?? 0,
                                expiresAt: reply.result["expires_at"]?.intValue, source: reply.result["source"]?.stringValue)
         } catch let e as FerryError where e.code == .notFound {
             return nil

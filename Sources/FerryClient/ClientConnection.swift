@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CFerryIO
 import FerryProtocol
 import Synchronization
 
@@ -179,32 +180,51 @@ final class ClientConnection: Sendable {
     private func readLoop() {
         var decoder = FrameDecoder(maxFrameBytes: 65536, maxJSONBytes: 65536)
         var failure = FerryError.connection("ferryd closed the connection")
+        // Descriptors that came with reply frames (`body_fd`), oldest first: each arrives with the first byte of its
+        // frame, so by the time a frame is whole its descriptor is the oldest one here.
+        var descriptors = DescriptorQueue()
+        var received = [Int32](repeating: -1, count: 16)
         reading: while true {
             credit.waitForRoom()
             let space = decoder.buffer.writableSpace(minimum: 64 * 1024)
-            let n = recv(fd, space.baseAddress, space.count, 0)
-            if n < 0 && errno == EINTR { continue }
+            var count: Int32 = 0
+            let n = ferry_recv_with_fds(fd, space.baseAddress, space.count, &received, Int32(received.count), &count)
+            if n == -Int(EINTR) { continue }
             if n <= 0 { break }
+            if count < 0 {
+                failure = FerryError(.resourceExhausted, "a descriptor ferryd sent was dropped by the kernel (this process is out of descriptors)")
+                break
+            }
+            for k in 0..<Int(count) { descriptors.push(received[k]) }
             decoder.buffer.didWrite(n)
             (decoder.maxFrameBytes, decoder.maxJSONBytes) = state.withLock { ($0.maxFrameBytes, $0.maxJSONBytes) }
             do {
-                while let frame = try decoder.next() { dispatch(frame) }
+                while let frame = try decoder.next() { dispatch(frame, descriptors: &descriptors) }
             } catch {
                 failure = FerryError(.protocolError, "ferryd sent a bad frame: \(error)")
                 break reading
             }
         }
+        descriptors.closeAll()
         connectionLost(failure)
     }
 
     deinit { Glibc.close(fd) }
 
-    private func dispatch(_ frame: Frame) {
+    private func dispatch(_ frame: Frame, descriptors: inout DescriptorQueue) {
         guard let value = try? JSONParser.parse(frame.json, maxDepth: 64), let reply = ReplyEnvelope.parse(value) else {
             return
         }
         switch reply {
         case .result(let id, let result):
+            if let named = result["body_fd"]?.objectValue {
+                guard let fd = descriptors.pop(), let offset = named["offset"]?.intValue, let length = named["length"]?.intValue,
+                      offset >= 0, length >= 0 else {
+                    return finish(id, with: .failure(FerryError(.protocolError, "ferryd named a body descriptor that did not arrive")))
+                }
+                let file = BodyFile(fd: fd, offset: Int(offset), length: Int(length))
+                return finish(id, with: .success(FerryReply(result: result, body: [], file: file)))
+            }
             let chunks = takeChunks(id)
             finish(id, with: .success(FerryReply(result: result, body: chunks + frame.body)))
         case .error(let id, let e):
@@ -246,5 +266,27 @@ final class ClientConnection: Sendable {
         guard let (continuation, account) = stream else { return }
         account.delivered(body.count)
         if case .terminated = continuation.yield(.event(name: name, data: data, body: body)) { account.consumed(body.count) }
+    }
+}
+
+/// Descriptors received and not yet claimed by their frames, oldest first (the reader thread's own).
+struct DescriptorQueue {
+    private var fds: [Int32] = []
+    private var head = 0
+
+    mutating func push(_ fd: Int32) { fds.append(fd) }
+
+    mutating func pop() -> Int32? {
+        guard head < fds.count else { return nil }
+        defer {
+            head += 1
+            if head == fds.count { (fds, head) = ([], 0) }
+        }
+        return fds[head]
+    }
+
+    /// The connection ended: descriptors no frame claimed are closed.
+    mutating func closeAll() {
+        while let fd = pop() { close(fd) }
     }
 }

@@ -26,6 +26,11 @@ public final class FerryClient: Sendable {
     public let limits: ProtocolLimits
     /// The operations the server implements.
     public let operations: [String]
+    /// What the server offers beyond the version's core (`hello`'s `capabilities`).
+    public let capabilities: Set<Capability>
+    /// Whether large bodies can come as descriptors (`Capability.bodyFD`): `cacheGet` and `fetch` then ask for
+    /// them, and read them (or hand them over, `bodyAsFile`) instead of taking the bytes through the socket.
+    public var offersBodyFiles: Bool { capabilities.contains(.bodyFD) }
 
     /// The socket path used when none is given: `$FERRY_SOCKET`, `$XDG_RUNTIME_DIR/ferry/ferryd.sock`, or
     /// `/tmp/ferry-$UID/ferryd.sock`, exactly as `ferryd` resolves it.
@@ -58,6 +63,7 @@ public final class FerryClient: Sendable {
         serverName = hello["server"]?.stringValue ?? "ferryd"
         self.limits = limits
         operations = hello["operations"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        capabilities = Set(hello["capabilities"]?.arrayValue?.compactMap { $0.stringValue.flatMap(Capability.init(rawValue:)) } ?? [])
     }
 
     deinit { connection.close() }

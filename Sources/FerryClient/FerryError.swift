@@ -26,10 +26,20 @@ extension FerryError {
 public struct FerryReply: Sendable, Equatable {
     public var result: JSONObject
     public var body: [UInt8]
+    /// The body as a descriptor, when the request asked for one (`body_fd: true`) and the daemon handed it over
+    /// (the result then names `body_fd`, and `body` is empty).
+    public var file: BodyFile?
 
-    public init(result: JSONObject, body: [UInt8] = []) {
+    public init(result: JSONObject, body: [UInt8] = [], file: BodyFile? = nil) {
         self.result = result
         self.body = body
+        self.file = file
+    }
+
+    /// The body, whichever way it came: the bytes, or read from the descriptor.
+    public func wholeBody() throws(FerryError) -> [UInt8] {
+        guard let file else { return body }
+        return try file.bytes()
     }
 }
 

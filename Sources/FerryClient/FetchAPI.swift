@@ -37,6 +37,9 @@ public struct FetchRequest: Sendable, Equatable {
     /// An unsafe method (POST, PUT, PATCH, DELETE) may be sent again by the daemon when a reused connection died
     /// before the answer: say so only for a request that is idempotent (`retry`).
     public var retry: Bool?
+    /// Leave a large complete body in `FetchResponse.file` (a descriptor, when the daemon offers them) instead of
+    /// reading it into `body`.
+    public var bodyAsFile = false
 
     public init(_ url: String, method: String = "GET", headers: [HTTPHeader] = [], body: [UInt8] = [],
                 timeout: Duration? = nil, cache: CacheMode? = nil) {
@@ -75,7 +78,10 @@ public struct FetchResponse: Sendable, Equatable {
     public var age: Int
     /// total_ms, and for a network exchange dns_ms, connect_ms, tls_ms, first_byte_ms, transfer_ms.
     public var timing: [String: Double]
+    /// The body; empty when it came as `file`.
     public var body: [UInt8]
+    /// The body as a descriptor (`FetchRequest.bodyAsFile`, a large complete body, a daemon that offers it).
+    public var file: BodyFile?
 
     /// The first value of a header (names compare case-insensitively).
     public func header(_ name: String) -> String? {
@@ -88,7 +94,8 @@ public struct FetchResponse: Sendable, Equatable {
     /// The body as UTF-8 text.
     public var text: String { String(decoding: body, as: UTF8.self) }
 
-    init(result: JSONObject, body: [UInt8]) {
+    init(result: JSONObject, body: [UInt8], file: BodyFile? = nil) {
+        self.file = file
         status = Int(result["status"]?.intValue ?? 0)
         headers = (result["headers"]?.arrayValue ?? []).compactMap { pair in
             guard let a = pair.arrayValue, a.count == 2, let n = a[0].stringValue, let v = a[1].stringValue else { return nil }
@@ -108,8 +115,11 @@ public struct FetchResponse: Sendable, Equatable {
 extension FerryClient {
     /// Makes the request through ferryd and its shared HTTP cache.
     public func fetch(_ request: FetchRequest, deadline: Duration? = nil) async throws -> FetchResponse {
-        let reply = try await call(.fetch, request.arguments, body: request.body, timeout: deadline)
-        return FetchResponse(result: reply.result, body: reply.body)
+        var args = request.arguments
+        if offersBodyFiles { args["body_fd"] = true }
+        let reply = try await call(.fetch, args, body: request.body, timeout: deadline)
+        let file = request.bodyAsFile ? reply.file : nil
+        return FetchResponse(result: reply.result, body: file == nil ? try reply.wholeBody() : [], file: file)
     }
 
     /// The same request, as a stream: the response's `head` as soon as it is known (when the body streams),
@@ -125,6 +135,7 @@ extension FerryClient {
     public func fetchStream(_ request: FetchRequest, deadline: Duration? = nil) -> FetchEventStream {
         var args = request.arguments
         args["progress"] = true
+        if request.bodyAsFile && offersBodyFiles { args["body_fd"] = true }
         return FetchEventStream(upstream: stream(.fetch, args, body: request.body, timeout: deadline))
     }
 

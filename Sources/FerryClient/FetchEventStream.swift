@@ -7,7 +7,8 @@ public enum FetchEvent: Sendable, Equatable {
     case head(FetchResponse)
     case progress(received: Int, total: Int?)
     case chunk([UInt8])
-    /// The end: status, headers and the rest; its `body` is empty (the bytes came as chunks).
+    /// The end: status, headers and the rest; its `body` is empty (the bytes came as chunks), and its `file` is the
+    /// body when it came as a descriptor instead (`FetchRequest.bodyAsFile`: then no chunk came).
     case response(FetchResponse)
 }
 
@@ -51,7 +52,7 @@ public struct FetchEventStream: AsyncSequence, Sendable {
                 case .final(let reply):
                     // A body small enough for one frame came with no head event: its head is the response's.
                     done = true
-                    let response = FetchResponse(result: reply.result, body: [])
+                    let response = FetchResponse(result: reply.result, body: [], file: reply.file)
                     if !sawHead { pending.append(.head(response)) }
                     if !reply.body.isEmpty { pending.append(.chunk(reply.body)) }
                     pending.append(.response(response))

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CLibUV
+import CFerryIO
 
 /// What a `LoopPipe` tells its owner, on the loop thread.
 public protocol LoopPipeDelegate: AnyObject {
@@ -67,6 +68,17 @@ public final class LoopPipe {
         var buf = uv_buf_init(UnsafeMutablePointer(mutating: base.assumingMemoryBound(to: CChar.self)), UInt32(bytes.count))
         let n = Int(uv_try_write(handle.asStream, &buf, 1))
         return n == LoopPipe.wouldBlock ? 0 : n
+    }
+
+    /// Writes what the kernel takes now of `bytes` with the descriptor `fd` attached to the first of them
+    /// (`SCM_RIGHTS`: the peer receives its own copy; `fd` stays open here). Returns the bytes written (> 0: the
+    /// descriptor went with them), 0 when the kernel takes nothing now (the descriptor neither), or a negative errno.
+    /// Only while no `write(copying:)` is queued: those bytes would otherwise be overtaken.
+    public func tryWrite(_ bytes: UnsafeRawBufferPointer, attaching fd: Int32) -> Int {
+        var sock: uv_os_fd_t = -1
+        guard !isClosed, let base = bytes.baseAddress, bytes.count > 0, fd >= 0,
+              uv_stream_get_write_queue_size(handle.asStream) == 0, uv_fileno(handle.asHandle, &sock) == 0 else { return 0 }
+        return ferry_send_with_fd(sock, base, bytes.count, fd)
     }
 
     /// Layout of one queued write: the libuv request, then the byte count, then the bytes, in one allocation.

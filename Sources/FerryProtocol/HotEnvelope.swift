@@ -1,6 +1,6 @@
 /// The envelope of a request in the plain shape the hot operations (`ping`, `cache.get`, `cache.set`) arrive in,
 /// read by one scan of its bytes, without building a `JSONValue` tree: `id`, `op`, and `args` holding only `key`,
-/// `namespace` (strings) and `ttl_ms` (an integer).
+/// `namespace` (strings), `ttl_ms` (an integer) and `body_fd` (`true` or `false`).
 ///
 /// The scan accepts a strict subset of what `RequestEnvelope.parse` accepts, and reads it the same way: strings
 /// of printable ASCII without escapes, an `id` of plain digits, JSON whitespace anywhere between tokens, each
@@ -21,6 +21,8 @@ public struct HotEnvelope: Sendable, Equatable {
     public var key: Range<Int>?
     public var namespace: Range<Int>?
     public var ttlMs: Int64?
+    /// `body_fd` (a large body as a descriptor), when given.
+    public var bodyFD: Bool?
     /// Whether `args` had any member.
     public var hasArgs = false
 
@@ -32,6 +34,7 @@ public struct HotEnvelope: Sendable, Equatable {
         if let key { args.members.append(("key", .string(text(key)))) }
         if let namespace { args.members.append(("namespace", .string(text(namespace)))) }
         if let ttlMs { args.members.append(("ttl_ms", .int(ttlMs))) }
+        if let bodyFD { args.members.append(("body_fd", .bool(bodyFD))) }
         return RequestEnvelope(id: id, op: text(op), args: args)
     }
 
@@ -70,7 +73,7 @@ public struct HotEnvelope: Sendable, Equatable {
             return i == b.count ? e : nil
         }
 
-        /// `{}` or members `key`, `namespace`, `ttl_ms`, each once.
+        /// `{}` or members `key`, `namespace`, `ttl_ms`, `body_fd`, each once.
         mutating func args(into e: inout HotEnvelope) -> Bool {
             guard take(UInt8(ascii: "{")) else { return false }
             if take(UInt8(ascii: "}")) { return true }
@@ -86,11 +89,33 @@ public struct HotEnvelope: Sendable, Equatable {
                 } else if name.count == 6 && named(name, "ttl_ms") {
                     guard e.ttlMs == nil, let v = integer() else { return false }
                     e.ttlMs = v
+                } else if name.count == 7 && named(name, "body_fd") {
+                    guard e.bodyFD == nil, let v = boolean() else { return false }
+                    e.bodyFD = v
                 } else {
                     return false
                 }
             } while take(UInt8(ascii: ","))
             return take(UInt8(ascii: "}"))
+        }
+
+        /// `true` or `false`, followed by a delimiter.
+        mutating func boolean() -> Bool? {
+            skipSpace()
+            let value: Bool
+            if word("true") { value = true } else if word("false") { value = false } else { return nil }
+            guard i < b.count else { return nil }
+            switch b[i] {
+            case UInt8(ascii: ","), UInt8(ascii: "}"), 0x20, 0x09, 0x0A, 0x0D: return value
+            default: return nil
+            }
+        }
+
+        /// Takes the bytes of `w` if they are next.
+        mutating func word(_ w: StaticString) -> Bool {
+            guard b.count - i >= w.utf8CodeUnitCount, named(i..<(i + w.utf8CodeUnitCount), w) else { return false }
+            i += w.utf8CodeUnitCount
+            return true
         }
 
         /// A string of printable ASCII without escapes: the range of its contents.

@@ -126,13 +126,19 @@ public enum OperationCatalog {
         result: [FieldDescriptor("stored", "boolean", "false when if_absent and an entry exists")],
         events: [], body: .value)
 
+    /// The argument that asks for a large body as a descriptor, and the result field that then names it.
+    static let bodyFDArg = FieldDescriptor("body_fd", "boolean",
+                                           "with the body_fd capability: a body of limits.body_fd_min_bytes or more comes as a descriptor (SCM_RIGHTS)")
+    static let bodyFDResult = FieldDescriptor("body_fd", "object", "{offset, length}: the body is in the descriptor that came with this frame")
+
     public static let cacheGet = OperationDescriptor(
         op: .cacheGet, summary: "The value of a key as the reply body.",
-        args: keyArgs,
+        args: keyArgs + [bodyFDArg],
         result: [FieldDescriptor("size", "integer", "value bytes"),
                  FieldDescriptor("created_at", "integer", "ms since the Unix epoch"),
                  FieldDescriptor("expires_at", "integer", "ms since the Unix epoch, when it expires"),
-                 FieldDescriptor("source", "string", "memory or disk")],
+                 FieldDescriptor("source", "string", "memory or disk"),
+                 bodyFDResult],
         events: [.chunk], body: .none)
 
     public static let cacheDelete = OperationDescriptor(
@@ -173,13 +179,15 @@ public enum OperationCatalog {
                FieldDescriptor("max_bytes", "integer", "largest response body accepted, default the daemon's --max-fetch-bytes (8 GiB)"),
                FieldDescriptor("cache", "string", "default, no-store, reload, no-cache, force-cache or only-if-cached"),
                FieldDescriptor("progress", "boolean", "send progress events"),
-               FieldDescriptor("retry", "boolean", "an unsafe method may be sent again when a reused connection died before the answer (default false)")],
+               FieldDescriptor("retry", "boolean", "an unsafe method may be sent again when a reused connection died before the answer (default false)"),
+               bodyFDArg],
         result: [FieldDescriptor("status", "integer", "the HTTP status"),
                  FieldDescriptor("headers", "array<[string, string]>", "response header fields, duplicates and order kept"),
                  FieldDescriptor("url", "string", "the URL of the response, after redirects"),
                  FieldDescriptor("redirects", "integer", "redirects followed"),
                  FieldDescriptor("cache", "object", "status (hit, miss, revalidated, stale, bypass, coalesced) and age_s"),
-                 FieldDescriptor("timing", "object", "total_ms, and for a network exchange dns_ms, connect_ms, tls_ms, first_byte_ms")],
+                 FieldDescriptor("timing", "object", "total_ms, and for a network exchange dns_ms, connect_ms, tls_ms, first_byte_ms"),
+                 bodyFDResult],
         events: [.head, .chunk, .progress], body: .http)
 
     public static let imageGet = OperationDescriptor(

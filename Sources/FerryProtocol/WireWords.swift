@@ -34,6 +34,14 @@ public enum ImageSource: String, Sendable, CaseIterable {
     case network
 }
 
+/// What a daemon offers beyond its protocol version's core, listed in the `hello` result's `capabilities`; a client
+/// uses one only when offered.
+public enum Capability: String, Sendable, CaseIterable {
+    /// Large reply bodies as descriptors (`SCM_RIGHTS`) for requests with `body_fd: true`: the result names
+    /// `body_fd: {offset, length}` and the frame carries the descriptor instead of the bytes (PROTOCOL.md §5).
+    case bodyFD = "body_fd"
+}
+
 /// The names of event frames (`"event"`).
 public enum EventName: String, Sendable, CaseIterable {
     /// `ping` with `events`: `{n}`.

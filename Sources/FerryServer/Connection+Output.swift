@@ -130,7 +130,7 @@ extension Connection {
         }
     }
 
-    private func appendFinal(id: UInt64, result: JSONObject, body: ArraySlice<UInt8>) {
+    func appendFinal(id: UInt64, result: JSONObject, body: ArraySlice<UInt8>) {
         body.withUnsafeBytes { b in writeHotResult(id: id, body: b) { JSONWriter.write(result, to: &$0) } }
     }
 
@@ -213,6 +213,7 @@ extension Connection {
     func flush() {
         needsFlush = false
         guard !isClosed, !out.isEmpty else { return }
+        if !outDescriptors.isEmpty { return flushWithDescriptors() }
         var written = 0
         if queuedWriteBytes == 0 {
             written = out.withUnsafeBytes { pipe.tryWrite($0) }
@@ -250,10 +251,11 @@ extension Connection {
             close()
             return
         }
+        descriptorMayGo()
         afterOutputDrained()
     }
 
-    private func afterOutputDrained() {
+    func afterOutputDrained() {
         pump()
         if life == .closingAfterFlush && pendingOutputBytes == 0 && streams.isEmpty {
             close()

@@ -36,6 +36,10 @@ final class Connection: LoopPipeDelegate {
     var out: [UInt8] = []
     /// Bytes queued on the pipe (`write(copying:)`) whose write has not completed.
     var queuedWriteBytes = 0
+    /// Descriptors waiting in `out` for their frames (`Connection+Descriptors`), in order, and the timer that tries
+    /// again when the socket was full as one was due.
+    var outDescriptors: [OutgoingDescriptor] = []
+    var descriptorRetry: LoopTimer?
     /// Replies whose bodies are written as the socket drains (`pump`), oldest first, and what is left of them.
     var streams: [StreamedReply] = []
     var streamedBytes = 0
@@ -317,6 +321,7 @@ final class Connection: LoopPipeDelegate {
         isReading = false
         table.outputBytes -= out.count  // queued writes are subtracted as libuv cancels them
         out = []
+        dropDescriptors()
         let dropped = streams
         streams = []
         for reply in dropped {

@@ -17,6 +17,10 @@ final class ConnectionTable {
     let log: Logger
     let stats: ServerStats
     let router: Router
+    /// Where connections make their timers.
+    let loop: EventLoop
+    /// Large reply bodies as descriptors, for clients that ask (`body_fd`); nil when the daemon hands none out.
+    let descriptors: BodyDescriptors?
     private(set) var deadlines: RequestDeadlines!
     private var connections: [UInt64: Connection] = [:]
     private var needFlush: [Connection] = []
@@ -41,7 +45,10 @@ final class ConnectionTable {
     /// The last connection closed.
     var onEmpty: () -> Void = {}
 
-    init(loop: EventLoop, config: ServerConfig, log: Logger, stats: ServerStats, router: Router, budget: MemoryBudget) {
+    init(loop: EventLoop, config: ServerConfig, log: Logger, stats: ServerStats, router: Router, budget: MemoryBudget,
+         descriptors: BodyDescriptors? = nil) {
+        self.loop = loop
+        self.descriptors = descriptors
         self.config = config
         self.budget = budget
         self.log = log

@@ -34,6 +34,13 @@ struct HotReply {
     /// The largest body a hot reply carries in its one frame (a larger one is streamed: the general path's work).
     var maxBody: Int { connection.pieceBytes }
 
+    /// The same for a request that may ask for its body as a descriptor (`body_fd`): a body the general path would
+    /// hand out as one is the general path's.
+    func maxBody(bodyFD: Bool?) -> Int {
+        guard bodyFD == true, let descriptors = connection.table.descriptors else { return maxBody }
+        return min(maxBody, descriptors.minBytes - 1)
+    }
+
     /// Writes `{"id":…,"final":true,"result":` + what `result` writes + `}` and the body.
     func succeed(body: UnsafeRawBufferPointer, result: (inout [UInt8]) -> Void) {
         connection.writeHotResult(id: id, body: body, result: result)

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import FerryProtocol
 
 /// One request in flight: what the operation needs to do its work and the only way it answers.
@@ -81,6 +84,31 @@ public final class RequestContext {
         guard let connection = end() else { return onDrop?() ?? () }
         stream = connection.writeStreamed(id: id, result: result, body: body, onDrop: onDrop, amend: amend)
         streamConnection = connection
+    }
+
+    /// The reply's body as a descriptor, made now, when the client asked for one (`body_fd: true`), the daemon hands
+    /// them out, the body is large enough and the connection has room for one more; nil: answer with the bytes.
+    /// The caller answers with `succeed(_:descriptor:)`.
+    func bodyDescriptor(for body: ReplyBody) -> BodyDescriptor? {
+        guard !isFinished, args["body_fd"]?.boolValue == true, let connection, connection.canSendDescriptor,
+              let descriptors = connection.table.descriptors else { return nil }
+        return descriptors.make(body)
+    }
+
+    /// `body_fd` is a boolean (or null, the same as absent); the message when it is not.
+    var bodyDescriptorArgumentProblem: String? {
+        guard let v = args["body_fd"], v != .null, v.boolValue == nil else { return nil }
+        return "\"body_fd\" must be a boolean"
+    }
+
+    /// Ends the request with a result whose body is a descriptor (it goes with the final frame and is closed here
+    /// once sent).
+    func succeed(_ result: JSONObject, descriptor: BodyDescriptor) {
+        guard let connection = end() else {
+            Glibc.close(descriptor.fd)
+            return
+        }
+        connection.writeResult(id: id, result: result, descriptor: descriptor)
     }
 
     /// Ends the request with an error.

@@ -85,7 +85,12 @@ public final class Server {
         let stats = ServerStats()
         let router = Router()
         router.hotPath = config.hotPath
-        let table = ConnectionTable(loop: loop, config: config, log: log, stats: stats, router: router, budget: budget)
+        let descriptors = config.bodyDescriptors
+            ? BodyDescriptors(minBytes: config.bodyDescriptorMinBytes, copies: SealedCopies(limitBytes: config.sealedCopyBytes),
+                              checks: store.blobChecks)
+            : nil
+        let table = ConnectionTable(loop: loop, config: config, log: log, stats: stats, router: router, budget: budget,
+                                    descriptors: descriptors)
         self.table = table
         let report = StatsReport(loop: loop, stats: stats, router: router, table: table, store: store, fetch: fetch)
         for op in Wiring.operations(config, loop: loop, log: log, store: store, fetch: fetch, images: images, report: report,

@@ -29,6 +29,11 @@ public struct ServerConfig: Sendable {
     public var gracePeriodMs: UInt64 = 10_000
     /// Accept peers with another uid (SO_PEERCRED).
     public var allowOtherUsers = false
+    /// Large reply bodies as descriptors for clients that ask (`body_fd`, `--no-body-fd` turns it off): from
+    /// `bodyDescriptorMinBytes` up, with at most `sealedCopyBytes` of sealed copies of values in memory kept for reuse.
+    public var bodyDescriptors = true
+    public var bodyDescriptorMinBytes = 64 * 1024
+    public var sealedCopyBytes = 64 * 1024 * 1024
     /// Whether the hot operations answer their plain requests on their fast path (`HotPath`); off only to compare.
     public var hotPath = true
     /// Memory and disk budgets of the cache (`--memory-limit`, `--disk-limit`).

@@ -51,6 +51,7 @@ final class StatsReport {
             f["transfers_waiting"] = .int(Int64(fetch.waitingTransfers))
             json["fetch"] = .object(f)
         }
+        if let descriptors = table.descriptors { json["descriptors"] = .object(descriptors.json) }
         json["memory"] = .object(memory(cacheBytes: c.memoryBytes))
         return json
     }

@@ -115,7 +115,8 @@ enum Wiring {
                            images: ImageLoader?, report: StatsReport, post: @escaping LoopPost) -> [OperationHandler] {
         let served = OperationCatalog.v1
         let ops: [OperationHandler] = [
-            HelloOperation(limits: config.limits, served: served.map(\.name), log: log),
+            HelloOperation(limits: config.limits, served: served.map(\.name),
+                           bodyDescriptorMinBytes: config.bodyDescriptors ? config.bodyDescriptorMinBytes : nil, log: log),
             PingOperation(loop: loop),
             DescribeOperation(served: served),
             StatsOperation(report: report, loader: images, post: post),

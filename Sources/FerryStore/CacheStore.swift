@@ -25,6 +25,8 @@ public enum CacheSource: String, Sendable {
 /// Confined to the loop thread; `@unchecked Sendable` only so completions posted from the worker can reach it.
 public final class CacheStore: @unchecked Sendable {
     public let config: StoreConfig
+    /// Blob files that passed a whole check since start: handed out as descriptors without checking again.
+    public let blobChecks = BlobChecks()
     /// Repairs made at start-up (damaged index moved aside, orphans removed), for the log.
     public let notices: [String]
     /// Lines for the daemon's log while it runs (the disk filling up and emptying).
@@ -133,6 +135,7 @@ public final class CacheStore: @unchecked Sendable {
     /// Counted at once, so the reply that found it and a `stats` right after agree.
     public func reportDamaged(_ blob: StoredBlob) {
         own.damaged += 1
+        blobChecks.forget(blob.hash)
         disk.reportDamaged(blob)
     }
 

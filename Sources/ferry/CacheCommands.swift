@@ -37,10 +37,17 @@ struct CacheCommands {
     private func get(_ key: String, _ namespace: String?) async throws(CommandFailure) {
         let client = try await commands.launcher.connect()
         defer { client.close() }
-        guard let value = try await commands.run({ try await client.cacheGet(key, namespace: namespace) }) else {
+        // A large value comes as a descriptor and is copied in the kernel, never read into this process.
+        guard let value = try await commands.run({ try await client.cacheGet(key, namespace: namespace, bodyAsFile: true) }) else {
             throw CommandFailure(code: .operationFailed, message: "not_found: no entry \"\(key)\" in namespace \"\(namespace ?? "default")\"")
         }
-        if let out = args.value("output") { try writeFile(out, value.bytes) } else { writeStdout(value.bytes) }
+        let out = args.value("output")
+        switch (value.file, out) {
+        case (let file?, let path?): try writeFile(path, file)
+        case (let file?, nil): try copyToStdout(file)
+        case (nil, let path?): try writeFile(path, value.bytes)
+        case (nil, nil): writeStdout(value.bytes)
+        }
     }
 
     private func set(_ key: String, _ value: String, _ namespace: String?) async throws(CommandFailure) {

@@ -40,7 +40,7 @@ struct FetchCommand {
         var resumeAt = 0
         if let at = args.value("continue-at") {
             guard let out = args.value("output") else { throw CommandFailure(code: .usage, message: "-C needs -o FILE") }
-            guard let n = at == "-" ? BodyFile.existingSize(out) : Int(at), n >= 0 else {
+            guard let n = at == "-" ? OutputFile.existingSize(out) : Int(at), n >= 0 else {
                 throw CommandFailure(code: .usage, message: "-C takes '-' or a byte offset (got \(at))")
             }
             resumeAt = n
@@ -52,8 +52,10 @@ struct FetchCommand {
         // the head when it comes, -f stops at an error status before a byte is written.
         let plain = !args.has("json") && request.method != "HEAD"
         if plain {
+            // A large complete body (a cache hit) comes as a descriptor and is copied in the kernel.
+            request.bodyAsFile = true
             let file = try args.value("output").map { path throws(CommandFailure) in
-                resumeAt > 0 ? try BodyFile(appendingTo: path, size: resumeAt) : try BodyFile(path: path)
+                resumeAt > 0 ? try OutputFile(appendingTo: path, size: resumeAt) : try OutputFile(path: path)
             }
             var complete = false
             _ = try await fetch(client, request, head: { head throws(CommandFailure) in
@@ -65,6 +67,9 @@ struct FetchCommand {
             }, sink: { bytes throws(CommandFailure) in
                 if complete { return }
                 if let file { try file.append(bytes) } else { writeStdout(bytes) }
+            }, fileSink: { body throws(CommandFailure) in
+                if complete { return }
+                if let file { try file.append(from: body) } else { try copyToStdout(body) }
             })
             try file?.commit()
             return
@@ -136,7 +141,8 @@ struct FetchCommand {
     /// chunks to `sink` as they come, and the response's body stays empty.
     private func fetch(_ client: FerryClient, _ request: FetchRequest,
                        head: ((FetchResponse) throws(CommandFailure) -> Void)?,
-                       sink: (([UInt8]) throws(CommandFailure) -> Void)?) async throws(CommandFailure) -> FetchResponse {
+                       sink: (([UInt8]) throws(CommandFailure) -> Void)?,
+                       fileSink: ((BodyFile) throws(CommandFailure) -> Void)? = nil) async throws(CommandFailure) -> FetchResponse {
         let showBar = isatty(2) == 1 && !args.has("silent") && request.method != "HEAD"
         guard showBar || sink != nil else {
             return try await commands.run { try await client.fetch(request) }
@@ -150,7 +156,9 @@ struct FetchCommand {
                 case .head(let r): try head?(r)
                 case .progress(let received, let total): bar?.update(received: received, total: total)
                 case .chunk(let bytes): if let sink { try sink(bytes) } else { body += bytes }
-                case .response(let r): final = r
+                case .response(let r):
+                    final = r
+                    if let file = r.file { if let fileSink { try fileSink(file) } else { body += try file.bytes() } }
                 }
             }
             bar?.finish()

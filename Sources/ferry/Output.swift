@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import FerryProtocol
+import FerryClient
 
 /// Exit codes of `ferry`: documented in `ferry --help` and README.
 enum ExitCode: Int32 {
@@ -110,6 +110,16 @@ func readFile(_ path: String) throws(CommandFailure) -> [UInt8] {
     guard fd >= 0 else { throw CommandFailure(code: .usage, message: "cannot read \(path): \(String(cString: strerror(errno)))") }
     defer { close(fd) }
     return readAll(fd: fd)
+}
+
+/// A body handed over as a descriptor, to stdout (`sendfile`, or reads and writes for a terminal).
+func copyToStdout(_ body: BodyFile) throws(CommandFailure) {
+    do { try body.copy(to: 1) } catch { throw CommandFailure(code: .operationFailed, message: "cannot write the body to stdout: \(error.message)") }
+}
+
+/// A body handed over as a descriptor, to a new or truncated file.
+func writeFile(_ path: String, _ body: BodyFile) throws(CommandFailure) {
+    do { try body.copy(toPath: path) } catch { throw CommandFailure(code: .operationFailed, message: "cannot write \(path): \(error.message)") }
 }
 
 func writeFile(_ path: String, _ bytes: [UInt8]) throws(CommandFailure) {

@@ -34,6 +34,9 @@ enum DaemonOptions {
         OptionSpec("image-max-pixels", takesValue: true, help: "images with more pixels are refused (default: 100000000)"),
         OptionSpec("image-downloads", takesValue: true, help: "image downloads at once, more wait (default: 6)"),
         OptionSpec("allow-other-users", help: "accept clients running as another uid"),
+        OptionSpec("no-body-fd", help: "never hand a body out as a descriptor; clients that ask get the bytes"),
+        OptionSpec("body-fd-min-bytes", takesValue: true, help: "smallest body handed out as a descriptor to clients that ask (default: 64KiB)"),
+        OptionSpec("sealed-copy-limit", takesValue: true, help: "sealed memory copies of values kept for descriptor hand-outs (default: 64MiB)"),
         OptionSpec("no-hot-path", help: "answer every request on the general path (to compare: the replies are the same)"),
         OptionSpec("version", help: "print the version and exit"),
         OptionSpec("help", short: "h", help: "print this help and exit"),
@@ -102,6 +105,9 @@ enum DaemonOptions {
         if let n = args.value("image-downloads") { config.imageDownloads = try positive(n, "--image-downloads") }
         config.allowOtherUsers = args.has("allow-other-users")
         config.hotPath = !args.has("no-hot-path")
+        config.bodyDescriptors = !args.has("no-body-fd")
+        if let v = args.value("body-fd-min-bytes") { config.bodyDescriptorMinBytes = try size(v, "--body-fd-min-bytes") }
+        if let v = args.value("sealed-copy-limit") { config.sealedCopyBytes = try size(v, "--sealed-copy-limit", allowZero: true) }
         // A set of the largest value must be able to wait for the disk.
         guard config.bufferLimit >= config.limits.maxValueBytes else {
             throw UsageError("--buffer-limit (\(config.bufferLimit)) must hold at least one value of --max-value-bytes (\(config.limits.maxValueBytes))")

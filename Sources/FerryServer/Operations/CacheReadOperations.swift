@@ -10,6 +10,7 @@ final class CacheGetOperation: CacheOperation, OperationHandler {
     func start(_ request: RequestContext) {
         request.withArguments { () throws(CacheArguments.Invalid) in
             let key = try CacheArguments.key(request.args)
+            if let problem = request.bodyDescriptorArgumentProblem { throw CacheArguments.Invalid(message: problem) }
             // Values kept as blob files are not read whole: they are read as the client takes them.
             store.read(key, now: WallClock.nowMs(), streamAbove: store.config.inlineThreshold) { [store] result in
                 request.answer(result) { found in
@@ -17,9 +18,15 @@ final class CacheGetOperation: CacheOperation, OperationHandler {
                     var reply: JSONObject = ["size": .int(Int64(value.size)), "created_at": .int(value.createdAt)]
                     if let e = value.expiresAt { reply["expires_at"] = .int(e) }
                     reply["source"] = .string(source.rawValue)
+                    let body: ReplyBody
                     switch value {
-                    case .entry(let entry): request.succeed(reply, body: entry.value)
-                    case .blob(let blob): request.succeed(reply, streaming: .blob(blob, store: store))
+                    case .entry(let entry): body = .bytes(entry.value[...])
+                    case .blob(let blob): body = .blob(blob, store: store)
+                    }
+                    if let descriptor = request.bodyDescriptor(for: body) { return request.succeed(reply, descriptor: descriptor) }
+                    switch body {
+                    case .bytes(let bytes): request.succeed(reply, body: bytes)
+                    default: request.succeed(reply, streaming: body)
                     }
                 }
             }
@@ -36,7 +43,7 @@ extension CacheGetOperation: HotOperation {
         let key = request.string(keyRange)
         let namespace = e.namespace.map(request.string) ?? CacheKey.defaultNamespace
         guard CacheKey.keyProblem(key) == nil, e.namespace == nil || CacheKey.namespaceProblem(namespace) == nil,
-              let entry = store.memoryHit(CacheKey(trusted: namespace, key), now: WallClock.nowMs(), maxBytes: reply.maxBody)
+              let entry = store.memoryHit(CacheKey(trusted: namespace, key), now: WallClock.nowMs(), maxBytes: reply.maxBody(bodyFD: e.bodyFD))
         else { return false }
         entry.value.withUnsafeBytes { body in
             // The general path's reply, member for member: `size`, `created_at`, `expires_at` when set, `source`.

@@ -23,6 +23,7 @@ final class FetchOperation: OperationHandler {
         guard let engine else {
             return request.fail(.unavailable, "fetch is not available in this daemon")
         }
+        if let problem = request.bodyDescriptorArgumentProblem { return request.fail(.invalidArgument, problem) }
         let spec: FetchSpec
         switch FetchArguments.parse(request.args, body: request.body, maxBytesLimit: engine.config.maxBytesLimit) {
         case .failure(let failure): return request.fail(failure.wireError)
@@ -52,6 +53,9 @@ final class FetchOperation: OperationHandler {
     private static func answer(_ request: RequestContext, _ outcome: FetchOutcome, store: CacheStore?, startedMs: Int64) {
         let result = FetchOperation.result(outcome)
         let pieceBytes = request.pieceBytes
+        if let descriptor = descriptor(request, outcome.body, store: store) {
+            return request.succeed(result, descriptor: descriptor)
+        }
         switch outcome.body {
         case .bytes(let bytes):
             if bytes.count > pieceBytes { request.event(.head, data: result) }
@@ -75,6 +79,16 @@ final class FetchOperation: OperationHandler {
                 t["transfer_ms"] = .double(timing.totalMs)
                 result["timing"] = .object(t)
             }
+        }
+    }
+
+    /// A complete body (not one still arriving) as a descriptor, when the client asked and it is large enough.
+    private static func descriptor(_ request: RequestContext, _ body: FetchBody, store: CacheStore?) -> BodyDescriptor? {
+        switch body {
+        case .bytes(let bytes): return request.bodyDescriptor(for: .bytes(bytes))
+        case .stored(let blob): return store.flatMap { request.bodyDescriptor(for: .blob(blob, store: $0)) }
+        case .storedRange(let blob, let range): return store.flatMap { request.bodyDescriptor(for: .blobRange(blob, range, store: $0)) }
+        case .spool: return nil
         }
     }
 

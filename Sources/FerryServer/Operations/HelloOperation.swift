@@ -6,10 +6,16 @@ final class HelloOperation: OperationHandler {
     private let limits: JSONValue
     private let operations: JSONValue
     private let log: Logger
+    /// What the daemon offers beyond the version's core (`capabilities`): `body_fd` when it hands out descriptors.
+    private let capabilities: JSONValue
 
-    /// `served`: the names of the operations registered, in order.
-    init(limits: ProtocolLimits, served: [String], log: Logger) {
-        self.limits = .object(limits.json)
+    /// `served`: the names of the operations registered, in order; `bodyDescriptorMinBytes`: nil when the daemon
+    /// hands out no descriptors, else the smallest body it hands out as one (announced in `limits`).
+    init(limits: ProtocolLimits, served: [String], bodyDescriptorMinBytes: Int?, log: Logger) {
+        var limitsJSON = limits.json
+        if let min = bodyDescriptorMinBytes { limitsJSON["body_fd_min_bytes"] = .int(Int64(min)) }
+        self.limits = .object(limitsJSON)
+        capabilities = .array(bodyDescriptorMinBytes == nil ? [] : [.string(Capability.bodyFD.rawValue)])
         operations = .array(served.map { .string($0) })
         self.log = log
     }
@@ -42,6 +48,6 @@ final class HelloOperation: OperationHandler {
         connection.didHandshake(clientName: clientName)
         log.debug("conn=\(connection.id) hello client=\(clientName) version=\(version)")
         request.succeed(["version": .int(version), "server": .string("ferryd \(ferryVersion)"), "limits": limits,
-                         "operations": operations])
+                         "operations": operations, "capabilities": capabilities])
     }
 }

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import FerryClient
 
 /// Where `ferry fetch -o FILE` writes a body as it arrives: a temporary file beside FILE (`FILE.ferry-part-PID`),
 /// renamed onto FILE once the whole body is there and wanted, removed otherwise. So a download costs this process a
@@ -8,11 +9,11 @@ import Glibc
 /// never leaves a partial FILE, nor replaces an existing one.
 ///
 /// ```swift
-/// let file = try BodyFile(path: "big.bin")
+/// let file = try OutputFile(path: "big.bin")
 /// try file.append(chunk)        // for each chunk
 /// try file.commit()             // or let it go: the temporary file is removed
 /// ```
-final class BodyFile {
+final class OutputFile {
     let path: String
     let temporary: String
     private var fd: Int32
@@ -25,7 +26,7 @@ final class BodyFile {
         temporary = path
         committed = true  // nothing to rename or remove: the bytes are FILE's as they come
         fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { throw BodyFile.failure("cannot write \(path)") }
+        guard fd >= 0 else { throw OutputFile.failure("cannot write \(path)") }
         var st = stat()
         guard fstat(fd, &st) == 0, Int(st.st_size) == size else {
             throw CommandFailure(code: .operationFailed, message: "\(path) changed while resuming it")
@@ -43,7 +44,7 @@ final class BodyFile {
         temporary = "\(path).ferry-part-\(getpid())"
         // Never through a planted link, never over someone else's file: a fresh name, created here.
         fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
-        guard fd >= 0 else { throw BodyFile.failure("cannot write \(temporary)") }
+        guard fd >= 0 else { throw OutputFile.failure("cannot write \(temporary)") }
     }
 
     deinit {
@@ -52,16 +53,21 @@ final class BodyFile {
     }
 
     func append(_ bytes: [UInt8]) throws(CommandFailure) {
-        guard writeAll(fd, bytes) else { throw BodyFile.failure("cannot write \(temporary)") }
+        guard writeAll(fd, bytes) else { throw OutputFile.failure("cannot write \(temporary)") }
+    }
+
+    /// The whole body, handed over as a descriptor: copied in the kernel (`copy_file_range`), never read here.
+    func append(from body: BodyFile) throws(CommandFailure) {
+        do { try body.copy(to: fd) } catch { throw CommandFailure(code: .operationFailed, message: "cannot write \(temporary): \(error.message)") }
     }
 
     /// The body is complete and wanted: FILE becomes it, in one rename (appended: it is FILE already).
     func commit() throws(CommandFailure) {
         let rc = close(fd)
         fd = -1
-        guard rc == 0 else { throw BodyFile.failure("cannot write \(temporary)") }
+        guard rc == 0 else { throw OutputFile.failure("cannot write \(temporary)") }
         if temporary == path { return }
-        guard rename(temporary, path) == 0 else { throw BodyFile.failure("cannot rename \(temporary) to \(path)") }
+        guard rename(temporary, path) == 0 else { throw OutputFile.failure("cannot rename \(temporary) to \(path)") }
         committed = true
     }
 

@@ -1,0 +1,67 @@
+import FerryProtocol
+import FerryStore
+
+/// A reply body handed to the client as a descriptor: it reads `length` bytes from `offset` itself.
+struct BodyDescriptor {
+    let fd: Int32
+    let offset: Int
+    let length: Int
+}
+
+/// Makes the descriptors of large reply bodies, for clients that ask for them (`body_fd`, PROTOCOL.md "bodies as
+/// descriptors"): no body byte crosses the socket. A value on disk is its blob file opened read-only (checked whole
+/// before its first hand-out, `BlobChecks`); a value in memory is a sealed memory file (`SealedCopies`, kept for the
+/// next hand-out). Neither lets a client write, nor see anything but its value, and neither changes when the key is
+/// deleted or set again (the file is never rewritten, the memory file is sealed). A body still arriving (a spool)
+/// has no descriptor. Loop thread only.
+///
+/// ```swift
+/// let descriptors = BodyDescriptors(minBytes: 65536, copies: SealedCopies(), checks: store.blobChecks)
+/// if let d = descriptors.make(.blob(blob, store: store)) { connection.writeResult(id: id, result: r, descriptor: d) }
+/// ```
+final class BodyDescriptors {
+    /// Bodies smaller than this go through the socket: below it a descriptor costs more than the bytes.
+    let minBytes: Int
+    let copies: SealedCopies
+    let checks: BlobChecks
+    /// Descriptors handed out, and the bodies' bytes that did not cross the socket.
+    private(set) var sent: UInt64 = 0
+    private(set) var sentBytes: UInt64 = 0
+
+    init(minBytes: Int, copies: SealedCopies, checks: BlobChecks) {
+        self.minBytes = minBytes
+        self.copies = copies
+        self.checks = checks
+    }
+
+    /// The body's descriptor, the caller's to send and close; nil when the body is small, still arriving, or no
+    /// descriptor can be had now (out of descriptors or memory, a blob that fails its check): then the bytes go
+    /// through the socket as before, and a damaged blob is found and reported there.
+    func make(_ body: ReplyBody) -> BodyDescriptor? {
+        guard body.size >= minBytes else { return nil }
+        let made: BodyDescriptor?
+        switch body {
+        case .bytes(let bytes):
+            made = copies.descriptor(of: bytes).map { BodyDescriptor(fd: $0, offset: 0, length: bytes.count) }
+        case .blob(let blob, _):
+            made = try? blob.readOnlyDescriptor(checks: checks).map { BodyDescriptor(fd: $0, offset: 0, length: blob.size) }.get()
+        case .blobRange(let blob, let range, _):
+            made = try? blob.readOnlyDescriptor(checks: checks).map {
+                BodyDescriptor(fd: $0, offset: range.lowerBound, length: range.count)
+            }.get()
+        case .spool:
+            made = nil
+        }
+        if let made {
+            sent += 1
+            sentBytes += UInt64(made.length)
+        }
+        return made
+    }
+
+    /// The `stats` member `descriptors` (not `body_fd`: that name in a result announces a descriptor).
+    var json: JSONObject {
+        ["sent": .int(Int64(sent)), "bytes": .int(Int64(sentBytes)), "sealed_copies_made": .int(Int64(copies.made)),
+         "sealed_copies_reused": .int(Int64(copies.reused)), "sealed_copies_kept_bytes": .int(Int64(copies.heldBytes))]
+    }
+}

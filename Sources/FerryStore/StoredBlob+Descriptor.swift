@@ -1,0 +1,82 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FerryBytes
+import Synchronization
+
+/// Blob files that have been read whole and matched their checksum since the daemon started, so a value handed out
+/// as a descriptor is checked once, not on every hit. A file is written once and renamed into place, never changed
+/// (`BlobFiles`), so a pass holds until the store finds it damaged (`forget`). Bounded: past `limit` names it starts
+/// over, which costs a re-check, never a wrong answer.
+///
+/// ```swift
+/// let checks = BlobChecks()
+/// blob.readOnlyDescriptor(checks: checks)   // reads and checks the file the first time only
+/// ```
+public final class BlobChecks: Sendable {
+    private let passed = Mutex<Set<String>>([])
+    private let limit: Int
+
+    public init(limit: Int = 65_536) { self.limit = limit }
+
+    func hasPassed(_ hash: String) -> Bool { passed.withLock { $0.contains(hash) } }
+
+    func pass(_ hash: String) {
+        passed.withLock { set in
+            if set.count >= limit { set.removeAll(keepingCapacity: true) }
+            set.insert(hash)
+        }
+    }
+
+    /// The file was found damaged: check it again before handing it out.
+    public func forget(_ hash: String) { _ = passed.withLock { $0.remove(hash) } }
+
+    public var count: Int { passed.withLock { $0.count } }
+}
+
+extension StoredBlob {
+    /// A read-only descriptor of the value's file, for a client to read itself (PROTOCOL.md, "bodies as
+    /// descriptors"). What it shows is this value for as long as it is held: the file is written once under a
+    /// temporary name, renamed into place and never written again, and a delete or a newer value only unlinks or
+    /// replaces the name, not the bytes. The file is exactly the value (offset 0, length `size`), so nothing beyond
+    /// it is visible. The whole file is checked against the value's checksum before its first hand-out (`checks`
+    /// remembers it passed): a damaged value is `.damaged`, as a read of it would be.
+    ///
+    /// ```swift
+    /// if case .success(let fd) = blob.readOnlyDescriptor(checks: store.blobChecks) { send(fd); close(fd) }
+    /// ```
+    public func readOnlyDescriptor(checks: BlobChecks) -> Result<Int32, BlobOpenFailure> {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else {
+            let e = errno
+            return .failure(e == EMFILE || e == ENFILE || e == ENOMEM ? .busy(String(cString: strerror(e))) : .damaged)
+        }
+        var st = stat()
+        guard fstat(fd, &st) == 0, Int(st.st_size) == size, (st.st_mode & S_IFMT) == S_IFREG else {
+            Glibc.close(fd)
+            return .failure(.damaged)
+        }
+        if let expected = checksum, !checks.hasPassed(hash) {
+            guard StoredBlob.checksum(of: fd, size: size) == expected else {
+                Glibc.close(fd)
+                return .failure(.damaged)
+            }
+            checks.pass(hash)
+        }
+        return .success(fd)
+    }
+
+    /// The value's checksum, read in pieces of 1 MiB (`pread`, not a mapping: a file cut short under the daemon
+    /// must be an error, not a SIGBUS); nil when the file ends early or cannot be read.
+    static func checksum(of fd: Int32, size: Int) -> Int64? {
+        var sum = Checksum64.Running(count: size)
+        var offset = 0
+        repeat {
+            let want = min(1 << 20, size - offset)
+            guard let piece = FileRead.exactly(fd, count: want, at: offset) else { return nil }
+            sum.add(piece)
+            offset += want
+        } while offset < size
+        return Int64(bitPattern: sum.finish())
+    }
+}
