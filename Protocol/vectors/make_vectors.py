@@ -27,6 +27,8 @@ valid = [
     ("connection error", "server → client: id 0 names no request", {"id": 0, "final": True, "error": {"code": "protocol_error", "message": "JSON envelope of 1195725856 bytes exceeds the limit of 65536"}}, b""),
     ("escapes", "strings with quotes, backslash, control characters, slash and non-ASCII", {"id": 7, "op": "ping", "args": {"s": "q\"b\\n\n t\t c\u0001 /é✓😀"}}, b""),
     ("largest id", "2^53-1 is the largest id", {"id": 9007199254740991, "op": "cancel", "args": {"id": 8}}, b""),
+    ("get asking for a descriptor", "client → server: a cache.get that accepts its body as a descriptor (capability body_fd)", {"id": 10, "op": "cache.get", "args": {"key": "model.bin", "body_fd": True}}, b""),
+    ("reply with a descriptor", "server → client: the body is the descriptor sent (SCM_RIGHTS) with this frame's first byte; the frame has no body", {"id": 10, "final": True, "result": {"size": 1048576, "created_at": 1796200000000, "source": "disk", "body_fd": {"offset": 0, "length": 1048576}}}, b""),
     ("negative and nested", "negative numbers, null, arrays, nested objects", {"id": 8, "op": "describe", "args": {"a": [-1, 0, None, False, {"b": []}], "c": {}}}, b""),
 ]
 

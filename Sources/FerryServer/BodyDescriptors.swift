@@ -27,6 +27,8 @@ final class BodyDescriptors {
     /// Descriptors handed out, and the bodies' bytes that did not cross the socket.
     private(set) var sent: UInt64 = 0
     private(set) var sentBytes: UInt64 = 0
+    /// Times a descriptor's frame was due while earlier bytes were still queued or the socket was full (it waits).
+    var waits: UInt64 = 0
 
     init(minBytes: Int, copies: SealedCopies, checks: BlobChecks) {
         self.minBytes = minBytes
@@ -34,34 +36,48 @@ final class BodyDescriptors {
         self.checks = checks
     }
 
-    /// The body's descriptor, the caller's to send and close; nil when the body is small, still arriving, or no
-    /// descriptor can be had now (out of descriptors or memory, a blob that fails its check): then the bytes go
-    /// through the socket as before, and a damaged blob is found and reported there.
-    func make(_ body: ReplyBody) -> BodyDescriptor? {
-        guard body.size >= minBytes else { return nil }
-        let made: BodyDescriptor?
+    /// What `make` found.
+    enum Made {
+        case descriptor(BodyDescriptor)
+        /// The blob failed its check: it is reported to the store (which drops it); the answer is a miss, as for a
+        /// damaged value read whole.
+        case damaged(WireError)
+        /// The body is small or still arriving, or no descriptor can be had now (out of descriptors or memory):
+        /// the bytes go through the socket as before.
+        case none
+    }
+
+    /// The body's descriptor, the caller's to send and close.
+    func make(_ body: ReplyBody) -> Made {
+        guard body.size >= minBytes else { return .none }
+        let opened: Result<BodyDescriptor, BlobOpenFailure>
         switch body {
         case .bytes(let bytes):
-            made = copies.descriptor(of: bytes).map { BodyDescriptor(fd: $0, offset: 0, length: bytes.count) }
-        case .blob(let blob, _):
-            made = try? blob.readOnlyDescriptor(checks: checks).map { BodyDescriptor(fd: $0, offset: 0, length: blob.size) }.get()
-        case .blobRange(let blob, let range, _):
-            made = try? blob.readOnlyDescriptor(checks: checks).map {
-                BodyDescriptor(fd: $0, offset: range.lowerBound, length: range.count)
-            }.get()
+            guard let fd = copies.descriptor(of: bytes) else { return .none }
+            opened = .success(BodyDescriptor(fd: fd, offset: 0, length: bytes.count))
+        case .blob(let blob, let store):
+            opened = blob.readOnlyDescriptor(checks: checks).map { BodyDescriptor(fd: $0, offset: 0, length: blob.size) }
+            if case .failure(.damaged) = opened { return damaged(blob, store) }
+        case .blobRange(let blob, let range, let store):
+            opened = blob.readOnlyDescriptor(checks: checks).map { BodyDescriptor(fd: $0, offset: range.lowerBound, length: range.count) }
+            if case .failure(.damaged) = opened { return damaged(blob, store) }
         case .spool:
-            made = nil
+            return .none
         }
-        if let made {
-            sent += 1
-            sentBytes += UInt64(made.length)
-        }
-        return made
+        guard case .success(let made) = opened else { return .none }
+        sent += 1
+        sentBytes += UInt64(made.length)
+        return .descriptor(made)
+    }
+
+    private func damaged(_ blob: StoredBlob, _ store: CacheStore) -> Made {
+        store.reportDamaged(blob)
+        return .damaged(WireError.notFound(blob.key))
     }
 
     /// The `stats` member `descriptors` (not `body_fd`: that name in a result announces a descriptor).
     var json: JSONObject {
-        ["sent": .int(Int64(sent)), "bytes": .int(Int64(sentBytes)), "sealed_copies_made": .int(Int64(copies.made)),
+        ["sent": .int(Int64(sent)), "bytes": .int(Int64(sentBytes)), "waits": .int(Int64(waits)), "sealed_copies_made": .int(Int64(copies.made)),
          "sealed_copies_reused": .int(Int64(copies.reused)), "sealed_copies_kept_bytes": .int(Int64(copies.heldBytes))]
     }
 }

@@ -44,7 +44,10 @@ extension Connection {
         while consumed < out.count {
             if let mark = outDescriptors.first, mark.offset == consumed {
                 // Earlier bytes still queued in libuv would be overtaken: wait for them (`pipeDidWrite`).
-                guard queuedWriteBytes == 0 else { break }
+                guard queuedWriteBytes == 0 else {
+                    table.descriptors?.waits += 1
+                    break
+                }
                 let end = outDescriptors.count > 1 ? outDescriptors[1].offset : out.count
                 let n = out.withUnsafeBytes { pipe.tryWrite(UnsafeRawBufferPointer(rebasing: $0[consumed..<end]), attaching: mark.fd) }
                 if n < 0 {
@@ -53,6 +56,7 @@ extension Connection {
                     break
                 }
                 if n == 0 {
+                    table.descriptors?.waits += 1
                     retryDescriptorSoon()
                     break
                 }

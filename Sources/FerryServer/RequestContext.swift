@@ -86,13 +86,18 @@ public final class RequestContext {
         streamConnection = connection
     }
 
-    /// The reply's body as a descriptor, made now, when the client asked for one (`body_fd: true`), the daemon hands
-    /// them out, the body is large enough and the connection has room for one more; nil: answer with the bytes.
-    /// The caller answers with `succeed(_:descriptor:)`.
-    func bodyDescriptor(for body: ReplyBody) -> BodyDescriptor? {
+    /// Answers with the body as a descriptor when the client asked for one (`body_fd: true`), the daemon hands them
+    /// out, the body is large enough and the connection has room for one more (or with the miss of a stored body
+    /// that failed its check); false, having done nothing: answer with the bytes.
+    func succeedWithDescriptor(_ result: JSONObject, body: ReplyBody) -> Bool {
         guard !isFinished, args["body_fd"]?.boolValue == true, let connection, connection.canSendDescriptor,
-              let descriptors = connection.table.descriptors else { return nil }
-        return descriptors.make(body)
+              let descriptors = connection.table.descriptors else { return false }
+        switch descriptors.make(body) {
+        case .descriptor(let d): succeed(result, descriptor: d)
+        case .damaged(let error): fail(error)
+        case .none: return false
+        }
+        return true
     }
 
     /// `body_fd` is a boolean (or null, the same as absent); the message when it is not.
@@ -103,7 +108,7 @@ public final class RequestContext {
 
     /// Ends the request with a result whose body is a descriptor (it goes with the final frame and is closed here
     /// once sent).
-    func succeed(_ result: JSONObject, descriptor: BodyDescriptor) {
+    private func succeed(_ result: JSONObject, descriptor: BodyDescriptor) {
         guard let connection = end() else {
             Glibc.close(descriptor.fd)
             return

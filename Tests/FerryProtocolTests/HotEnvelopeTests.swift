@@ -40,6 +40,12 @@ import Testing
             #"{"id":1,"op":"cache.set","args":{"ttl_ms":-5,"key":"a"}}"#,
             #"{"id":1,"op":"cache.get","args":{"key":1}}"#,
             #"{"id":1,"op":"cache.get","args":[]}"#,
+            #"{"id":1,"op":"cache.get","args":{"key":"a","body_fd":1}}"#,     // body_fd: a boolean, else general
+            #"{"id":1,"op":"cache.get","args":{"key":"a","body_fd":"true"}}"#,
+            #"{"id":1,"op":"cache.get","args":{"key":"a","body_fd":null}}"#,
+            #"{"id":1,"op":"cache.get","args":{"key":"a","body_fd":truex}}"#,
+            #"{"id":1,"op":"cache.get","args":{"key":"a","body_fd":tru}}"#,
+            #"{"id":1,"op":"cache.get","args":{"key":"a","body_fd":true,"body_fd":false}}"#,
         ]
         for text in refused { #expect(Self.scan(text) == nil, "\(text)") }
     }
@@ -49,7 +55,8 @@ import Testing
         let spaces = ["", " ", "\n", "\t ", "\r\n"]
         var checked = 0
         for (n, space) in spaces.enumerated() {
-            for args in ["", #","args":{}"#, #","args":{"key":"k\#(n)"}"#, #","args":{"namespace":"n.s","key":"k","ttl_ms":\#(n + 1)}"#] {
+            for args in ["", #","args":{}"#, #","args":{"key":"k\#(n)"}"#, #","args":{"namespace":"n.s","key":"k","ttl_ms":\#(n + 1)}"#,
+                         ",\"args\":{\"key\":\"k\",\"body_fd\":\(space)\(n % 2 == 0)\(space)}"] {
                 for text in ["{\(space)\"id\"\(space):\(space)\(n + 1)\(space),\"op\":\"cache.get\"\(args)\(space)}",
                              "{\"op\":\(space)\"ping\"\(args),\(space)\"id\":\(n + 10)}\(space)"] {
                     let bytes = Array(text.utf8)
@@ -59,6 +66,7 @@ import Testing
                     #expect(parsed.args["key"]?.stringValue == Self.text(text, hot.key))
                     #expect(parsed.args["namespace"]?.stringValue == Self.text(text, hot.namespace))
                     #expect(parsed.args["ttl_ms"]?.intValue == hot.ttlMs && parsed.args.isEmpty == !hot.hasArgs)
+                    #expect(parsed.args["body_fd"]?.boolValue == hot.bodyFD)
                     let rebuilt = bytes.withUnsafeBytes { hot.requestEnvelope($0) }
                     #expect(rebuilt.id == parsed.id && rebuilt.op == parsed.op && rebuilt.timeoutMs == nil && !rebuilt.more)
                     #expect(Set(rebuilt.args.keys) == Set(parsed.args.keys) && rebuilt.args.keys.allSatisfy { rebuilt.args[$0] == parsed.args[$0] })
@@ -66,6 +74,6 @@ import Testing
                 }
             }
         }
-        #expect(checked == 40)
+        #expect(checked == 50)
     }
 }

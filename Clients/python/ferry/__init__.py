@@ -38,6 +38,7 @@ The modules: ``client`` (``Client``), ``connection`` (socket, hello, reader thre
 (``default_socket_path``). The older single module ``ferry_client`` re-exports this package.
 """
 
+from .bodyfile import BodyFile
 from .cache import CacheEntry, CacheKey
 from .client import Client
 from .errors import ERROR_CODES, FerryError, FerryProtocolError
@@ -52,7 +53,7 @@ from .paths import default_socket_path
 from .wire import BodyKind, CacheMode, CacheStatus, ErrorCode, EventName, ImageSource, RedirectMode
 
 __all__ = [
-    "CacheEntry", "CacheKey", "Client", "FerryError", "FerryProtocolError", "FetchResponse", "FrameDecoder", "Image",
+    "BodyFile", "CacheEntry", "CacheKey", "Client", "FerryError", "FerryProtocolError", "FetchResponse", "FrameDecoder", "Image",
     "check_request", "decode_envelope", "default_socket_path", "encode_frame", "encode_json", "split_request",
     "PROTOCOL_VERSION", "ERROR_CODES", "MIN_BODY_PART_BYTES",
     "DEFAULT_HANDSHAKE_FRAME_BYTES", "DEFAULT_MAX_FRAME_BYTES", "DEFAULT_MAX_JSON_BYTES", "DEFAULT_MAX_NESTING",

@@ -9,8 +9,10 @@ Values are raw bytes and every entry lives in a namespace (``"default"`` when no
         print(item.key, item.size, item.expires_at)
 """
 
+import os
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
+from .bodyfile import BodyFile
 from .errors import FerryError
 from .wire import ErrorCode
 
@@ -71,12 +73,43 @@ class CacheMixin:
 
         Raises FerryError with code ``not_found`` when the key is absent or expired (use
         ``cache_get_or_none`` for None instead)."""
-        result, body = self.call("cache.get", self._cache_args(key, namespace))
+        args = self._cache_args(key, namespace)
+        if self.offers_body_fd:
+            args["body_fd"] = True   # a large value comes as a descriptor and is read here, not through the socket
+        result, body = self.call("cache.get", args)
+        if isinstance(body, BodyFile):
+            with body:
+                body = body.read()
         size = result.get("size", len(body))
         if size != len(body):
             raise FerryError(ErrorCode.internal, f"cache.get of {key!r}: result says size {size!r} but the value "
                                                  f"has {len(body)} bytes")
         return CacheEntry(body, len(body), result.get("created_at"), result.get("expires_at"))
+
+    def cache_get_file(self, key: str, namespace: Optional[str] = None) -> Optional[BodyFile]:
+        """The value as a ``BodyFile`` (a descriptor, when the daemon offers them and the value is large; else one
+        over a memory file made here), to save or copy without reading it into Python: ``with
+        ferry.cache_get_file(k) as f: f.save(path)``. None when the key is absent or expired."""
+        args = self._cache_args(key, namespace)
+        if self.offers_body_fd:
+            args["body_fd"] = True
+        try:
+            result, body = self.call("cache.get", args)
+        except FerryError as e:
+            if e.code == ErrorCode.not_found:
+                return None
+            raise
+        if isinstance(body, BodyFile):
+            return body
+        fd = os.memfd_create("ferry-value", os.MFD_CLOEXEC)
+        try:
+            view = memoryview(body)
+            while view:
+                view = view[os.write(fd, view):]
+        except BaseException:
+            os.close(fd)
+            raise
+        return BodyFile(fd, 0, len(body))
 
     def cache_get_or_none(self, key: str, namespace: Optional[str] = None) -> Optional[CacheEntry]:
         """Like ``cache_get``, but None when the key is absent or expired."""

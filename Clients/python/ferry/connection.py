@@ -5,13 +5,17 @@ requests (``send``/``wait``, ``call``, ``stream``, ``cancel``, ``ping``, ``descr
 ``image.*``) as mixins built on ``call`` and on the internals ``_start``, ``_collect`` and ``_deadline`` here.
 """
 
+import array
+import collections
 import itertools
+import os
 import queue
 import socket
 import threading
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
+from .bodyfile import BodyFile
 from .errors import FerryError, FerryProtocolError
 from .framing import (
     DEFAULT_HANDSHAKE_FRAME_BYTES, DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_JSON_BYTES, DEFAULT_MAX_NESTING, HEADER,
@@ -62,6 +66,9 @@ class Connection:
         self.server: Optional[str] = None
         self.limits: Dict[str, int] = {}
         self.operations: List[str] = []
+        self.capabilities: List[str] = []
+        # Descriptors that came with reply frames (body_fd), oldest first: each arrives with its frame's first byte.
+        self._fds: "collections.deque[int]" = collections.deque()
         self._sock: Optional[socket.socket] = None
         self._decoder = FrameDecoder()
         self._send_limit = DEFAULT_HANDSHAKE_FRAME_BYTES
@@ -108,12 +115,19 @@ class Connection:
         self.server = result.get("server")
         self.limits = dict(result.get("limits") or {})
         self.operations = list(result.get("operations") or [])
+        self.capabilities = [c for c in (result.get("capabilities") or []) if isinstance(c, str)]
         max_frame = self.limits.get("max_frame_bytes", DEFAULT_MAX_FRAME_BYTES)
         self._decoder.max_frame_bytes = max_frame
         self._decoder.max_json_bytes = self.limits.get("max_json_bytes", DEFAULT_MAX_JSON_BYTES)
         self._decoder.max_nesting = self.limits.get("max_nesting", DEFAULT_MAX_NESTING)
         self._send_limit = max_frame
         self._send_json_limit = self._decoder.max_json_bytes
+
+    @property
+    def offers_body_fd(self) -> bool:
+        """Whether the daemon hands large bodies over as descriptors (the ``body_fd`` capability): ``cache_get`` and
+        ``fetch`` then ask for them, so the bytes never cross the socket."""
+        return "body_fd" in self.capabilities
 
     def close(self) -> None:
         """Closes the connection (the server cancels what is still in flight); waiters get ``unavailable``."""
@@ -279,10 +293,13 @@ class Connection:
     def _collect(self, pending: _Pending, deadline: Optional[float],
                  on_event: Optional[Callable[[str, dict], Any]] = None,
                  sink: Optional[Callable[[bytes], Any]] = None,
-                 before_final: Optional[Callable[[dict], Any]] = None) -> Tuple[dict, bytes]:
+                 before_final: Optional[Callable[[dict], Any]] = None,
+                 file_target: Any = None) -> Tuple[dict, bytes]:
         """The final reply, with the bodies of chunk events joined (or, with ``sink``, handed to it as they come,
         the final body included, and b"" returned); other events go to ``on_event``; ``before_final`` gets the
-        final result before its body goes anywhere. An exception from a callback gives the request up (a
+        final result before its body goes anywhere. A body that came as a descriptor is returned as a ``BodyFile``
+        without ``sink``; with one, it is copied to ``file_target`` (a file object: in the kernel) or ``sink``. An
+        exception from a callback gives the request up (a
         ``cancel`` is sent while it is in flight) and propagates."""
         parts: List[bytes] = []
         have = 0
@@ -292,6 +309,13 @@ class Connection:
                 result, body = fields
                 if before_final is not None:
                     before_final(result)
+                if isinstance(body, BodyFile):
+                    # The whole body as a descriptor (the request asked with body_fd): no chunk came before it.
+                    if sink is None:
+                        return result, body
+                    with body:
+                        body.copy_to(file_target if file_target is not None else sink)
+                    return result, b""
                 if sink is None:
                     parts.append(body)
                     return result, b"".join(parts)
@@ -362,9 +386,20 @@ class Connection:
 
     def _read_loop(self) -> None:
         reason = FerryError(ErrorCode.unavailable, "ferryd closed the connection")
+        space = socket.CMSG_SPACE(16 * array.array("i").itemsize)
         try:
             while True:
-                data = self._sock.recv(1 << 18)
+                data, ancillary, flags, _ = self._sock.recvmsg(1 << 18, space, socket.MSG_CMSG_CLOEXEC)
+                for level, kind, payload in ancillary:
+                    if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                        fds = array.array("i")
+                        fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
+                        self._fds.extend(fds)
+                if flags & socket.MSG_CTRUNC:
+                    # A descriptor was dropped (this process is out of them): frames and descriptors no longer pair.
+                    reason = FerryError(ErrorCode.resource_exhausted, "a descriptor ferryd sent was dropped by the "
+                                                                      "kernel (this process is out of descriptors)")
+                    break
                 if not data:
                     break
                 for envelope, body in self._decoder.feed(data):
@@ -375,12 +410,21 @@ class Connection:
             reason = FerryProtocolError(f"ferryd sent a malformed frame: {e.message}")
         except OSError as e:
             reason = FerryError(ErrorCode.unavailable, f"connection to ferryd lost: {e}")
+        while self._fds:
+            os.close(self._fds.popleft())
         if self._server_error is not None:
             err = self._server_error
             reason = FerryError.make(err.code, f"ferryd closed the connection after: {err.message}", err.details)
         self._shutdown(reason)
 
     def _dispatch(self, envelope: dict, body: bytes) -> None:
+        result = envelope.get("result")
+        if envelope.get("final") is not False and isinstance(result, dict) and isinstance(result.get("body_fd"), dict):
+            # Claimed whether or not anyone still waits, so the next frame's descriptor stays its own.
+            named = result["body_fd"]
+            if not self._fds:
+                raise FerryProtocolError("ferryd named a body descriptor that did not arrive")
+            body = BodyFile(self._fds.popleft(), int(named.get("offset", 0)), int(named.get("length", 0)))
         rid = envelope["id"]
         if rid == 0:
             self._note_connection_error(envelope)

@@ -14,6 +14,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple, Union
 
+from .bodyfile import BodyFile
 from .errors import FerryError
 from .strictjson import dumps_compact, is_int
 from .wire import ErrorCode, EventName
@@ -264,6 +265,8 @@ class FetchMixin:
         if progress is not None:
             args["progress"] = True
             listeners.append(_progress_listener(progress))
+        if self.offers_body_fd:
+            args["body_fd"] = True   # a large complete body (a hit) comes as a descriptor, not through the socket
         head_seen = [False]
 
         def give_head(result: dict) -> None:
@@ -287,9 +290,16 @@ class FetchMixin:
         pending = self._start("fetch", args, body, request_timeout_ms)
         # A body small enough for the final frame comes without a head event: its head is the final result,
         # given before that body reaches the sink.
+        file_target = to if sink is not None and hasattr(to, "fileno") else None
         result, data = self._collect(pending, self._deadline(None, request_timeout_ms),
                                      on_event if listeners else None, counting_sink if sink is not None else None,
-                                     before_final=give_head)
+                                     before_final=give_head, file_target=file_target)
+        named = result.pop("body_fd", None)
         if sink is None:
+            if isinstance(data, BodyFile):
+                with data:
+                    data = data.read()
             return _fetch_response(url, result, data)
+        if isinstance(named, dict) and file_target is not None:
+            written[0] = int(named.get("length", 0))
         return _fetch_response(url, result, b"", streamed=written[0])

@@ -5,6 +5,8 @@ shared cache and the origin's counters (``/__count?url=``) never mix tests."""
 
 import hashlib
 import os
+import shutil
+import tempfile
 import socket
 import threading
 import time
@@ -51,6 +53,27 @@ class FetchDaemonTests(FerryAssertions, DaemonWithOrigin):
         return self.base + target
 
     # ----- plain requests
+
+    def test_a_stored_body_comes_as_a_descriptor(self):
+        """A large hit is handed over as a descriptor (capability body_fd): read for ``body``, copied in the kernel
+        for ``to=`` a file."""
+        if not self.client.offers_body_fd:
+            self.skipTest("this ferryd does not offer body_fd")
+        target = self.target("/r", size=4 * MB, cc="max-age=600")
+        first = self.client.fetch(self.url(target))
+        self.assertEqual((first.status, len(first.body)), (200, 4 * MB))
+        before = self.client.stats()["descriptors"]["sent"]
+        out = os.path.join(tempfile.mkdtemp(prefix="ferry-fd-"), "body")
+        self.addCleanup(shutil.rmtree, os.path.dirname(out), True)
+        with open(out, "wb") as f:
+            r = self.client.fetch(self.url(target), to=f)
+        self.assertEqual(r.cache_status, "hit")
+        with open(out, "rb") as f:
+            self.assertTrue(f.read() == first.body)
+        self.assertTrue(self.client.fetch(self.url(target)).body == first.body)
+        self.assertEqual(self.client.stats()["descriptors"]["sent"], before + 2)
+        self.assertEqual(self.origin.count(target), 1)
+
 
     def test_get_status_headers_body(self):
         target = self.target("/r", body="hello", ct="text/x-test", h=["X-Multi:a", "X-Multi:b"])

@@ -23,7 +23,7 @@ final class CacheGetOperation: CacheOperation, OperationHandler {
                     case .entry(let entry): body = .bytes(entry.value[...])
                     case .blob(let blob): body = .blob(blob, store: store)
                     }
-                    if let descriptor = request.bodyDescriptor(for: body) { return request.succeed(reply, descriptor: descriptor) }
+                    if request.succeedWithDescriptor(reply, body: body) { return }
                     switch body {
                     case .bytes(let bytes): request.succeed(reply, body: bytes)
                     default: request.succeed(reply, streaming: body)

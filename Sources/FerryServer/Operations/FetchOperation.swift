@@ -53,9 +53,7 @@ final class FetchOperation: OperationHandler {
     private static func answer(_ request: RequestContext, _ outcome: FetchOutcome, store: CacheStore?, startedMs: Int64) {
         let result = FetchOperation.result(outcome)
         let pieceBytes = request.pieceBytes
-        if let descriptor = descriptor(request, outcome.body, store: store) {
-            return request.succeed(result, descriptor: descriptor)
-        }
+        if answerWithDescriptor(request, result, outcome.body, store: store) { return }
         switch outcome.body {
         case .bytes(let bytes):
             if bytes.count > pieceBytes { request.event(.head, data: result) }
@@ -83,12 +81,14 @@ final class FetchOperation: OperationHandler {
     }
 
     /// A complete body (not one still arriving) as a descriptor, when the client asked and it is large enough.
-    private static func descriptor(_ request: RequestContext, _ body: FetchBody, store: CacheStore?) -> BodyDescriptor? {
-        switch body {
-        case .bytes(let bytes): return request.bodyDescriptor(for: .bytes(bytes))
-        case .stored(let blob): return store.flatMap { request.bodyDescriptor(for: .blob(blob, store: $0)) }
-        case .storedRange(let blob, let range): return store.flatMap { request.bodyDescriptor(for: .blobRange(blob, range, store: $0)) }
-        case .spool: return nil
+    private static func answerWithDescriptor(_ request: RequestContext, _ result: JSONObject, _ body: FetchBody,
+                                             store: CacheStore?) -> Bool {
+        switch (body, store) {
+        case (.bytes(let bytes), _): return request.succeedWithDescriptor(result, body: .bytes(bytes))
+        case (.stored(let blob), let store?): return request.succeedWithDescriptor(result, body: .blob(blob, store: store))
+        case (.storedRange(let blob, let range), let store?):
+            return request.succeedWithDescriptor(result, body: .blobRange(blob, range, store: store))
+        default: return false
         }
     }
 
