@@ -2,8 +2,9 @@
 # bench/fetch.sh — the fetch rows of `make bench`, each beside a reference measured in the same run:
 #   (a) cache hits: a 1 KB JSON through FerryClient, 50 concurrent clients (ferry-bench fetch --conns 50), beside
 #       nginx serving the same file on loopback under wrk (-c 50);
-#   (b) a 10 MB cached body through the socket (ferry-bench fetch --conns 1), beside the raw Unix-socket limit
-#       (bench/rawpingpong.c answering each request with 10 MB);
+#   (b) a 10 MB cached body through the socket (ferry-bench fetch --conns 1 --body socket), and as a descriptor read
+#       into memory (--body read), mapped (--body map) or only held (--body fd), beside the raw Unix-socket limit (bench/rawpingpong.c
+#       answering each request with 10 MB);
 #   (c) 100 concurrent identical cold requests (ferry-bench fetch-storm): requests the origin saw;
 #   (d) the miss path: `ferry fetch --cache no-store` of nginx's file beside `curl` straight to nginx (hyperfine);
 #   (e)-(g) images (memory hits, disk hits, peak RSS under budgets); (h) a client that pipelines 64 cache.gets of a
@@ -132,7 +133,13 @@ RAW_PID=$STARTED_PID
 wait_for rawpingpong test -S "$RAW_SOCK"
 for ((k = 1; k <= REPEATS; k++)); do
     measured "$FERRYD_PID" fetch-hit-10m "${CLIENT_CPU[@]}" "$BIN/ferry-bench" fetch --socket "$SOCK" --url "$BIG_URL" \
-        --conns 1 --seconds "$BENCH_SECONDS"
+        --conns 1 --seconds "$BENCH_SECONDS" --body socket
+    measured "$FERRYD_PID" fetch-hit-10m-fd "${CLIENT_CPU[@]}" "$BIN/ferry-bench" fetch --socket "$SOCK" --url "$BIG_URL" \
+        --conns 1 --seconds "$BENCH_SECONDS" --body read
+    measured "$FERRYD_PID" fetch-hit-10m-map "${CLIENT_CPU[@]}" "$BIN/ferry-bench" fetch --socket "$SOCK" --url "$BIG_URL" \
+        --conns 1 --seconds "$BENCH_SECONDS" --body map
+    measured "$FERRYD_PID" fetch-hit-10m-held "${CLIENT_CPU[@]}" "$BIN/ferry-bench" fetch --socket "$SOCK" --url "$BIG_URL" \
+        --conns 1 --seconds "$BENCH_SECONDS" --body fd
     measured "$RAW_PID" raw-10m "${CLIENT_CPU[@]}" "$TMP/rawpingpong" client "$RAW_SOCK" 100 10000000 seq "$BENCH_SECONDS" 1
 done
 
@@ -258,6 +265,7 @@ by_key() { grep "mode=$1 " "$RESULTS" | awk -v k="$2" '{ for (i = 1; i <= NF; i+
     | sort -n | awk -v n="$(grep -c "mode=$1 " "$RESULTS")" 'NR == int((n + 1) / 2) { $1 = ""; print substr($0, 2) }'; }
 by_ops() { by_key "$1" ops_per_s; }
 fh=$(by_ops fetch-hit-1k); ng=$(by_ops nginx-1k); fb=$(by_ops fetch-hit-10m); rw=$(by_ops raw-10m)
+fbd=$(by_ops fetch-hit-10m-fd); fbm=$(by_ops fetch-hit-10m-map); fbh=$(by_ops fetch-hit-10m-held)
 raw_mb=$(awk -v o="$(field "$rw" ops_per_s)" 'BEGIN { printf "%.1f", o * 10 }')
 fm=$(grep 'mode=miss-ferry ' "$RESULTS"); cm=$(grep 'mode=miss-curl ' "$RESULTS")
 im=$(by_ops image-memory); fhi=$(by_ops fetch-hit-image); id=$(grep 'mode=image-disk ' "$RESULTS" | head -1)
@@ -270,7 +278,10 @@ TABLE=$TMP/table.md
     echo "| **(a) 1 KB JSON cache hit, 50 clients** requests/s | $(field "$fh" ops_per_s) | $(field "$ng" ops_per_s) (nginx + wrk) | $(ratio "$(field "$fh" ops_per_s)" "$(field "$ng" ops_per_s)") |"
     echo "| … p50 / p99 µs | $(field "$fh" p50_us) / $(field "$fh" p99_us) | $(field "$ng" p50_us) / $(field "$ng" p99_us) | $(ratio "$(field "$fh" p50_us)" "$(field "$ng" p50_us)") / $(ratio "$(field "$fh" p99_us)" "$(field "$ng" p99_us)") |"
     echo "| … server core busy | $(field "$fh" server_cpu_pct)% | $(field "$ng" server_cpu_pct)% | |"
-    echo "| **(b) 10 MB cached body, 1 client** MB/s | $(field "$fb" mb_per_s) | $raw_mb (raw Unix socket) | $(ratio "$(field "$fb" mb_per_s)" "$raw_mb") |"
+    echo "| **(b) 10 MB cached body, 1 client**, through the socket, MB/s | $(field "$fb" mb_per_s) | $raw_mb (raw Unix socket) | $(ratio "$(field "$fb" mb_per_s)" "$raw_mb") |"
+    echo "| … as a descriptor, read into memory | $(field "$fbd" mb_per_s) | $raw_mb | $(ratio "$(field "$fbd" mb_per_s)" "$raw_mb") |"
+    echo "| … as a descriptor, mapped (every page touched) | $(field "$fbm" mb_per_s) | $raw_mb | $(ratio "$(field "$fbm" mb_per_s)" "$raw_mb") |"
+    echo "| … as a descriptor, held (no byte read: the cost of handing the body on) | $(field "$fbh" mb_per_s) | $raw_mb | $(ratio "$(field "$fbh" mb_per_s)" "$raw_mb") |"
     echo "| **(c) 100 identical cold requests**: origin requests per round | $storms| 100 (no coalescing) | |"
     echo "| **(e) $IMG_BYTES-byte image, memory hit, 50 clients** images/s | $(field "$im" ops_per_s) ($(field "$im" mb_per_s) MB/s) | $(field "$fhi" ops_per_s) ($(field "$fhi" mb_per_s) MB/s, fetch cache hit) | $(ratio "$(field "$im" ops_per_s)" "$(field "$fhi" ops_per_s)") |"
     echo "| … p50 / p99 µs | $(field "$im" p50_us) / $(field "$im" p99_us) | $(field "$fhi" p50_us) / $(field "$fhi" p99_us) | |"

@@ -51,6 +51,21 @@ public final class BodyFile: Sendable, Equatable, CustomStringConvertible {
         return out
     }
 
+    /// Runs `body` on the bytes mapped into this process (read-only, populated at once): no copy at all. The mapping
+    /// is valid only inside `body`. Safe because the daemon never shortens the file (a blob file is never rewritten,
+    /// a memory file is sealed against shrinking): nobody else should either.
+    public func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        guard length > 0 else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let start = offset - offset % page
+        let span = offset - start + length
+        guard let map = mmap(nil, span, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, off_t(start)), map != MAP_FAILED else {
+            throw BodyFile.error("mapping", errno)
+        }
+        defer { munmap(map, span) }
+        return try body(UnsafeRawBufferPointer(start: map + (offset - start), count: length))
+    }
+
     /// Appends the bytes to the open file `out` at its offset, in the kernel (`copy_file_range`, else `sendfile`,
     /// else reads and writes).
     public func copy(to out: Int32) throws(FerryError) {

@@ -28,9 +28,11 @@ public final class FerryClient: Sendable {
     public let operations: [String]
     /// What the server offers beyond the version's core (`hello`'s `capabilities`).
     public let capabilities: Set<Capability>
-    /// Whether large bodies can come as descriptors (`Capability.bodyFD`): `cacheGet` and `fetch` then ask for
-    /// them, and read them (or hand them over, `bodyAsFile`) instead of taking the bytes through the socket.
-    public var offersBodyFiles: Bool { capabilities.contains(.bodyFD) }
+    /// Whether large bodies come as descriptors (`Capability.bodyFD`, and `connect(bodyFiles:)` left on):
+    /// `cacheGet` and `fetch` then ask for them, and read them (or hand them over, `bodyAsFile`) instead of taking
+    /// the bytes through the socket.
+    public var offersBodyFiles: Bool { usesBodyFiles && capabilities.contains(.bodyFD) }
+    private let usesBodyFiles: Bool
 
     /// The socket path used when none is given: `$FERRY_SOCKET`, `$XDG_RUNTIME_DIR/ferry/ferryd.sock`, or
     /// `/tmp/ferry-$UID/ferryd.sock`, exactly as `ferryd` resolves it.
@@ -42,7 +44,9 @@ public final class FerryClient: Sendable {
     /// - Parameters:
     ///   - path: the socket; `nil` for `defaultSocketPath`.
     ///   - clientName: a name for the daemon's logs.
-    public static func connect(path: String? = nil, clientName: String = "swift") async throws -> FerryClient {
+    ///   - bodyFiles: take large bodies as descriptors when the daemon offers them (`offersBodyFiles`); false:
+    ///     every body through the socket.
+    public static func connect(path: String? = nil, clientName: String = "swift", bodyFiles: Bool = true) async throws -> FerryClient {
         let connection = try ClientConnection(path: path ?? defaultSocketPath)
         do {
             let hello = try await FerryClient.call(connection, "hello",
@@ -50,15 +54,16 @@ public final class FerryClient: Sendable {
                                                    body: [], timeout: .seconds(10))
             let limits = ProtocolLimits(json: hello.result["limits"]?.objectValue ?? JSONObject())
             connection.setLimits(limits)
-            return FerryClient(connection: connection, hello: hello.result, limits: limits)
+            return FerryClient(connection: connection, hello: hello.result, limits: limits, bodyFiles: bodyFiles)
         } catch {
             connection.close()
             throw error
         }
     }
 
-    private init(connection: ClientConnection, hello: JSONObject, limits: ProtocolLimits) {
+    private init(connection: ClientConnection, hello: JSONObject, limits: ProtocolLimits, bodyFiles: Bool) {
         self.connection = connection
+        usesBodyFiles = bodyFiles
         protocolVersion = Int(hello["version"]?.intValue ?? 1)
         serverName = hello["server"]?.stringValue ?? "ferryd"
         self.limits = limits

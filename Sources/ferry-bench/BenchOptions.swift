@@ -19,6 +19,13 @@ enum BenchMode: String, CaseIterable {
     static let defaults: [BenchMode] = [.rawSeq, .rawPipelined, .rawConns, .client]
 }
 
+/// How `fetch` takes a large body: through the socket (`body_fd` not used), or as a descriptor that the client reads
+/// into memory (one copy), maps (no copy; every page touched), or only holds (`fd`: what handing a body to a file,
+/// another process or `sendfile` costs before any byte moves).
+enum BodyPath: String {
+    case socket, read, map, fd
+}
+
 /// ferry-bench's command line. Parsed with FerryArgs, the parser `ferry` and `ferryd` use, so flags behave the same
 /// across the three programs (`--socket=PATH` or `--socket PATH`, `--` ends options).
 struct BenchOptions {
@@ -36,6 +43,8 @@ struct BenchOptions {
     var url: String?
     /// image: a URL of its own for every request.
     var distinct = false
+    /// fetch: how the body reaches the client.
+    var body = BodyPath.read
     /// cache-*: a Redis server's Unix socket to load instead of ferryd (RESP, the same requests redis-benchmark sends).
     var redis: String?
 
@@ -52,6 +61,7 @@ struct BenchOptions {
         OptionSpec("value-bytes", takesValue: true, help: "cache-*: value size in bytes (default: 100; redis-benchmark -d)"),
         OptionSpec("redis", takesValue: true, help: "cache-*: load the Redis server on this Unix socket instead of ferryd (SET/GET)"),
         OptionSpec("url", takesValue: true, help: "fetch, fetch-storm, image: the URL to fetch through ferryd"),
+        OptionSpec("body", takesValue: true, help: "fetch: socket (bytes through the socket), read (a descriptor read into memory; the default), map (mapped) or fd (only held)"),
         OptionSpec("distinct", help: "image: every request asks for a URL of its own (url&n=K)"),
         OptionSpec("tasks", takesValue: true, help: "client: concurrent tasks sharing one FerryClient (default: 50)"),
         OptionSpec("help", short: "h", help: "print this help"),
@@ -115,6 +125,10 @@ struct BenchOptions {
         options.redis = args.value("redis").flatMap { $0.isEmpty ? nil : $0 }
         options.url = args.value("url")
         options.distinct = args.has("distinct")
+        if let b = args.value("body") {
+            guard let path = BodyPath(rawValue: b) else { throw UsageError("--body must be socket, read, map or fd, not \"\(b)\"") }
+            options.body = path
+        }
         if options.url == nil, modes.contains(.fetch) || modes.contains(.fetchStorm) || modes.contains(.image) {
             throw UsageError("the fetch modes need --url")
         }

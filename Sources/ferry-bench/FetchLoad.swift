@@ -5,8 +5,13 @@ import FerryProtocol
 /// be) fetching `--url` in a loop. Against a URL ferryd has cached, this is the cache-hit path the issue compares with
 /// nginx serving the same file; with `--conns 1` and a large body it measures bytes per second through the socket.
 /// Every reply is checked: status 200 and the body size of the first reply.
-func runFetch(socket: String, url: String, budget: Budget, connections: Int) async throws -> BenchResult {
-    let clients = try await connectClients(socket: socket, count: connections)
+///
+/// `body`: through the socket, or (large bodies) as a descriptor read into memory, or mapped with every page touched.
+func runFetch(socket: String, url: String, budget: Budget, connections: Int, body: BodyPath) async throws -> BenchResult {
+    let clients = try await connectClients(socket: socket, count: connections, bodyFiles: body != .socket)
+    var plain = FetchRequest(url)
+    plain.bodyAsFile = body == .map || body == .fd
+    let request = plain
     defer { for c in clients { c.close() } }
     let expected = try await clients[0].fetch(FetchRequest(url))
     guard expected.status == 200 else { throw BenchError("\(url) answered \(expected.status)") }
@@ -21,9 +26,10 @@ func runFetch(socket: String, url: String, budget: Budget, connections: Int) asy
                 var issued = 0
                 while running.allowsMore(issued: issued * connections) {
                     let t0 = monoNanos()
-                    let r = try await client.fetch(FetchRequest(url))
-                    guard r.status == 200, r.body.count == size else {
-                        throw BenchError("reply \(r.status) with \(r.body.count) bytes, expected 200 with \(size)")
+                    let r = try await client.fetch(request)
+                    let got = try r.file.map { file in body == .fd ? file.length : try file.withBytes(touchPages) } ?? r.body.count
+                    guard r.status == 200, got == size else {
+                        throw BenchError("reply \(r.status) with \(got) bytes, expected 200 with \(size)")
                     }
                     samples.record(monoNanos() - t0)
                     issued += 1
@@ -39,8 +45,19 @@ func runFetch(socket: String, url: String, budget: Budget, connections: Int) asy
     var result = BenchResult(mode: "fetch", requests: latencies.count, elapsedNanos: elapsed, latencies: latencies,
                              requestBytes: 0, replyBytes: size, connections: connections, inFlight: 1)
     let mbPerSecond = Double(size) * result.opsPerSecond / 1e6
-    result.extra = "body_bytes=\(size) mb_per_s=\(decimal(mbPerSecond, 1)) cache=\(expected.cacheStatus?.rawValue ?? "")"
+    result.extra = "body_bytes=\(size) mb_per_s=\(decimal(mbPerSecond, 1)) cache=\(expected.cacheStatus?.rawValue ?? "") body=\(body.rawValue)"
     return result
+}
+
+/// Reads one byte of every page of a mapped body (so a mapping is paid for in full); returns the body's size.
+private func touchPages(_ bytes: UnsafeRawBufferPointer) -> Int {
+    var sum: UInt8 = 0
+    var i = 0
+    while i < bytes.count {
+        sum &+= bytes[i]
+        i += 4096
+    }
+    return bytes.count + Int(sum & 0)
 }
 
 /// `fetch-storm`: `--conns` clients connect, then all fetch `--url` at the same moment, once. The script reads the
@@ -119,8 +136,8 @@ func runImage(socket: String, url: String, budget: Budget, connections: Int, dis
 }
 
 /// `count` separate clients (one connection each), as separate programs would be.
-private func connectClients(socket: String, count: Int) async throws -> [FerryClient] {
+private func connectClients(socket: String, count: Int, bodyFiles: Bool = true) async throws -> [FerryClient] {
     var clients: [FerryClient] = []
-    for _ in 0..<count { clients.append(try await FerryClient.connect(path: socket, clientName: "ferry-bench")) }
+    for _ in 0..<count { clients.append(try await FerryClient.connect(path: socket, clientName: "ferry-bench", bodyFiles: bodyFiles)) }
     return clients
 }

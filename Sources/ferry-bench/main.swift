@@ -24,7 +24,7 @@ func measure(_ mode: BenchMode, _ budget: Budget, _ o: BenchOptions) async throw
     case .rawConns: return try runRawConnections(socket: o.socket, budget: budget, count: o.connections)
     case .rawConnsThreads: return try runRawConnectionThreads(socket: o.socket, budget: budget, count: o.connections)
     case .client: return try await runClient(socket: o.socket, budget: budget, tasks: o.tasks)
-    case .fetch: return try await runFetch(socket: o.socket, url: o.url!, budget: budget, connections: o.connections)
+    case .fetch: return try await runFetch(socket: o.socket, url: o.url!, budget: budget, connections: o.connections, body: o.body)
     case .fetchStorm: return try await runFetchStorm(socket: o.socket, url: o.url!, connections: o.connections)
     case .image:
         return try await runImage(socket: o.socket, url: o.url!, budget: budget, connections: o.connections, distinct: o.distinct)
