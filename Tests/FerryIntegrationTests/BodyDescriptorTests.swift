@@ -19,6 +19,15 @@ extension IntegrationTests {
         }
     }
 
+    /// Sets `key` through a daemon of its own on `cacheDir`, then stops it: the next daemon finds the value on disk.
+    static func store(_ key: String, _ value: [UInt8], in cacheDir: TempDir) async throws {
+        let daemon = try Daemon(["--cache-dir", cacheDir.path])
+        defer { daemon.stop() }
+        let client = try await FerryClient.connect(path: daemon.socket)
+        defer { client.close() }
+        try await client.cacheSet(key, value)
+    }
+
     @Test func aValueInMemoryComesAsASealedFileThatNeverChanges() async throws {
         let daemon = try Daemon()
         defer { daemon.stop() }
@@ -59,13 +68,7 @@ extension IntegrationTests {
         let cacheDir = TempDir()
         defer { cacheDir.remove() }
         let big = BodyDescriptorTests.value(3 << 20, seed: 3)
-        do {
-            let daemon = try Daemon(["--cache-dir", cacheDir.path])
-            let client = try await FerryClient.connect(path: daemon.socket)
-            try await client.cacheSet("big", big)
-            client.close()
-            daemon.stop()
-        }
+        try await BodyDescriptorTests.store("big", big, in: cacheDir)
         let daemon = try Daemon(["--cache-dir", cacheDir.path])
         defer { daemon.stop() }
         let client = try await FerryClient.connect(path: daemon.socket)
@@ -91,13 +94,7 @@ extension IntegrationTests {
         let cacheDir = TempDir()
         defer { cacheDir.remove() }
         let big = BodyDescriptorTests.value(2 << 20, seed: 5)
-        do {
-            let daemon = try Daemon(["--cache-dir", cacheDir.path])
-            let client = try await FerryClient.connect(path: daemon.socket)
-            try await client.cacheSet("big", big)
-            client.close()
-            daemon.stop()
-        }
+        try await BodyDescriptorTests.store("big", big, in: cacheDir)
         // One byte flipped in the middle of the value's file, size unchanged.
         let blobs = (FileManager.default.enumerator(atPath: cacheDir.path + "/blobs")?.allObjects as? [String] ?? [])
             .map { cacheDir.path + "/blobs/" + $0 }
