@@ -172,6 +172,7 @@ CACHE_SHAPES=("c50 50 1 50000" "c1 1 1 5000" "c50-p16 50 16 500000")
 # Value sizes of the large-value rows (cache.set, MB/s beside Redis AOF everysec with the same client).
 LARGE_SIZES=(65536 1000000)
 REDIS_NOTE=""
+PY_NOTE=""
 if [[ $CACHE == 1 ]]; then
     log "cache: ferry-bench cache-set / cache-get, $REPEATS × ${BENCH_SECONDS}s per shape"
     for shape in "${CACHE_SHAPES[@]}"; do
@@ -252,6 +253,25 @@ run_redis_fb() {
     done
 }
 
+# The Python client beside redis-py (from PyPI, installed here when missing): gets of one 100-byte value by 1 and by
+# 8 threads sharing one client (ferry.Client: one connection; redis.Redis: its pool, a connection per thread),
+# interleaved run by run, on the client core.
+run_python_clients() {
+    if ! python3 -c 'import redis' >/dev/null 2>&1; then
+        log "installing redis-py (pip)"
+        python3 -m pip install -q redis >"$TMP/pip.log" 2>&1 || { PY_NOTE="Python rows skipped: pip install redis failed"; return 0; }
+    fi
+    local k t
+    for t in 1 8; do
+        for ((k = 1; k <= REPEATS; k++)); do
+            measured "$FERRYD_PID" "py-ferry-t$t" "py-ferry-t$t" \
+                "${CLIENT_CPU[@]}" python3 bench/pyclients.py ferry "$SOCK" "$t" "$BENCH_SECONDS" "py-ferry-t$t"
+            measured "$REDIS_PID" "py-redis-t$t" "py-redis-t$t" \
+                "${CLIENT_CPU[@]}" python3 bench/pyclients.py redis "$REDIS_SOCK" "$t" "$BENCH_SECONDS" "py-redis-t$t"
+        done
+    done
+}
+
 # start_redis NAME ARGS...: a private redis-server on a Unix socket in $TMP (no TCP port), on the server core.
 start_redis() {
     local name=$1
@@ -274,6 +294,7 @@ if [[ $CACHE == 1 && -z $REDIS_NOTE ]]; then
     run_redis redis get
     run_redis_fb redis set
     run_redis_fb redis get
+    run_python_clients
     stop_bg "$REDIS_PID"
     # Every write appended to the AOF (write() before the reply is sent, fsync once a second): like ferryd, an
     # acknowledged write survives the process being killed. GET does not touch the AOF, so only SET runs here.
@@ -479,6 +500,16 @@ for size in "${LARGE_SIZES[@]}"; do
         "–" "–" "$(or_dash "$(mb "$ao")") ($(or_dash "$(thousands "$ao")") /s, same client)" "$(ratio "$fo" "$ao")" \
         "p50 / p99 µs $(field "$f" p50_us) / $(field "$f" p99_us) (Ferry), $(or_dash "$(field "$a" p50_us)") / $(or_dash "$(field "$a" p99_us)") (Redis AOF)"
 done
+# The Python client beside redis-py, same gets.
+for t in 1 8; do
+    f=$(median "py-ferry-t$t")
+    r=$(median "py-redis-t$t")
+    [[ -n $f && -n $r ]] || continue
+    fo=$(field "$f" ops_per_s) ro=$(field "$r" ops_per_s)
+    crow "**Python client, cache_get of 100 B, $t thread(s) on one client**, requests/s" "$(thousands "$fo")" \
+        "$(thousands "$ro") (redis-py)" "$(ratio "$fo" "$ro")" "–" "–" \
+        "p50 / p99 µs $(field "$f" p50_us) / $(field "$f" p99_us) (ferry) and $(field "$r" p50_us) / $(field "$r" p99_us) (redis-py); range $(spread "py-ferry-t$t") / $(spread "py-redis-t$t")"
+done
 HAS_CACHE_TABLE=$(($(wc -l <"$CACHE_TABLE") > 2))
 CACHE_LEGEND="Cache: ${CACHE_VALUE_BYTES}-byte values, random keys out of ${CACHE_KEYS}; Ferry = ferry-bench cache-set / \
 cache-get against ferryd, Redis = redis-benchmark ${REDIS_VERSION:-} -t set / get -d ${CACHE_VALUE_BYTES} -r ${CACHE_KEYS} \
@@ -486,7 +517,7 @@ cache-get against ferryd, Redis = redis-benchmark ${REDIS_VERSION:-} -t set / ge
 not touch the AOF, so only SET runs there); \"same client\" rows: ferry-bench --redis sends the same SET / GET in RESP, \
 so both servers face one load generator (redis-benchmark saturates the client core at -c 50). Fair pairs: cache.set vs Redis AOF (both acknowledge a write once it is \
 in the kernel, so it survives the process being killed), cache.get vs Redis in memory. Client core busy near 100% \
-means the load generator set the pace. ${REDIS_NOTE}"
+means the load generator set the pace. ${REDIS_NOTE} ${PY_NOTE}"
 
 LEGEND="Ferry / reference: for requests/s below 1 means Ferry is slower; for latency, server CPU per request and \
 start-up, above 1 means Ferry is slower or costlier. Server CPU is user+system time of ferryd (or the reference \

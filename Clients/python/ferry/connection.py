@@ -1,5 +1,11 @@
-"""One connection to ferryd: the socket, ``hello``, the reader thread, the requests in flight, and the generic
+"""One connection to ferryd: the socket, ``hello``, reading replies, the requests in flight, and the generic
 requests (``send``/``wait``, ``call``, ``stream``, ``cancel``, ``ping``, ``describe``, ``stats``).
+
+Replies are read by the threads that wait for them, one at a time (leader and followers): a thread waiting for a
+reply reads the socket itself when no other thread is reading, and hands each frame to the request it answers;
+threads that find the socket taken wait to be handed their reply, or the reading when the reader leaves. So a
+single-threaded caller sends and reads in its own thread, as a plain socket client does, with no thread between it
+and its replies; many threads share one connection and one reader at a time.
 
 ``Connection`` is the base of ``ferry.Client``, which adds the operation families (``cache.*``, ``fetch``,
 ``image.*``) as mixins built on ``call`` and on the internals ``_start``, ``_collect`` and ``_deadline`` here.
@@ -9,7 +15,7 @@ import array
 import collections
 import itertools
 import os
-import queue
+import select
 import socket
 import threading
 import time
@@ -33,6 +39,13 @@ LOCAL_DEADLINE_GRACE_S = 2.0
 _CLOSING_CODES = frozenset(code.value for code in (ErrorCode.protocol_error, ErrorCode.resource_exhausted,
                                                    ErrorCode.permission_denied, ErrorCode.unavailable))
 
+# Room for the descriptors of one read (the daemon attaches one per reply frame; one read never returns two).
+_ANCILLARY_SPACE = socket.CMSG_SPACE(16 * array.array("i").itemsize)
+# Plain ints: the socket module's flags are enum members, whose `&` costs a Python call on every read.
+_MSG_CTRUNC = int(socket.MSG_CTRUNC)
+_MSG_CMSG_CLOEXEC = int(socket.MSG_CMSG_CLOEXEC)
+_SOL_SOCKET, _SCM_RIGHTS = int(socket.SOL_SOCKET), int(socket.SCM_RIGHTS)
+
 # The kinds of item on a request's queue (and, for the first two, of the items ``stream`` yields).
 _FINAL = "final"
 _EVENT = "event"
@@ -40,15 +53,17 @@ _CLOSED = "closed"
 
 
 class _Pending:
-    """One request in flight: the reader thread puts its replies on ``items``."""
+    """One request in flight: the reading thread appends its replies to ``items`` (under the connection's lock) and
+    wakes ``wake`` when the thread waiting for them sleeps (made only then)."""
 
-    __slots__ = ("id", "op", "timeout_ms", "items")
+    __slots__ = ("id", "op", "timeout_ms", "items", "wake")
 
     def __init__(self, rid: int, op: str, timeout_ms: Optional[int]):
         self.id = rid
         self.op = op
         self.timeout_ms = timeout_ms
-        self.items: "queue.Queue[tuple]" = queue.Queue()
+        self.items: "collections.deque[tuple]" = collections.deque()
+        self.wake: Optional[threading.Condition] = None
 
 
 class Connection:
@@ -74,12 +89,16 @@ class Connection:
         self._send_limit = DEFAULT_HANDSHAKE_FRAME_BYTES
         self._send_json_limit = DEFAULT_MAX_JSON_BYTES
         self._ids = itertools.count(1)
-        self._lock = threading.Lock()          # guards _pending, _closed_error, _ids
+        self._lock = threading.Lock()          # guards _pending, _closed_error, _ids, _reading, _followers, items
         self._send_lock = threading.Lock()     # one request (all of its frames) at a time on the socket
         self._pending: Dict[int, _Pending] = {}
         self._closed_error: Optional[FerryError] = None
         self._server_error: Optional[FerryError] = None
-        self._reader: Optional[threading.Thread] = None
+        self._reading = False                  # a thread is reading the socket (the leader)
+        self._followers: List[_Pending] = []   # requests whose threads sleep until handed a reply or the reading
+        self._reader_left = threading.Condition(self._lock)
+        self._closing = False                  # close() waits for the reader to leave (_reader_left)
+        self._poll: Optional[Any] = None
 
     # ----- lifecycle
 
@@ -89,8 +108,8 @@ class Connection:
         if self._sock is not None:
             raise FerryError(ErrorCode.failed_precondition, "this Client already connected once; make a new Client")
         self._sock = self._open_socket()
-        self._reader = threading.Thread(target=self._read_loop, name=f"ferry-reader-{self.path}", daemon=True)
-        self._reader.start()
+        self._poll = select.poll()
+        self._poll.register(self._sock.fileno(), select.POLLIN)
         try:
             result, _ = self.call("hello", {"versions": [PROTOCOL_VERSION], "client": self.name})
         except BaseException:
@@ -135,9 +154,13 @@ class Connection:
         if sock is None:
             return
         self._shutdown(FerryError(ErrorCode.unavailable, "the client closed the connection"))
-        if self._reader is not None and self._reader is not threading.current_thread():
-            self._reader.join(timeout=5)
+        # A thread still reading sees the end of stream the shutdown gave it; the descriptor is closed after it left.
+        with self._lock:
+            self._closing = True
+            self._reader_left.wait_for(lambda: not self._reading, timeout=5)
         sock.close()
+        while self._fds:
+            os.close(self._fds.popleft())
 
     def __enter__(self) -> "Connection":
         if self._sock is None:
@@ -347,10 +370,8 @@ class Connection:
 
     def _next_item(self, pending: _Pending, deadline: Optional[float]) -> tuple:
         """The next reply of a request; raises FerryError for an error reply, a closed connection or a timeout."""
-        try:
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            item = pending.items.get(timeout=remaining)
-        except queue.Empty:
+        item = self._await(pending, deadline)
+        if item is None:
             self._abandon(pending)
             raise FerryError(ErrorCode.deadline_exceeded,
                              f"no reply to request {pending.id} ({pending.op}) within the local timeout") from None
@@ -382,26 +403,75 @@ class Connection:
             err = self._closed_error
             raise FerryError.make(err.code, err.message, err.details)
 
-    # ----- internals: the reader thread
+    # ----- internals: reading (by the waiting threads, one at a time)
 
-    def _read_loop(self) -> None:
-        reason = FerryError(ErrorCode.unavailable, "ferryd closed the connection")
-        space = socket.CMSG_SPACE(16 * array.array("i").itemsize)
+    def _await(self, pending: _Pending, deadline: Optional[float]) -> Optional[tuple]:
+        """The next item of ``pending``: read by this thread when nobody else reads, else handed over by the
+        reader; None when ``deadline`` passed first."""
+        lock = self._lock
+        with lock:
+            while True:
+                if pending.items:
+                    return pending.items.popleft()
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return None
+                if not self._reading:
+                    self._reading = True
+                    break
+                if pending.wake is None:
+                    pending.wake = threading.Condition(lock)
+                self._followers.append(pending)
+                try:
+                    pending.wake.wait(remaining)
+                finally:
+                    self._followers.remove(pending)
         try:
             while True:
-                data, ancillary, flags, _ = self._sock.recvmsg(1 << 18, space, socket.MSG_CMSG_CLOEXEC)
-                for level, kind, payload in ancillary:
-                    if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                        fds = array.array("i")
-                        fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
-                        self._fds.extend(fds)
-                if flags & socket.MSG_CTRUNC:
-                    # A descriptor was dropped (this process is out of them): frames and descriptors no longer pair.
-                    reason = FerryError(ErrorCode.resource_exhausted, "a descriptor ferryd sent was dropped by the "
-                                                                      "kernel (this process is out of descriptors)")
+                with lock:
+                    if pending.items:
+                        break
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
                     break
-                if not data:
-                    break
+                self._read_once(remaining)
+        finally:
+            with lock:
+                self._reading = False
+                if self._closing:
+                    self._reader_left.notify_all()
+                # The reading goes to a thread still waiting for its reply.
+                for follower in self._followers:
+                    if not follower.items:
+                        follower.wake.notify()
+                        break
+                if pending.items:
+                    return pending.items.popleft()
+        return None
+
+    def _read_once(self, timeout: Optional[float]) -> None:
+        """Waits up to ``timeout`` seconds (None: no limit) for the socket, reads what is there and hands each
+        frame to its request; at the end of the stream or a broken frame the connection is shut down."""
+        if self._closed_error is not None:
+            return
+        # Without a deadline the read itself waits (close() ends it with a shutdown): one system call less a read.
+        if timeout is not None and not self._poll.poll(max(1, int(timeout * 1000))):
+            return
+        reason = None
+        try:
+            data, ancillary, flags, _ = self._sock.recvmsg(1 << 18, _ANCILLARY_SPACE, _MSG_CMSG_CLOEXEC)
+            for level, kind, payload in ancillary:
+                if level == _SOL_SOCKET and kind == _SCM_RIGHTS:
+                    fds = array.array("i")
+                    fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
+                    self._fds.extend(fds)
+            if flags & _MSG_CTRUNC:
+                # A descriptor was dropped (this process is out of them): frames and descriptors no longer pair.
+                reason = FerryError(ErrorCode.resource_exhausted, "a descriptor ferryd sent was dropped by the "
+                                                                  "kernel (this process is out of descriptors)")
+            elif not data:
+                reason = FerryError(ErrorCode.unavailable, "ferryd closed the connection")
+            else:
                 for envelope, body in self._decoder.feed(data):
                     self._dispatch(envelope, body)
         except FerryError as e:
@@ -410,8 +480,8 @@ class Connection:
             reason = FerryProtocolError(f"ferryd sent a malformed frame: {e.message}")
         except OSError as e:
             reason = FerryError(ErrorCode.unavailable, f"connection to ferryd lost: {e}")
-        while self._fds:
-            os.close(self._fds.popleft())
+        if reason is None:
+            return
         if self._server_error is not None:
             err = self._server_error
             reason = FerryError.make(err.code, f"ferryd closed the connection after: {err.message}", err.details)
@@ -431,12 +501,14 @@ class Connection:
             return
         with self._lock:
             pending = self._pending.get(rid)
-        if pending is None:
-            return  # a reply nobody waits for any more (local timeout, abandoned stream, fire-and-forget cancel)
-        if envelope.get("final") is False:
-            pending.items.put((_EVENT, envelope.get("event"), envelope.get("data") or {}, body))
-        else:
-            pending.items.put((_FINAL, envelope, body))
+            if pending is None:
+                return  # a reply nobody waits for any more (local timeout, abandoned stream, fire-and-forget cancel)
+            if envelope.get("final") is False:
+                pending.items.append((_EVENT, envelope.get("event"), envelope.get("data") or {}, body))
+            else:
+                pending.items.append((_FINAL, envelope, body))
+            if pending.wake is not None:
+                pending.wake.notify()
 
     def _note_connection_error(self, envelope: dict) -> None:
         if not isinstance(envelope.get("error"), dict):
@@ -451,9 +523,10 @@ class Connection:
             if self._closed_error is None:
                 self._closed_error = reason
             reason = self._closed_error
-            waiters = list(self._pending.values())
-        for pending in waiters:
-            pending.items.put((_CLOSED, reason))
+            for pending in self._pending.values():
+                pending.items.append((_CLOSED, reason))
+                if pending.wake is not None:
+                    pending.wake.notify()
         try:
             self._sock.shutdown(socket.SHUT_RDWR)
         except OSError:

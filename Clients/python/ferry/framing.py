@@ -75,7 +75,8 @@ def decode_envelope(data: bytes, max_nesting: int = DEFAULT_MAX_NESTING) -> dict
     if not isinstance(envelope, dict):
         raise FerryError(ErrorCode.invalid_argument,
                          f"envelope must be a JSON object, not {type(envelope).__name__}")
-    if nesting_depth(envelope) > max_nesting:
+    # A text with no more brackets than the limit cannot nest deeper (counted in C; the walk only when it might).
+    if text.count("{") + text.count("[") > max_nesting and nesting_depth(envelope) > max_nesting:
         raise FerryError(ErrorCode.invalid_argument, f"envelope nests deeper than {max_nesting}")
     _check_id(envelope, minimum=0)
     return envelope
