@@ -32,6 +32,10 @@ final class Connection: LoopPipeDelegate {
     var phase: ConnectionPhase { life != .open ? .closing : (handshaken ? .ready : .awaitingHello) }
     var isClosed: Bool { life == .closed }
     private(set) var inFlight: [UInt64: RequestContext] = [:]
+    /// Sets of the fast path waiting for their journal write (`Connection+PendingSets`), and their counters.
+    var pendingSets: [(id: UInt64, counters: OperationCounters)] = []
+    /// Whether any request of this connection is still running.
+    var hasRequestsInFlight: Bool { !inFlight.isEmpty || !pendingSets.isEmpty }
     /// Replies not yet handed to the kernel or to libuv.
     var out: [UInt8] = []
     /// Bytes queued on the pipe (`write(copying:)`) whose write has not completed.
@@ -199,8 +203,9 @@ final class Connection: LoopPipeDelegate {
     /// What `RequestGate` decides a request with this id by, on this connection now (both paths ask it).
     func gateSituation(id: UInt64, operationKnown: Bool) -> RequestGate.Situation {
         RequestGate.Situation(
-            phase: phase, serverDraining: table.isDraining, idInFlight: inFlight[id] != nil || uploads.contains(id),
-            connectionInFlight: inFlight.count, totalInFlight: table.totalInFlight,
+            phase: phase, serverDraining: table.isDraining,
+            idInFlight: inFlight[id] != nil || uploads.contains(id) || isPendingSet(id),
+            connectionInFlight: inFlight.count + pendingSets.count, totalInFlight: table.totalInFlight,
             maxConnectionInFlight: table.config.limits.maxInFlight, maxTotalInFlight: table.config.maxTotalInFlight,
             operationKnown: operationKnown)
     }
@@ -292,7 +297,7 @@ final class Connection: LoopPipeDelegate {
             inFlight[request.id] = nil
             heldBodyBytes -= request.body.count
             table.requestEnded()
-            if life == .finishing && inFlight.isEmpty { return closeAfterFlush() }
+            if life == .finishing && !hasRequestsInFlight { return closeAfterFlush() }
             if !isClosed { applyBackpressure() }
         }
     }
@@ -310,7 +315,7 @@ final class Connection: LoopPipeDelegate {
     private func finishThenClose() {
         guard life == .open else { return }
         stopReading()
-        if inFlight.isEmpty { return closeAfterFlush() }
+        if !hasRequestsInFlight { return closeAfterFlush() }
         life = .finishing
     }
 

@@ -30,6 +30,8 @@ struct HotRequest {
 struct HotReply {
     let connection: Connection  // strong: the reply lives only while `answerHot` runs (unowned cost a check per use)
     let id: UInt64
+    /// The operation's counters (a reply written later counts its error there).
+    let counters: OperationCounters
 
     /// The largest body a hot reply carries in its one frame (a larger one is streamed: the general path's work).
     var maxBody: Int { connection.pieceBytes }
@@ -57,7 +59,7 @@ extension Connection {
         let situation = gateSituation(id: hot.id, operationKnown: true)
         guard case .admit = RequestGate.decide(op: entry.handler.descriptor.name, situation) else { return false }
         let request = HotRequest(envelope: hot, json: frame.json, body: frame.body)
-        guard handler.answerHot(request, HotReply(connection: self, id: hot.id)) else { return false }
+        guard handler.answerHot(request, HotReply(connection: self, id: hot.id, counters: entry.counters)) else { return false }
         table.stats.requestsTotal += 1
         entry.counters.requests += 1
         return true

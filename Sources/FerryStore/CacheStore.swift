@@ -171,6 +171,35 @@ public final class CacheStore: @unchecked Sendable {
         }
     }
 
+    /// The fast path's set (FerryServer's `HotPath`): a value that settles at once — small, no `ifAbsent`, room on
+    /// disk — is visible now and journaled like `set`'s, and `target` hears `setSettled(id:failure:)` at the end of
+    /// the iteration, once the record is written. False, having done nothing, for any other set: the caller takes
+    /// the general path (`set`).
+    ///
+    /// ```swift
+    /// if store.setSettling(key, value: body, ttlMs: nil, now: now, ackTo: connection, id: 7) { return }  // acknowledged later
+    /// ```
+    public func setSettling(_ key: CacheKey, value: [UInt8], ttlMs: Int64?, now: Int64, ackTo target: SetAcknowledging,
+                            id: UInt64) -> Bool {
+        guard value.count <= config.maxValueBytes else { return false }
+        let entry = CacheEntry(value: value, createdAt: now, expiresAt: ttlMs.map { now + $0 })
+        guard disk.settlesAtOnce(key, entry, ifAbsent: false) else { return false }
+        let ticket = mutations.beginShort(key)
+        remember(key, entry)
+        disk.write(key, entry, ifAbsent: false, now: now, settling: true) { [unowned self] result in
+            let current = mutations.end(key, ticket)
+            switch result {
+            case .success:
+                own.sets += 1
+                target.setSettled(id: id, failure: nil)
+            case .failure(let error):
+                if current { dropFromMemory(key) }
+                target.setSettled(id: id, failure: error)
+            }
+        }
+        return true
+    }
+
     /// Takes a finished file in the store's directory (`config.directory`, so that it can be renamed) as the value of
     /// `key`, without copying it: a fetched body spooled as it arrived. Not put in the memory tier (such values are
     /// read in pieces). The file is gone from its path afterwards, taken or not.

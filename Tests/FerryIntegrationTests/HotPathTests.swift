@@ -39,6 +39,9 @@ extension IntegrationTests {
             (#"{ "id" : 14 , "op" : "ping" }"#, []),
             (#"{"id":15,"op":"ping","args":{}}"#, Array("echo".utf8)),
             (#"{"id":9007199254740,"op":"ping"}"#, [0, 255]),
+            (#"{"id":16,"op":"cache.set","args":{"key":"hot:set"}}"#, Array("v".utf8)),   // answered after the journal
+            (#"{"id":17,"op":"cache.set","args":{"ttl_ms":5000,"key":"hot:ttl"}}"#, []),
+            (#"{"id":18,"op":"cache.set","args":{"key":"hot:bad","ttl_ms":0}}"#, [1]),      // invalid: general both times
         ]
         for (json, body) in cases {
             let (hot, general) = try Self.bothPaths(s, json, body: body)
@@ -49,8 +52,29 @@ extension IntegrationTests {
         let ops = stats["result"]?["ops"]
         #expect(ops?["cache.get"]?["requests"]?.intValue == 8 && ops?["ping"]?["requests"]?.intValue == 6,
                 "both paths counted: \(String(describing: ops))")
+        #expect(ops?["cache.set"]?["requests"]?.intValue == 9 && ops?["cache.set"]?["errors"]?.intValue == 2,
+                "3 sets, 3 both ways, the two invalid ones: \(String(describing: ops))")
         #expect(ops?["cache.get"]?["errors"]?.intValue == 2, "the two not_found")
-        #expect(stats["result"]?["requests"]?["total"]?.intValue == 19, "hello, 3 sets, 14, and this stats")
+        #expect(stats["result"]?["requests"]?["total"]?.intValue == 25, "hello, 3 sets, 20, and this stats")
+        #expect(stats["result"]?["requests"]?["in_flight"]?.intValue == 0, "every set settled")
+        // The values the fast path stored are there.
+        try s.send(["id": 21, "op": "cache.get", "args": ["key": "hot:set"]])
+        let (_, value) = try #require(try s.readFrame())
+        #expect(value == Array("v".utf8))
+    }
+
+    /// A set waiting for its journal write on the fast path is in flight: the same id again is the protocol error
+    /// of the duplicate-id rule, and the earlier set then gets no frame.
+    @Test func aPendingFastSetIsInFlightForTheDuplicateIDRule() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let s = try RawSocket(daemon.socket)
+        try s.hello()
+        let set = Self.frame(#"{"id":5,"op":"cache.set","args":{"key":"dup"}}"#, body: [1])
+        try s.send(set + set)
+        let (reply, _) = try #require(try s.readFrame())
+        #expect(reply["id"]?.intValue == 5 && reply["error"]?["code"]?.stringValue == "protocol_error", "\(reply)")
+        #expect(try s.isClosedByPeer(), "closed after the protocol error, with no frame for the first set")
     }
 }
 }

@@ -84,16 +84,19 @@ extension RequestContext {
     func failNotFound(_ key: CacheKey) { fail(WireError.notFound(key)) }
 
     /// Answers a storage failure with its protocol code.
-    func fail(store error: StoreError) {
-        switch error {
-        case .valueTooLarge, .diskFull, .tooManyFiles, .busy, .overDiskBudget: fail(.resourceExhausted, error.description)
-        case .readOnly: fail(.unavailable, error.description)
-        case .io: fail(.internal, error.description)
-        }
-    }
+    func fail(store error: StoreError) { fail(WireError(store: error)) }
 }
 
 extension WireError {
+    /// A storage failure as the protocol answers it.
+    init(store error: StoreError) {
+        switch error {
+        case .valueTooLarge, .diskFull, .tooManyFiles, .busy, .overDiskBudget: self.init(.resourceExhausted, error.description)
+        case .readOnly: self.init(.unavailable, error.description)
+        case .io: self.init(.internal, error.description)
+        }
+    }
+
     /// The answer for a key with no live entry (a damaged value found before any of it was sent is one too).
     static func notFound(_ key: CacheKey) -> WireError {
         WireError(.notFound, "no entry \"\(key.key.truncatedForMessages)\" in namespace \"\(key.namespace)\"")

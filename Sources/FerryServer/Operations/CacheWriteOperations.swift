@@ -21,6 +21,25 @@ final class CacheSetOperation: CacheOperation, OperationHandler {
     }
 }
 
+extension CacheSetOperation: HotOperation {
+    /// A plain set of a small value (no `if_absent`, a valid key and TTL, room on disk): journaled now and answered
+    /// when the record is written at the end of the iteration (`Connection.setSettled`), without a
+    /// `RequestContext`, argument tree or reply object; anything else, errors included, is the general path's.
+    func answerHot(_ request: HotRequest, _ reply: HotReply) -> Bool {
+        let e = request.envelope
+        guard let keyRange = e.key, e.bodyFD == nil else { return false }
+        if let ttl = e.ttlMs, ttl < 1 || ttl > CacheEntry.maxTTLms { return false }
+        let key = request.string(keyRange)
+        let namespace = e.namespace.map(request.string) ?? CacheKey.defaultNamespace
+        guard CacheKey.keyProblem(key) == nil, e.namespace == nil || CacheKey.namespaceProblem(namespace) == nil,
+              store.setSettling(CacheKey(trusted: namespace, key), value: Array(request.body), ttlMs: e.ttlMs,
+                                now: WallClock.nowMs(), ackTo: reply.connection, id: reply.id)
+        else { return false }
+        reply.connection.setPending(reply.id, counters: reply.counters)
+        return true
+    }
+}
+
 /// `cache.delete`.
 final class CacheDeleteOperation: CacheOperation, OperationHandler {
     let descriptor = OperationCatalog.cacheDelete
