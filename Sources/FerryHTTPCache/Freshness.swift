@@ -49,9 +49,10 @@ public let heuristicLifetimeCap: Int64 = 7 * 86_400
 /// // (lifetime: 5, source: .sMaxAge)
 /// ```
 public func freshness(
-    status: Int, headers: HTTPFields, responseTime: Int64, sharedCache: Bool = true
+    status: Int, headers: HTTPFields, responseTime: Int64, sharedCache: Bool = true, cacheControl: CacheControl? = nil
 ) -> (lifetime: Int64, source: FreshnessSource) {
-    let cc = CacheControl(responseHeaders: headers)
+    // `cacheControl`: the response's, when the caller parsed it already (a cache hit parses it once).
+    let cc = cacheControl ?? CacheControl(responseHeaders: headers)
     if sharedCache, let s = cc.sMaxAge { return (s, .sMaxAge) }
     if let m = cc.maxAge { return (m, .maxAge) }
     let date = dateValue(headers, responseTime: responseTime)
@@ -71,9 +72,9 @@ public func freshness(
 /// let s = StoredResponse(status: 200, headers: ["Cache-Control": "max-age=60"], requestTime: 0, responseTime: 0)
 /// freshnessLifetime(response: s)  // 60
 /// ```
-public func freshnessLifetime(response: StoredResponse, sharedCache: Bool = true) -> Int64 {
+public func freshnessLifetime(response: StoredResponse, sharedCache: Bool = true, cacheControl: CacheControl? = nil) -> Int64 {
     freshness(status: response.status, headers: response.headers, responseTime: response.responseTime,
-              sharedCache: sharedCache).lifetime
+              sharedCache: sharedCache, cacheControl: cacheControl).lifetime
 }
 
 /// The `Age` value of a response per RFC 9111 §5.1: the first member of the (combined) field; nil when absent

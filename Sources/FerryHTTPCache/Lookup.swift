@@ -68,15 +68,16 @@ public func evaluate(request: CacheRequest, stored: StoredResponse, now: Int64) 
 
     let responseCC = stored.cacheControl
     let requestCC = request.cacheControl
-    let revalidate: CacheDecision = {
+    // Only when the answer is to validate: a fresh hit builds no conditional request.
+    var revalidate: CacheDecision {
         let conditional = conditionalHeaders(for: stored)
         return conditional.isEmpty ? .mustFetch : .validate(conditionalHeaders: conditional)
-    }()
+    }
 
     if request.mode == .noCache || responseCC.noCache || requestCC.noCache { return revalidate }
     if let maxAge = requestCC.maxAge, maxAge == 0 || age > maxAge { return revalidate }
 
-    let lifetime = freshnessLifetime(response: stored)
+    let lifetime = freshnessLifetime(response: stored, cacheControl: responseCC)
     if lifetime > age {
         if let minFresh = requestCC.minFresh, lifetime - age < minFresh { return revalidate }
         return .fresh(age: age)
