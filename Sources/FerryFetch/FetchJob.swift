@@ -373,7 +373,7 @@ public final class FetchJob {
         let now = engine.now()
         finish(.success(FetchOutcome(status: status, headers: headers, body: spec.method == "HEAD" ? .empty : body, url: url,
                                      redirects: redirects, cache: cache, ageSeconds: age, totalMs: now - startedMs,
-                                     origin: timing, freshForSeconds: FetchOutcome.freshFor(status: status, headers: headers, now: now / 1000))))
+                                     origin: timing, servedAtSeconds: now / 1000)))
     }
 
     private func finish(_ outcome: Result<FetchOutcome, FetchFailure>) {

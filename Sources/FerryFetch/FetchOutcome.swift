@@ -28,8 +28,12 @@ public struct FetchOutcome {
     public var totalMs: Int64
     /// The last exchange with the origin, when there was one.
     public var origin: OriginTiming?
+    /// When it was served, in seconds since the epoch (what `freshForSeconds` counts from).
+    public var servedAtSeconds: Int64
+
     /// The freshness lifetime left (RFC 9111 §4.2, from the served headers); 0 or less: reuse needs validation.
-    public var freshForSeconds: Int64
+    /// Worked out when asked (the image loader asks; a `fetch` reply does not, and a cache hit is spared it).
+    public var freshForSeconds: Int64 { FetchOutcome.freshFor(status: status, headers: headers, now: servedAtSeconds) }
 
     /// The freshness left of a response served now with these headers: its lifetime minus its `Age`.
     static func freshFor(status: Int, headers: HTTPFields, now: Int64) -> Int64 {
