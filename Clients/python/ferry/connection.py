@@ -43,6 +43,7 @@ _CLOSING_CODES = frozenset(code.value for code in (ErrorCode.protocol_error, Err
 _ANCILLARY_SPACE = socket.CMSG_SPACE(16 * array.array("i").itemsize)
 # Plain ints: the socket module's flags are enum members, whose `&` costs a Python call on every read.
 _MSG_CTRUNC = int(socket.MSG_CTRUNC)
+_MSG_DONTWAIT = int(socket.MSG_DONTWAIT)
 _MSG_CMSG_CLOEXEC = int(socket.MSG_CMSG_CLOEXEC)
 _SOL_SOCKET, _SCM_RIGHTS = int(socket.SOL_SOCKET), int(socket.SCM_RIGHTS)
 
@@ -99,6 +100,7 @@ class Connection:
         self._reader_left = threading.Condition(self._lock)
         self._closing = False                  # close() waits for the reader to leave (_reader_left)
         self._poll: Optional[Any] = None
+        self._write_poll: Optional[Any] = None
 
     # ----- lifecycle
 
@@ -110,6 +112,8 @@ class Connection:
         self._sock = self._open_socket()
         self._poll = select.poll()
         self._poll.register(self._sock.fileno(), select.POLLIN)
+        self._write_poll = select.poll()    # used under _send_lock only
+        self._write_poll.register(self._sock.fileno(), select.POLLIN | select.POLLOUT)
         try:
             result, _ = self.call("hello", {"versions": [PROTOCOL_VERSION], "client": self.name})
         except BaseException:
@@ -269,10 +273,10 @@ class Connection:
                 for _, data, part in frames:
                     head = HEADER.pack(len(data), len(part)) + data
                     if len(part) <= 65536:
-                        self._sock.sendall(head + part)
+                        self._send_all(head + part)
                     else:                                      # no copy of a large part
-                        self._sock.sendall(head)
-                        self._sock.sendall(part)
+                        self._send_all(head)
+                        self._send_all(part)
             except OSError as e:
                 err = FerryError(ErrorCode.unavailable, f"connection to ferryd lost while sending: {e}")
                 self._shutdown(err)
@@ -283,6 +287,36 @@ class Connection:
                 self._shutdown(FerryError(ErrorCode.unavailable, "interrupted while sending a request; the "
                                                                  "connection was closed"))
                 raise
+
+    def _send_all(self, data) -> None:
+        """Sends all of ``data``. When the socket is full the thread reads replies meanwhile if nobody else does:
+        replies are read only by waiting threads, and a thread that sends many requests before it waits would
+        otherwise wait for ever (the daemon stops reading a client whose replies pile up unread)."""
+        view = memoryview(data)
+        try:
+            view = view[self._sock.send(view, _MSG_DONTWAIT):]
+        except BlockingIOError:
+            pass
+        while view:
+            events = self._write_poll.poll(100)
+            if any(e & (select.POLLIN | select.POLLHUP | select.POLLERR) for _, e in events):
+                self._read_if_nobody_reads()
+            try:
+                view = view[self._sock.send(view, _MSG_DONTWAIT):]
+            except BlockingIOError:
+                continue
+
+    def _read_if_nobody_reads(self) -> None:
+        """Reads what is there and hands it out, unless another thread has the reading."""
+        with self._lock:
+            if self._reading or self._closed_error is not None:
+                return
+            self._reading = True
+        try:
+            self._read_once(0.0)
+        finally:
+            with self._lock:
+                self._leave_reading()
 
     def _send_cancel_nowait(self, request_id: int) -> None:
         """Best effort: asks the server to stop a request whose answer nobody waits for any more."""
@@ -412,9 +446,12 @@ class Connection:
         with lock:
             while True:
                 if pending.items:
+                    self._pass_reading_on()
                     return pending.items.popleft()
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
+                    # This thread may have been the one handed the reading as its time ran out: pass it on.
+                    self._pass_reading_on()
                     return None
                 if not self._reading:
                     self._reading = True
@@ -437,17 +474,27 @@ class Connection:
                 self._read_once(remaining)
         finally:
             with lock:
-                self._reading = False
-                if self._closing:
-                    self._reader_left.notify_all()
-                # The reading goes to a thread still waiting for its reply.
-                for follower in self._followers:
-                    if not follower.items:
-                        follower.wake.notify()
-                        break
-                if pending.items:
-                    return pending.items.popleft()
-        return None
+                self._leave_reading()
+        with lock:
+            return pending.items.popleft() if pending.items else None
+
+    def _leave_reading(self) -> None:
+        """The reading thread leaves (under the lock): the reading goes to a thread still waiting for its reply."""
+        self._reading = False
+        if self._closing:
+            self._reader_left.notify_all()
+        self._pass_reading_on()
+
+    def _pass_reading_on(self) -> None:
+        """Under the lock, with nobody reading: wakes one thread still waiting for its reply, to read. Called by
+        every thread that leaves, so a wake-up that found its thread leaving (its reply or its deadline came at
+        the same moment) is passed on, not lost."""
+        if self._reading:
+            return
+        for follower in self._followers:
+            if not follower.items:
+                follower.wake.notify()
+                return
 
     def _read_once(self, timeout: Optional[float]) -> None:
         """Waits up to ``timeout`` seconds (None: no limit) for the socket, reads what is there and hands each
@@ -475,11 +522,20 @@ class Connection:
                 for envelope, body in self._decoder.feed(data):
                     self._dispatch(envelope, body)
         except FerryError as e:
-            for envelope, body in getattr(e, "frames", []):
-                self._dispatch(envelope, body)
+            try:
+                for envelope, body in getattr(e, "frames", []):
+                    self._dispatch(envelope, body)
+            except FerryError:
+                pass
             reason = FerryProtocolError(f"ferryd sent a malformed frame: {e.message}")
         except OSError as e:
             reason = FerryError(ErrorCode.unavailable, f"connection to ferryd lost: {e}")
+        except BaseException:
+            # Interrupted (KeyboardInterrupt, …) with frames read but not handed out: their waiters would wait for
+            # ever, so the connection ends here.
+            self._shutdown(FerryError(ErrorCode.unavailable, "interrupted while reading replies; the connection was "
+                                                             "closed"))
+            raise
         if reason is None:
             return
         if self._server_error is not None:

@@ -211,6 +211,43 @@ class DaemonTests(DaemonCase):
         run_threads(worker, 20, 60)
         self.assertEqual(errors, [])
 
+    def test_many_sends_before_any_wait(self):
+        """Replies are read by waiting threads: one that sends 300 echoes of 60 KB (18 MB of replies, far past the
+        daemon's 1 MiB before it stops reading a client) before it waits for any must read while it sends."""
+        body = bytes(range(256)) * 234
+        ids = [self.client.send("ping", body=body) for _ in range(300)]
+        for rid in ids:
+            self.assertEqual(self.client.wait(rid, timeout=30), ({"pong": True}, body))
+
+    def test_readers_hand_over_when_a_waiter_times_out(self):
+        """Threads wait for replies while one reads; waiters whose time runs out as the reading is handed to them
+        pass it on, so the others still get their replies."""
+        errors = []
+
+        def slow(t):
+            try:
+                self.client.call("ping", {"delay_ms": 300 + 10 * t})
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(f"slow {t}: {e!r}")
+
+        def impatient(t):
+            try:
+                rid = self.client.send("ping", {"delay_ms": 2000})
+                self.client.wait(rid, timeout=0.05 * (t + 1))
+                errors.append(f"impatient {t}: no timeout")
+            except FerryError as e:
+                if e.code != "deadline_exceeded":
+                    errors.append(f"impatient {t}: {e!r}")
+
+        threads = [threading.Thread(target=slow, args=(t,)) for t in range(6)]
+        threads += [threading.Thread(target=impatient, args=(t,)) for t in range(6)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(20)
+        self.assertFalse(any(th.is_alive() for th in threads), "a waiter never woke")
+        self.assertEqual(errors, [])
+
     def test_close_fails_waiters(self):
         rid = self.client.send("ping", {"delay_ms": 5000})
         threading.Timer(0.1, self.client.close).start()
