@@ -199,7 +199,12 @@ final class ClientConnection: Sendable {
             decoder.buffer.didWrite(n)
             (decoder.maxFrameBytes, decoder.maxJSONBytes) = state.withLock { ($0.maxFrameBytes, $0.maxJSONBytes) }
             do {
-                while let frame = try decoder.next() { dispatch(frame, descriptors: &descriptors) }
+                while let frame = try decoder.next() {
+                    if let lost = dispatch(frame, descriptors: &descriptors) {
+                        failure = lost
+                        break reading
+                    }
+                }
             } catch {
                 failure = FerryError(.protocolError, "ferryd sent a bad frame: \(error)")
                 break reading
@@ -211,19 +216,26 @@ final class ClientConnection: Sendable {
 
     deinit { Glibc.close(fd) }
 
-    private func dispatch(_ frame: Frame, descriptors: inout DescriptorQueue) {
+    /// Routes one frame to its waiter; returns the error that ends the connection when descriptors and frames no
+    /// longer pair (PROTOCOL.md §5: a frame that names a descriptor none came for, or one that cannot be read
+    /// while descriptors wait, which might have claimed one).
+    private func dispatch(_ frame: Frame, descriptors: inout DescriptorQueue) -> FerryError? {
         guard let value = try? JSONParser.parse(frame.json, maxDepth: 64), let reply = ReplyEnvelope.parse(value) else {
-            return
+            return descriptors.isEmpty ? nil : FerryError(.protocolError, "ferryd sent a reply this client cannot read while descriptors were due")
         }
         switch reply {
         case .result(let id, let result):
             if let named = result["body_fd"]?.objectValue {
-                guard let fd = descriptors.pop(), let offset = named["offset"]?.intValue, let length = named["length"]?.intValue,
-                      offset >= 0, length >= 0 else {
-                    return finish(id, with: .failure(FerryError(.protocolError, "ferryd named a body descriptor that did not arrive")))
+                guard let fd = descriptors.pop() else {
+                    return FerryError(.protocolError, "ferryd named a body descriptor that did not arrive")
                 }
-                let file = BodyFile(fd: fd, offset: Int(offset), length: Int(length))
-                return finish(id, with: .success(FerryReply(result: result, body: [], file: file)))
+                let file = BodyFile(fd: fd, offset: Int(named["offset"]?.intValue ?? -1), length: Int(named["length"]?.intValue ?? -1))
+                guard file.offset >= 0, file.length >= 0 else {
+                    finish(id, with: .failure(FerryError(.protocolError, "ferryd named a body descriptor without its offset and length")))
+                    return nil
+                }
+                finish(id, with: .success(FerryReply(result: result, body: [], file: file)))
+                return nil
             }
             let chunks = takeChunks(id)
             finish(id, with: .success(FerryReply(result: result, body: chunks + frame.body)))
@@ -238,6 +250,7 @@ final class ClientConnection: Sendable {
         case .event(let id, let name, let data):
             deliverEvent(id: id, name: name, data: data, body: frame.body)
         }
+        return nil
     }
 
     private func takeChunks(_ id: UInt64) -> [UInt8] {
@@ -275,6 +288,8 @@ struct DescriptorQueue {
     private var head = 0
 
     mutating func push(_ fd: Int32) { fds.append(fd) }
+
+    var isEmpty: Bool { head == fds.count }
 
     mutating func pop() -> Int32? {
         guard head < fds.count else { return nil }

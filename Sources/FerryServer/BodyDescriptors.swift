@@ -24,14 +24,18 @@ final class BodyDescriptors {
     let minBytes: Int
     let copies: SealedCopies
     let checks: BlobChecks
+    /// The largest blob checked on the loop before its first hand-out; a larger one goes as bytes until a read of
+    /// it has checked it (`StoredBlob.readOnlyDescriptor`).
+    let checkLimit: Int
     /// Descriptors handed out, and the bodies' bytes that did not cross the socket.
     private(set) var sent: UInt64 = 0
     private(set) var sentBytes: UInt64 = 0
     /// Times a descriptor's frame was due while earlier bytes were still queued or the socket was full (it waits).
     var waits: UInt64 = 0
 
-    init(minBytes: Int, copies: SealedCopies, checks: BlobChecks) {
+    init(minBytes: Int, copies: SealedCopies, checks: BlobChecks, checkLimit: Int = BlobChecks.checkLimit) {
         self.minBytes = minBytes
+        self.checkLimit = checkLimit
         self.copies = copies
         self.checks = checks
     }
@@ -47,19 +51,20 @@ final class BodyDescriptors {
         case none
     }
 
-    /// The body's descriptor, the caller's to send and close.
-    func make(_ body: ReplyBody) -> Made {
+    /// The body's descriptor, the caller's to send and close. `keepCopy`: bytes held in memory are a stored value
+    /// that may be asked for again (its sealed copy is kept for that); false for a body just downloaded.
+    func make(_ body: ReplyBody, keepCopy: Bool = true) -> Made {
         guard body.size >= minBytes else { return .none }
         let opened: Result<BodyDescriptor, BlobOpenFailure>
         switch body {
         case .bytes(let bytes):
-            guard let fd = copies.descriptor(of: bytes) else { return .none }
+            guard let fd = copies.descriptor(of: bytes, keep: keepCopy) else { return .none }
             opened = .success(BodyDescriptor(fd: fd, offset: 0, length: bytes.count))
         case .blob(let blob, let store):
-            opened = blob.readOnlyDescriptor(checks: checks).map { BodyDescriptor(fd: $0, offset: 0, length: blob.size) }
+            opened = blob.readOnlyDescriptor(checks: checks, checkLimit: checkLimit).map { BodyDescriptor(fd: $0, offset: 0, length: blob.size) }
             if case .failure(.damaged) = opened { return damaged(blob, store) }
         case .blobRange(let blob, let range, let store):
-            opened = blob.readOnlyDescriptor(checks: checks).map { BodyDescriptor(fd: $0, offset: range.lowerBound, length: range.count) }
+            opened = blob.readOnlyDescriptor(checks: checks, checkLimit: checkLimit).map { BodyDescriptor(fd: $0, offset: range.lowerBound, length: range.count) }
             if case .failure(.damaged) = opened { return damaged(blob, store) }
         case .spool:
             return .none

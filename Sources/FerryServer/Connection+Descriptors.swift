@@ -9,13 +9,16 @@ import FerryProtocol
 struct OutgoingDescriptor {
     var offset: Int
     let fd: Int32
+    /// Counted in `descriptors.waits` already.
+    var waited = false
 }
 
 /// Replies whose body is a descriptor (`SCM_RIGHTS`, PROTOCOL.md "bodies as descriptors"). The descriptor must
 /// travel with its own frame's first byte, never earlier or later, so that a client pairs descriptors with frames in
 /// order: bytes before it are written as usual; the frame's bytes go out with the descriptor in one `sendmsg`, and
 /// only once libuv has no copy of earlier bytes queued (they would be overtaken). When the socket is full at that
-/// moment, a 1 ms timer tries again (libuv tells writability only through a write of its own).
+/// moment, a timer tries again after 1 ms, then 2, 4 … up to 64 ms while the client reads nothing (libuv tells
+/// writability only through a write of its own).
 extension Connection {
     /// Descriptors one connection may have waiting unsent; past it, bodies go through the socket.
     static let maxUnsentDescriptors = 64
@@ -45,7 +48,7 @@ extension Connection {
             if let mark = outDescriptors.first, mark.offset == consumed {
                 // Earlier bytes still queued in libuv would be overtaken: wait for them (`pipeDidWrite`).
                 guard queuedWriteBytes == 0 else {
-                    table.descriptors?.waits += 1
+                    noteDescriptorWait()
                     break
                 }
                 let end = outDescriptors.count > 1 ? outDescriptors[1].offset : out.count
@@ -56,12 +59,13 @@ extension Connection {
                     break
                 }
                 if n == 0 {
-                    table.descriptors?.waits += 1
+                    noteDescriptorWait()
                     retryDescriptorSoon()
                     break
                 }
                 Glibc.close(mark.fd)
                 outDescriptors.removeFirst()
+                descriptorRetryMs = 1
                 consumed += n
                 direct += n
                 continue
@@ -106,7 +110,15 @@ extension Connection {
         if descriptorRetry == nil {
             descriptorRetry = LoopTimer(loop: table.loop) { [weak self] _ in self?.descriptorMayGo() }
         }
-        descriptorRetry?.start(afterMs: 1)
+        descriptorRetry?.start(afterMs: descriptorRetryMs)
+        descriptorRetryMs = min(descriptorRetryMs * 2, 64)
+    }
+
+    /// The first descriptor waiting counts once in `descriptors.waits`, however many tries it takes.
+    private func noteDescriptorWait() {
+        guard !outDescriptors.isEmpty, !outDescriptors[0].waited else { return }
+        outDescriptors[0].waited = true
+        table.descriptors?.waits += 1
     }
 
     /// At close: descriptors never sent are closed here.

@@ -13,6 +13,13 @@ extension Connection: SetAcknowledging {
         table.totalInFlight += 1
     }
 
+    /// The store did not take the set (the general path answers it): no longer in flight here.
+    func dropPending(_ id: UInt64) {
+        guard let i = pendingSets.lastIndex(where: { $0.id == id }) else { return }
+        pendingSets.remove(at: i)
+        table.requestEnded()
+    }
+
     func isPendingSet(_ id: UInt64) -> Bool { !pendingSets.isEmpty && pendingSets.contains { $0.id == id } }
 
     /// The store wrote (or failed to write) the set's record: the reply the general path would give, then the

@@ -44,6 +44,7 @@ final class Connection: LoopPipeDelegate {
     /// again when the socket was full as one was due.
     var outDescriptors: [OutgoingDescriptor] = []
     var descriptorRetry: LoopTimer?
+    var descriptorRetryMs: UInt64 = 1
     /// Replies whose bodies are written as the socket drains (`pump`), oldest first, and what is left of them.
     var streams: [StreamedReply] = []
     var streamedBytes = 0

@@ -108,7 +108,11 @@ final class StreamedReply {
             switch reader!.next(max: max) {
             case .piece(let bytes, let isLast):
                 sent += bytes.count
-                if isLast { reader = nil }
+                if isLast {
+                    reader = nil
+                    // A whole value read and checked: a later hand-out as a descriptor need not check it again.
+                    if case .blob = body { blob.recordChecked(in: store.blobChecks) }
+                }
                 return .bytes(bytes[...], isLast: isLast)
             case .damaged:
                 return damaged(blob, store)

@@ -89,10 +89,10 @@ public final class RequestContext {
     /// Answers with the body as a descriptor when the client asked for one (`body_fd: true`), the daemon hands them
     /// out, the body is large enough and the connection has room for one more (or with the miss of a stored body
     /// that failed its check); false, having done nothing: answer with the bytes.
-    func succeedWithDescriptor(_ result: JSONObject, body: ReplyBody) -> Bool {
+    func succeedWithDescriptor(_ result: JSONObject, body: ReplyBody, keepCopy: Bool = true) -> Bool {
         guard !isFinished, args["body_fd"]?.boolValue == true, let connection, connection.canSendDescriptor,
               let descriptors = connection.table.descriptors else { return false }
-        switch descriptors.make(body) {
+        switch descriptors.make(body, keepCopy: keepCopy) {
         case .descriptor(let d): succeed(result, descriptor: d)
         case .damaged(let error): fail(error)
         case .none: return false

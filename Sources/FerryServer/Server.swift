@@ -87,7 +87,7 @@ public final class Server {
         router.hotPath = config.hotPath
         let descriptors = config.bodyDescriptors
             ? BodyDescriptors(minBytes: config.bodyDescriptorMinBytes, copies: SealedCopies(limitBytes: config.sealedCopyBytes),
-                              checks: store.blobChecks)
+                              checks: store.blobChecks, checkLimit: config.bodyDescriptorCheckLimit)
             : nil
         let table = ConnectionTable(loop: loop, config: config, log: log, stats: stats, router: router, budget: budget,
                                     descriptors: descriptors)

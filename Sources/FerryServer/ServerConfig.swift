@@ -34,6 +34,9 @@ public struct ServerConfig: Sendable {
     public var bodyDescriptors = true
     public var bodyDescriptorMinBytes = 64 * 1024
     public var sealedCopyBytes = 64 * 1024 * 1024
+    /// The largest stored file checked on the loop before its first hand-out as a descriptor
+    /// (`--body-fd-check-limit`); a larger one goes as bytes until a read of it has checked it.
+    public var bodyDescriptorCheckLimit = BlobChecks.checkLimit
     /// Whether the hot operations answer their plain requests on their fast path (`HotPath`); off only to compare.
     public var hotPath = true
     /// Memory and disk budgets of the cache (`--memory-limit`, `--disk-limit`).

@@ -38,8 +38,9 @@ public final class SealedCopies {
     deinit { for c in copies { close(c.fd) } }
 
     /// A descriptor of a sealed copy of `bytes`, the caller's own (it closes it once sent); nil when none can be
-    /// made now (out of memory or descriptors: the caller sends the bytes instead).
-    public func descriptor(of bytes: ArraySlice<UInt8>) -> Int32? {
+    /// made now (out of memory or descriptors: the caller sends the bytes instead). `keep` false: bytes that will
+    /// not be handed out again from the same storage (a body just downloaded) get a copy that is not kept.
+    public func descriptor(of bytes: ArraySlice<UInt8>, keep: Bool = true) -> Int32? {
         uses += 1
         let address = bytes.withUnsafeBytes { UnsafeRawPointer($0.baseAddress) }
         if let i = copies.firstIndex(where: { $0.address == address && $0.bytes.count == bytes.count }) {
@@ -50,7 +51,7 @@ public final class SealedCopies {
         let fd = bytes.withUnsafeBytes { ferry_sealed_memfd("ferry-value", $0.baseAddress, $0.count) }
         guard fd >= 0 else { return nil }
         made += 1
-        guard bytes.count <= limitBytes else { return fd }
+        guard keep, bytes.count <= limitBytes else { return fd }
         while heldBytes + bytes.count > limitBytes, let oldest = copies.indices.min(by: { copies[$0].lastUse < copies[$1].lastUse }) {
             heldBytes -= copies[oldest].bytes.count
             close(copies.remove(at: oldest).fd)

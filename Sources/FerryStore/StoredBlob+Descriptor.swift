@@ -17,6 +17,10 @@ public final class BlobChecks: Sendable {
     private let passed = Mutex<Set<String>>([])
     private let limit: Int
 
+    /// The largest file checked on the loop thread before a hand-out (about 5 ms); larger ones are checked by the
+    /// first read of their bytes.
+    public static let checkLimit = 16 << 20
+
     public init(limit: Int = 65_536) { self.limit = limit }
 
     func hasPassed(_ hash: String) -> Bool { passed.withLock { $0.contains(hash) } }
@@ -40,12 +44,16 @@ extension StoredBlob {
     /// temporary name, renamed into place and never written again, and a delete or a newer value only unlinks or
     /// replaces the name, not the bytes. The file is exactly the value (offset 0, length `size`), so nothing beyond
     /// it is visible. The whole file is checked against the value's checksum before its first hand-out (`checks`
-    /// remembers it passed): a damaged value is `.damaged`, as a read of it would be.
+    /// remembers it passed): a damaged value is `.damaged`, as a read of it would be. The check reads the file on
+    /// the caller's thread (the loop's), so only files up to `checkLimit` bytes are checked here; a larger one not
+    /// checked yet is `.busy` (its caller sends the bytes, and that read, checked as it goes, records the pass:
+    /// `recordChecked`).
     ///
     /// ```swift
     /// if case .success(let fd) = blob.readOnlyDescriptor(checks: store.blobChecks) { send(fd); close(fd) }
     /// ```
-    public func readOnlyDescriptor(checks: BlobChecks) -> Result<Int32, BlobOpenFailure> {
+    public func readOnlyDescriptor(checks: BlobChecks, checkLimit: Int = BlobChecks.checkLimit) -> Result<Int32, BlobOpenFailure> {
+        if checksum != nil, size > checkLimit, !checks.hasPassed(hash) { return .failure(.busy("not checked yet")) }
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else {
             let e = errno
@@ -64,6 +72,12 @@ extension StoredBlob {
             checks.pass(hash)
         }
         return .success(fd)
+    }
+
+    /// A whole pass over the value checked out (`BlobReader` hands out the last piece only then): no need to check
+    /// the file again before handing it out.
+    public func recordChecked(in checks: BlobChecks) {
+        if checksum != nil { checks.pass(hash) }
     }
 
     /// The value's checksum, read in pieces of 1 MiB (`pread`, not a mapping: a file cut short under the daemon

@@ -36,6 +36,7 @@ enum DaemonOptions {
         OptionSpec("allow-other-users", help: "accept clients running as another uid"),
         OptionSpec("no-body-fd", help: "never hand a body out as a descriptor; clients that ask get the bytes"),
         OptionSpec("body-fd-min-bytes", takesValue: true, help: "smallest body handed out as a descriptor to clients that ask (default: 64KiB)"),
+        OptionSpec("body-fd-check-limit", takesValue: true, help: "largest stored body checked before its first hand-out as a descriptor; larger ones are checked by their first read (default: 16MiB)"),
         OptionSpec("sealed-copy-limit", takesValue: true, help: "sealed memory copies of values kept for descriptor hand-outs (default: 64MiB)"),
         OptionSpec("no-hot-path", help: "answer every request on the general path (to compare: the replies are the same)"),
         OptionSpec("version", help: "print the version and exit"),
@@ -107,6 +108,7 @@ enum DaemonOptions {
         config.hotPath = !args.has("no-hot-path")
         config.bodyDescriptors = !args.has("no-body-fd")
         if let v = args.value("body-fd-min-bytes") { config.bodyDescriptorMinBytes = try size(v, "--body-fd-min-bytes") }
+        if let v = args.value("body-fd-check-limit") { config.bodyDescriptorCheckLimit = try size(v, "--body-fd-check-limit") }
         if let v = args.value("sealed-copy-limit") { config.sealedCopyBytes = try size(v, "--sealed-copy-limit", allowZero: true) }
         // A set of the largest value must be able to wait for the disk.
         guard config.bufferLimit >= config.limits.maxValueBytes else {

@@ -117,6 +117,24 @@ extension IntegrationTests {
         #expect(stats["descriptors"]?["sent"]?.intValue == 0)
     }
 
+    /// A stored file larger than the check limit is not read on the loop before its first hand-out: that request
+    /// gets the bytes (checked as they are read), and the hand-outs after it get the descriptor.
+    @Test func aLargeFileIsCheckedByItsFirstReadNotOnTheLoop() async throws {
+        let cacheDir = TempDir()
+        defer { cacheDir.remove() }
+        let big = BodyDescriptorTests.value(3 << 20, seed: 6)
+        try await BodyDescriptorTests.store("big", big, in: cacheDir)
+        let daemon = try Daemon(["--cache-dir", cacheDir.path, "--body-fd-check-limit", "1MiB"])
+        defer { daemon.stop() }
+        let client = try await FerryClient.connect(path: daemon.socket)
+        defer { client.close() }
+        let first = try #require(try await client.cacheGet("big", bodyAsFile: true))
+        #expect(first.file == nil && first.bytes == big, "not checked yet: the bytes")
+        let second = try #require(try await client.cacheGet("big", bodyAsFile: true))
+        #expect(try second.file?.bytes() == big, "checked by the first read: the descriptor")
+        #expect(try await client.stats()["descriptors"]?["sent"]?.intValue == 1)
+    }
+
     @Test func descriptorsPairWithTheirFramesUnderConcurrency() async throws {
         let daemon = try Daemon()
         defer { daemon.stop() }

@@ -31,11 +31,14 @@ extension CacheSetOperation: HotOperation {
         if let ttl = e.ttlMs, ttl < 1 || ttl > CacheEntry.maxTTLms { return false }
         let key = request.string(keyRange)
         let namespace = e.namespace.map(request.string) ?? CacheKey.defaultNamespace
-        guard CacheKey.keyProblem(key) == nil, e.namespace == nil || CacheKey.namespaceProblem(namespace) == nil,
-              store.setSettling(CacheKey(trusted: namespace, key), value: Array(request.body), ttlMs: e.ttlMs,
-                                now: WallClock.nowMs(), ackTo: reply.connection, id: reply.id)
-        else { return false }
+        guard CacheKey.keyProblem(key) == nil, e.namespace == nil || CacheKey.namespaceProblem(namespace) == nil else { return false }
+        // In flight before the store may answer it.
         reply.connection.setPending(reply.id, counters: reply.counters)
+        guard store.setSettling(CacheKey(trusted: namespace, key), value: Array(request.body), ttlMs: e.ttlMs,
+                                now: WallClock.nowMs(), ackTo: reply.connection, id: reply.id) else {
+            reply.connection.dropPending(reply.id)
+            return false
+        }
         return true
     }
 }

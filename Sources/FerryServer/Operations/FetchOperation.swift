@@ -53,7 +53,7 @@ final class FetchOperation: OperationHandler {
     private static func answer(_ request: RequestContext, _ outcome: FetchOutcome, store: CacheStore?, startedMs: Int64) {
         let result = FetchOperation.result(outcome)
         let pieceBytes = request.pieceBytes
-        if answerWithDescriptor(request, result, outcome.body, store: store) { return }
+        if answerWithDescriptor(request, result, outcome.body, store: store, fromStore: outcome.cache.servedFromStore) { return }
         switch outcome.body {
         case .bytes(let bytes):
             if bytes.count > pieceBytes { request.event(.head, data: result) }
@@ -81,10 +81,12 @@ final class FetchOperation: OperationHandler {
     }
 
     /// A complete body (not one still arriving) as a descriptor, when the client asked and it is large enough.
+    /// `fromStore`: a body in memory is the stored record's (asked for again, so its sealed copy is kept), not one
+    /// just downloaded.
     private static func answerWithDescriptor(_ request: RequestContext, _ result: JSONObject, _ body: FetchBody,
-                                             store: CacheStore?) -> Bool {
+                                             store: CacheStore?, fromStore: Bool) -> Bool {
         switch (body, store) {
-        case (.bytes(let bytes), _): return request.succeedWithDescriptor(result, body: .bytes(bytes))
+        case (.bytes(let bytes), _): return request.succeedWithDescriptor(result, body: .bytes(bytes), keepCopy: fromStore)
         case (.stored(let blob), let store?): return request.succeedWithDescriptor(result, body: .blob(blob, store: store))
         case (.storedRange(let blob, let range), let store?):
             return request.succeedWithDescriptor(result, body: .blobRange(blob, range, store: store))
