@@ -57,8 +57,10 @@ public final class FetchJob {
     /// One URL of the chain: the cache first, where the request allows it.
     private func hop() {
         let creq = cacheRequest
-        guard creq.mode.consultsCache, creq.lookupKey != nil else { return network(creq, stored: nil, validating: nil) }
-        engine.responses.lookup(creq) { [self] found in
+        // The keys once: each is the URL parsed and normalised.
+        let keys = creq.mode.consultsCache ? creq.lookupKeys : []
+        guard !keys.isEmpty else { return network(creq, stored: nil, validating: nil) }
+        engine.responses.lookup(creq, keys: keys) { [self] found in
             guard !finished else { return }
             decide(creq, found)
         }

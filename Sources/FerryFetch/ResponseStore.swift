@@ -40,6 +40,11 @@ public final class ResponseStore {
         lookup(request, keys: request.lookupKeys[...], done)
     }
 
+    /// The same, with the request's `lookupKeys` already made.
+    func lookup(_ request: CacheRequest, keys: [HTTPCacheKey], _ done: @escaping (Found?) -> Void) {
+        lookup(request, keys: keys[...], done)
+    }
+
     private func lookup(_ request: CacheRequest, keys: ArraySlice<HTTPCacheKey>, _ done: @escaping (Found?) -> Void) {
         guard let key = keys.first else { return done(nil) }
         lookup(request, primary: key.description) { [self] found in
