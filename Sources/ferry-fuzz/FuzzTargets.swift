@@ -44,8 +44,19 @@ enum FuzzTarget: String, CaseIterable {
         }
     }
 
-    /// The JSON codec: whatever parses is written back and parses to the same value.
+    /// The JSON codec: whatever parses is written back and parses to the same value. And the fast path's scan of
+    /// an envelope (`HotEnvelope`) accepts only what the general parser reads the same way.
     private static func json(_ bytes: UnsafeRawBufferPointer) {
+        if let hot = HotEnvelope.scan(bytes) {
+            guard let parsed = try? RequestEnvelope.parse(bytes, maxNesting: 32) else {
+                preconditionFailure("the hot scan accepted an envelope the parser refuses")
+            }
+            let rebuilt = hot.requestEnvelope(bytes)
+            precondition(rebuilt.id == parsed.id && rebuilt.op == parsed.op && parsed.timeoutMs == nil && !parsed.more,
+                         "the hot scan read another id or op")
+            precondition(Set(rebuilt.args.keys) == Set(parsed.args.keys)
+                         && rebuilt.args.keys.allSatisfy { rebuilt.args[$0] == parsed.args[$0] }, "the hot scan read other arguments")
+        }
         guard let value = try? JSONParser.parse(bytes, maxDepth: 32) else { return }
         var out: [UInt8] = []
         JSONWriter.write(value, to: &out)
