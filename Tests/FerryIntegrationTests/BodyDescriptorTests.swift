@@ -135,6 +135,39 @@ extension IntegrationTests {
         #expect(try await client.stats()["descriptors"]?["sent"]?.intValue == 1)
     }
 
+    /// A client that asks for descriptors and never reads them, then goes: the daemon closes every descriptor it
+    /// still held for it (none leaks), and a client that reads with plain `recv` loses only its own (the kernel
+    /// closes what it does not take).
+    @Test func descriptorsOfAClientThatGoesAreClosed() async throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let client = try await FerryClient.connect(path: daemon.socket)
+        defer { client.close() }
+        try await client.cacheSet("big", BodyDescriptorTests.value(1 << 20, seed: 40))
+        func openDescriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon.pid)/fd").count) ?? -1 }
+        // The value's sealed copy is made (and kept, one descriptor) by a first hand-out.
+        #expect(try await client.cacheGet("big", bodyAsFile: true)?.file != nil)
+        let before = openDescriptors()
+        for _ in 0..<3 {
+            let s = try RawSocket(daemon.socket)
+            try s.hello()
+            // 200 replies of a descriptor each, far past what the socket holds unread.
+            var frames: [UInt8] = []
+            for id in 2..<202 {
+                frames += HotPathTests.frame(#"{"id":\#(id),"op":"cache.get","args":{"key":"big","body_fd":true}}"#)
+            }
+            try s.send(frames)
+            _ = try s.readRawFrame()   // one reply read with plain recv: its descriptor is dropped by the kernel
+        }   // the socket closes here, with the rest unread
+        var after = openDescriptors()
+        for _ in 0..<100 where after > before {
+            try await Task.sleep(for: .milliseconds(20))
+            after = openDescriptors()
+        }
+        #expect(after <= before, "ferryd holds \(after) descriptors, \(before) before the clients came and went")
+        #expect(try await client.cacheGet("big")?.size == 1 << 20, "and still serves")
+    }
+
     @Test func descriptorsPairWithTheirFramesUnderConcurrency() async throws {
         let daemon = try Daemon()
         defer { daemon.stop() }
