@@ -57,7 +57,7 @@ extension Connection {
             return false
         }
         let situation = gateSituation(id: hot.id, operationKnown: true)
-        guard case .admit = RequestGate.decide(op: entry.handler.descriptor.name, situation) else { return false }
+        guard case .admit = RequestGate.decide(op: entry.name, situation) else { return false }
         let request = HotRequest(envelope: hot, json: frame.json, body: frame.body)
         guard handler.answerHot(request, HotReply(connection: self, id: hot.id, counters: entry.counters)) else { return false }
         table.stats.requestsTotal += 1

@@ -9,11 +9,22 @@ public protocol OperationHandler: AnyObject {
 
 /// Maps operation names to handlers, each with its counters, in registration order (the order `hello` lists).
 final class Router {
-    struct Entry {
+    /// A class, not a struct: the fast path passes it around per request, and a struct of references costs a
+    /// retain and a release of each on every copy.
+    final class Entry {
+        /// The operation's name (the descriptor's, read once: a descriptor is a struct of arrays, which the fast
+        /// path copied, field by field, for every request it admitted).
+        let name: String
         let handler: OperationHandler
         let counters = OperationCounters()
         /// The handler's fast path, when it has one.
         let hot: HotOperation?
+
+        init(name: String, handler: OperationHandler, hot: HotOperation?) {
+            self.name = name
+            self.handler = handler
+            self.hot = hot
+        }
     }
 
     private var table: [String: Entry] = [:]
@@ -24,7 +35,7 @@ final class Router {
     func register(_ handler: OperationHandler) {
         let name = handler.descriptor.name
         precondition(table[name] == nil, "operation \(name) registered twice")
-        let entry = Entry(handler: handler, hot: hotPath ? handler as? HotOperation : nil)
+        let entry = Entry(name: name, handler: handler, hot: hotPath ? handler as? HotOperation : nil)
         table[name] = entry
         names.append(name)
         if entry.hot != nil { hotEntries.append((Array(name.utf8), entry)) }
@@ -38,8 +49,8 @@ final class Router {
     private var hotEntries: [(name: [UInt8], entry: Entry)] = []
 
     func hotEntry(_ op: UnsafeRawBufferPointer) -> Entry? {
-        for (name, entry) in hotEntries where name.count == op.count {
-            if name.withUnsafeBytes({ $0.elementsEqual(op) }) { return entry }
+        for i in hotEntries.indices where hotEntries[i].name.count == op.count {
+            if hotEntries[i].name.withUnsafeBytes({ $0.elementsEqual(op) }) { return hotEntries[i].entry }
         }
         return nil
     }
