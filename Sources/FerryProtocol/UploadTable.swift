@@ -37,7 +37,7 @@ public struct UploadTable {
     /// Uploads still arriving.
     public var count: Int { uploads.count }
 
-    public func contains(_ id: UInt64) -> Bool { uploads[id] != nil }
+    public func contains(_ id: UInt64) -> Bool { !uploads.isEmpty && uploads[id] != nil }
 
     /// A new request envelope with this id: parts of an earlier, dropped upload with the same id are over.
     public mutating func newRequest(_ id: UInt64) {

@@ -205,7 +205,8 @@ final class Connection: LoopPipeDelegate {
     func gateSituation(id: UInt64, operationKnown: Bool) -> RequestGate.Situation {
         RequestGate.Situation(
             phase: phase, serverDraining: table.isDraining,
-            idInFlight: inFlight[id] != nil || uploads.contains(id) || isPendingSet(id),
+            // Empty tables are asked nothing (a lookup hashes the id first): the common case of the fast path.
+            idInFlight: (!inFlight.isEmpty && inFlight[id] != nil) || uploads.contains(id) || isPendingSet(id),
             connectionInFlight: inFlight.count + pendingSets.count, totalInFlight: table.totalInFlight,
             maxConnectionInFlight: table.config.limits.maxInFlight, maxTotalInFlight: table.config.maxTotalInFlight,
             operationKnown: operationKnown)

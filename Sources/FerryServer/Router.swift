@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import FerryProtocol
 
 /// An operation the daemon serves. `start` runs on the loop thread; it answers through the request at once or
@@ -49,8 +52,10 @@ final class Router {
     private var hotEntries: [(name: [UInt8], entry: Entry)] = []
 
     func hotEntry(_ op: UnsafeRawBufferPointer) -> Entry? {
+        guard let opBase = op.baseAddress else { return nil }
         for i in hotEntries.indices where hotEntries[i].name.count == op.count {
-            if hotEntries[i].name.withUnsafeBytes({ $0.elementsEqual(op) }) { return hotEntries[i].entry }
+            // memcmp: `elementsEqual` on raw buffers walks two iterators byte by byte.
+            if hotEntries[i].name.withUnsafeBytes({ memcmp($0.baseAddress!, opBase, op.count) == 0 }) { return hotEntries[i].entry }
         }
         return nil
     }
