@@ -50,6 +50,22 @@ import Testing
         for text in refused { #expect(Self.scan(text) == nil, "\(text)") }
     }
 
+    /// Strings are scanned eight bytes at a time: every byte value at every position of a 20-byte key is taken or
+    /// refused exactly as the byte-by-byte rule says (printable ASCII, no quote or backslash).
+    @Test func everyByteAtEveryPositionOfALongKey() {
+        for position in 0..<20 {
+            for byte in 0...255 {
+                var key = [UInt8](repeating: UInt8(ascii: "k"), count: 20)
+                key[position] = UInt8(byte)
+                let json = Array(#"{"id":1,"op":"cache.get","args":{"key":""#.utf8) + key + Array(#""}}"#.utf8)
+                let hot = json.withUnsafeBytes { HotEnvelope.scan($0) }
+                let plain = byte >= 0x20 && byte < 0x7F && byte != 0x22 && byte != 0x5C
+                #expect((hot != nil) == plain, "byte \(byte) at \(position)")
+                if let hot { #expect(hot.key.map { Array(json[$0]) } == key) }
+            }
+        }
+    }
+
     /// Every accepted envelope, in many spellings, parses the same on the general path.
     @Test func whatTheScanAcceptsTheParserReadsTheSame() throws {
         let spaces = ["", " ", "\n", "\t ", "\r\n"]
