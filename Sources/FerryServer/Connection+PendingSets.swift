@@ -10,6 +10,7 @@ extension Connection: SetAcknowledging {
     /// The set `id` was journaled on the fast path: in flight until it settles.
     func setPending(_ id: UInt64, counters: OperationCounters) {
         pendingSets.append((id, counters))
+        pendingSetAdded()
         table.totalInFlight += 1
     }
 
@@ -17,6 +18,7 @@ extension Connection: SetAcknowledging {
     func dropPending(_ id: UInt64) {
         guard let i = pendingSets.lastIndex(where: { $0.id == id }) else { return }
         pendingSets.remove(at: i)
+        pendingSetRemoved()
         table.requestEnded()
     }
 
@@ -28,6 +30,7 @@ extension Connection: SetAcknowledging {
     func setSettled(id: UInt64, failure: StoreError?) {
         guard let i = pendingSets.firstIndex(where: { $0.id == id }) else { return }
         let counters = pendingSets.remove(at: i).counters
+        pendingSetRemoved()
         table.requestEnded()
         guard life == .open || life == .finishing else { return }
         if let failure {

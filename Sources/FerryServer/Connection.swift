@@ -34,8 +34,11 @@ final class Connection: LoopPipeDelegate {
     private(set) var inFlight: [UInt64: RequestContext] = [:]
     /// Sets of the fast path waiting for their journal write (`Connection+PendingSets`), and their counters.
     var pendingSets: [(id: UInt64, counters: OperationCounters)] = []
+    /// Requests of `inFlight` and `pendingSets` together, kept as a number: every request's admission asks it, and
+    /// asking the two collections retained and released their storage each time.
+    private(set) var requestsInFlight = 0
     /// Whether any request of this connection is still running.
-    var hasRequestsInFlight: Bool { !inFlight.isEmpty || !pendingSets.isEmpty }
+    var hasRequestsInFlight: Bool { requestsInFlight > 0 }
     /// Replies not yet handed to the kernel or to libuv.
     var out: [UInt8] = []
     /// Bytes queued on the pipe (`write(copying:)`) whose write has not completed.
@@ -205,10 +208,10 @@ final class Connection: LoopPipeDelegate {
     func gateSituation(id: UInt64, operationKnown: Bool) -> RequestGate.Situation {
         RequestGate.Situation(
             phase: phase, serverDraining: table.isDraining,
-            // Empty tables are asked nothing (a lookup hashes the id first): the common case of the fast path.
-            idInFlight: (!inFlight.isEmpty && inFlight[id] != nil) || uploads.contains(id) || isPendingSet(id),
-            connectionInFlight: inFlight.count + pendingSets.count, totalInFlight: table.totalInFlight,
-            maxConnectionInFlight: table.config.limits.maxInFlight, maxTotalInFlight: table.config.maxTotalInFlight,
+            // Empty tables are asked nothing: the common case of the fast path.
+            idInFlight: (requestsInFlight > 0 && (inFlight[id] != nil || isPendingSet(id))) || uploads.contains(id),
+            connectionInFlight: requestsInFlight, totalInFlight: table.totalInFlight,
+            maxConnectionInFlight: table.maxConnectionInFlight, maxTotalInFlight: table.maxTotalInFlight,
             operationKnown: operationKnown)
     }
 
@@ -279,6 +282,7 @@ final class Connection: LoopPipeDelegate {
         if !request.isFinished {
             request.isRegistered = true
             inFlight[envelope.id] = request
+            requestsInFlight += 1
             heldBodyBytes += request.body.count
             table.requestStarted(request, on: id, timeoutMs: envelope.timeoutMs)
         }
@@ -297,6 +301,7 @@ final class Connection: LoopPipeDelegate {
         request.isRegistered = false
         if inFlight[request.id] === request {
             inFlight[request.id] = nil
+            requestsInFlight -= 1
             heldBodyBytes -= request.body.count
             table.requestEnded()
             if life == .finishing && !hasRequestsInFlight { return closeAfterFlush() }
@@ -305,6 +310,9 @@ final class Connection: LoopPipeDelegate {
     }
 
     func request(id: UInt64) -> RequestContext? { inFlight[id] }
+
+    func pendingSetAdded() { requestsInFlight += 1 }
+    func pendingSetRemoved() { requestsInFlight -= 1 }
 
     /// Answers every request in flight with `error` (the daemon is stopping), stopping its work.
     func cancelEveryRequest(with error: WireError) {

@@ -28,6 +28,10 @@ final class ConnectionTable {
     private var serialCounter: UInt64 = 0
     /// Requests in flight across connections.
     var totalInFlight = 0
+    /// The in-flight limits, read out of `config` once: every request is admitted by them, and reading them
+    /// through the configuration (a struct of strings and arrays) retained and released two of its fields each time.
+    let maxConnectionInFlight: Int
+    let maxTotalInFlight: Int
     /// The daemon's budget for bytes in transit, shared with the store and the fetch engine.
     let budget: MemoryBudget
     /// Bytes of request bodies still arriving in continuation frames, across connections (budget: `.uploads`).
@@ -50,6 +54,8 @@ final class ConnectionTable {
         self.loop = loop
         self.descriptors = descriptors
         self.config = config
+        maxConnectionInFlight = config.limits.maxInFlight
+        maxTotalInFlight = config.maxTotalInFlight
         self.budget = budget
         self.log = log
         self.stats = stats

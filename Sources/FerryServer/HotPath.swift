@@ -28,10 +28,12 @@ struct HotRequest {
 
 /// How a hot operation answers: one final frame, written straight into the connection's output.
 struct HotReply {
-    let connection: Connection  // strong: the reply lives only while `answerHot` runs (unowned cost a check per use)
+    /// Neither retained nor checked: the reply lives only while `answerHot` runs, inside a call on this very
+    /// connection, which holds both (a strong reference cost a retain and a release a request, `unowned` a check).
+    unowned(unsafe) let connection: Connection
     let id: UInt64
     /// The operation's counters (a reply written later counts its error there).
-    let counters: OperationCounters
+    unowned(unsafe) let counters: OperationCounters
 
     /// The largest body a hot reply carries in its one frame (a larger one is streamed: the general path's work).
     var maxBody: Int { connection.pieceBytes }
