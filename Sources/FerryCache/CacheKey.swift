@@ -61,9 +61,11 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The bytes are hashed, as they are compared (a String's own hash works through its Unicode form: several
-    /// times the cost on the hot path of every get).
+    /// times the cost on the hot path of every get). The default namespace, the common one, is not hashed: keys
+    /// compare both parts, so this changes which keys share a bucket, never which are equal, and it spares every
+    /// lookup in it one of its two SipHash rounds.
     public func hash(into h: inout Hasher) {
-        UTF8Bytes.hash(namespace, into: &h)
+        if !UTF8Bytes.equal(namespace, CacheKey.defaultNamespace) { UTF8Bytes.hash(namespace, into: &h) }
         UTF8Bytes.hash(key, into: &h)
     }
 
