@@ -10,7 +10,14 @@ public enum BigEndian {
     /// Appends the low `n` bytes of `v`, most significant first.
     @inlinable
     public static func append(_ v: UInt64, bytes n: Int, to out: inout [UInt8]) {
-        for i in (0..<n).reversed() { out.append(UInt8(truncatingIfNeeded: v >> UInt64(8 * i))) }
+        precondition(n >= 0 && n <= 8, "BigEndian.append: 0 to 8 bytes")
+        guard n > 0 else { return }
+        // The low n bytes, most significant first, appended in one piece: a byte at a time, each append checked
+        // uniqueness and capacity (1,400 instructions of a journaled set's 6 fields, callgrind).
+        let word = (v << UInt64(8 * (8 - n))).bigEndian
+        withUnsafeBytes(of: word) { raw in
+            out.append(contentsOf: UnsafeBufferPointer(start: raw.baseAddress!.assumingMemoryBound(to: UInt8.self), count: n))
+        }
     }
 
     /// Writes the low `n` bytes of `v` over `out[at..<at + n]`.

@@ -12,6 +12,11 @@ import Testing
             var r = BigEndianReader(out, at: 1)
             #expect(r.take(n) == v && r.remaining == 0 && r.take(1) == nil)
         }
+        var low: [UInt8] = []
+        BigEndian.append(0xFFFF_FFFF_0102, bytes: 2, to: &low)
+        BigEndian.append(0xAB, bytes: 0, to: &low)
+        BigEndian.append(.max, bytes: 8, to: &low)
+        #expect(low == [1, 2] + [UInt8](repeating: 0xFF, count: 8), "the low bytes only, none for a width of 0")
         var fixed = [UInt8](repeating: 0, count: 6)
         BigEndian.store(0xA1B2_C3D4, bytes: 4, into: &fixed, at: 1)
         #expect(fixed == [0, 0xA1, 0xB2, 0xC3, 0xD4, 0])
