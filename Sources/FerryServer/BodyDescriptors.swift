@@ -55,29 +55,26 @@ final class BodyDescriptors {
     /// that may be asked for again (its sealed copy is kept for that); false for a body just downloaded.
     func make(_ body: ReplyBody, keepCopy: Bool = true) -> Made {
         guard body.size >= minBytes else { return .none }
-        let opened: Result<BodyDescriptor, BlobOpenFailure>
+        let made: BodyDescriptor
         switch body {
         case .bytes(let bytes):
             guard let fd = copies.descriptor(of: bytes, keep: keepCopy) else { return .none }
-            opened = .success(BodyDescriptor(fd: fd, offset: 0, length: bytes.count))
-        case .blob(let blob, let store):
-            opened = blob.readOnlyDescriptor(checks: checks, checkLimit: checkLimit).map { BodyDescriptor(fd: $0, offset: 0, length: blob.size) }
-            if case .failure(.damaged) = opened { return damaged(blob, store) }
-        case .blobRange(let blob, let range, let store):
-            opened = blob.readOnlyDescriptor(checks: checks, checkLimit: checkLimit).map { BodyDescriptor(fd: $0, offset: range.lowerBound, length: range.count) }
-            if case .failure(.damaged) = opened { return damaged(blob, store) }
+            made = BodyDescriptor(fd: fd, offset: 0, length: bytes.count)
+        case .blob(let blob, let store), .blobRange(let blob, _, let store):
+            let range = body.blobRange ?? 0..<blob.size
+            switch blob.readOnlyDescriptor(checks: checks, checkLimit: checkLimit) {
+            case .success(let fd): made = BodyDescriptor(fd: fd, offset: range.lowerBound, length: range.count)
+            case .failure(.damaged):
+                store.reportDamaged(blob)
+                return .damaged(WireError.notFound(blob.key))
+            case .failure(.busy): return .none
+            }
         case .spool:
             return .none
         }
-        guard case .success(let made) = opened else { return .none }
         sent += 1
         sentBytes += UInt64(made.length)
         return .descriptor(made)
-    }
-
-    private func damaged(_ blob: StoredBlob, _ store: CacheStore) -> Made {
-        store.reportDamaged(blob)
-        return .damaged(WireError.notFound(blob.key))
     }
 
     /// The `stats` member `descriptors` (not `body_fd`: that name in a result announces a descriptor).

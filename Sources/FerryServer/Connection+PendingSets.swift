@@ -10,16 +10,20 @@ extension Connection: SetAcknowledging {
     /// The set `id` was journaled on the fast path: in flight until it settles.
     func setPending(_ id: UInt64, counters: OperationCounters) {
         pendingSets.append((id, counters))
-        pendingSetAdded()
+        requestsInFlight += 1
         table.totalInFlight += 1
     }
 
     /// The store did not take the set (the general path answers it): no longer in flight here.
-    func dropPending(_ id: UInt64) {
-        guard let i = pendingSets.lastIndex(where: { $0.id == id }) else { return }
-        pendingSets.remove(at: i)
-        pendingSetRemoved()
+    func dropPending(_ id: UInt64) { _ = endPending(id) }
+
+    /// The set `id` is over: out of the in-flight counts; its counters, or nil when it was not pending.
+    private func endPending(_ id: UInt64) -> OperationCounters? {
+        guard let i = pendingSets.firstIndex(where: { $0.id == id }) else { return nil }
+        let counters = pendingSets.remove(at: i).counters
+        requestsInFlight -= 1
         table.requestEnded()
+        return counters
     }
 
     func isPendingSet(_ id: UInt64) -> Bool { !pendingSets.isEmpty && pendingSets.contains { $0.id == id } }
@@ -28,10 +32,7 @@ extension Connection: SetAcknowledging {
     /// request is over. A connection closed, or closing after a protocol error (whose requests in flight get no
     /// frame), writes nothing; the set stays done.
     func setSettled(id: UInt64, failure: StoreError?) {
-        guard let i = pendingSets.firstIndex(where: { $0.id == id }) else { return }
-        let counters = pendingSets.remove(at: i).counters
-        pendingSetRemoved()
-        table.requestEnded()
+        guard let counters = endPending(id) else { return }
         guard life == .open || life == .finishing else { return }
         if let failure {
             let error = WireError(store: failure)

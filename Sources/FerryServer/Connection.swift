@@ -35,8 +35,8 @@ final class Connection: LoopPipeDelegate {
     /// Sets of the fast path waiting for their journal write (`Connection+PendingSets`), and their counters.
     var pendingSets: [(id: UInt64, counters: OperationCounters)] = []
     /// Requests of `inFlight` and `pendingSets` together, kept as a number: every request's admission asks it, and
-    /// asking the two collections retained and released their storage each time.
-    private(set) var requestsInFlight = 0
+    /// asking the two collections retained and released their storage each time. Changed only where they change.
+    var requestsInFlight = 0
     /// Whether any request of this connection is still running.
     var hasRequestsInFlight: Bool { requestsInFlight > 0 }
     /// Replies not yet handed to the kernel or to libuv.
@@ -310,9 +310,6 @@ final class Connection: LoopPipeDelegate {
     }
 
     func request(id: UInt64) -> RequestContext? { inFlight[id] }
-
-    func pendingSetAdded() { requestsInFlight += 1 }
-    func pendingSetRemoved() { requestsInFlight -= 1 }
 
     /// Answers every request in flight with `error` (the daemon is stopping), stopping its work.
     func cancelEveryRequest(with error: WireError) {

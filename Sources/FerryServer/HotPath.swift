@@ -1,3 +1,4 @@
+import FerryCache
 import FerryProtocol
 
 /// The fast path of the hot operations: a request in the plain shape (`HotEnvelope`) is answered while its frame
@@ -23,6 +24,17 @@ struct HotRequest {
     /// The string in `range` of the JSON (printable ASCII: the scan allowed nothing else).
     func string(_ range: Range<Int>) -> String {
         String(decoding: UnsafeRawBufferPointer(rebasing: json[range]), as: UTF8.self)
+    }
+
+    /// The request's `key` and `namespace` as a cache key, when both are valid; nil (the general path answers,
+    /// with the error) when either is missing or refused.
+    var cacheKey: CacheKey? {
+        guard let keyRange = envelope.key else { return nil }
+        let key = string(keyRange)
+        let namespace = envelope.namespace.map(string) ?? CacheKey.defaultNamespace
+        guard CacheKey.keyProblem(key) == nil, envelope.namespace == nil || CacheKey.namespaceProblem(namespace) == nil
+        else { return nil }
+        return CacheKey(trusted: namespace, key)
     }
 }
 

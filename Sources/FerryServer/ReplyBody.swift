@@ -30,6 +30,15 @@ enum ReplyBody {
         }
     }
 
+    /// The part of a value on disk the reply carries: all of it for `.blob`; nil for bytes and spools.
+    var blobRange: Range<Int>? {
+        switch self {
+        case .blob(let blob, _): return 0..<blob.size
+        case .blobRange(_, let range, _): return range
+        case .bytes, .spool: return nil
+        }
+    }
+
     /// Whether the bytes are held in memory for as long as the reply waits (a blob is only a pinned file).
     var holdsMemory: Bool {
         if case .bytes = self { return true }
@@ -95,9 +104,7 @@ final class StreamedReply {
             sent += end - start
             return .bytes(all[start..<end], isLast: end == all.endIndex)
         case .blob(let blob, let store), .blobRange(let blob, _, let store):
-            if reader == nil {
-                let range: Range<Int>
-                if case .blobRange(_, let r, _) = body { range = r } else { range = 0..<blob.size }
+            if reader == nil, let range = body.blobRange {
                 switch blob.open(range: range) {
                 case .success(let opened): reader = opened
                 case .failure(.damaged): return damaged(blob, store)

@@ -105,6 +105,12 @@ struct BlobFiles {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
+        return checksum(of: fd, size: size)
+    }
+
+    /// The same for an open file, read in pieces of 1 MiB (`pread`, not a mapping: a file cut short under the
+    /// daemon must be an error, not a SIGBUS).
+    static func checksum(of fd: Int32, size: Int) -> Int64? {
         var sum = Checksum64.Running(count: size)
         var offset = 0
         while offset < size {

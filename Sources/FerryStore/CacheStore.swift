@@ -148,14 +148,9 @@ public final class CacheStore: @unchecked Sendable {
         if ifAbsent, let existing = memory.peek(key), !existing.isExpired(now: now) { return done(.success(false)) }
         let entry = CacheEntry(value: value, createdAt: now, expiresAt: ttlMs.map { now + $0 })
         if disk.settlesAtOnce(key, entry, ifAbsent: ifAbsent) {
-            // Visible at once, as in Redis: a get later in this iteration (a pipelined set then get) sees the new
-            // value. Acknowledged at the end of the iteration, once the record is written; if that write fails, the
-            // value leaves the memory tier again (unless something newer replaced it meanwhile).
-            let ticket = mutations.beginShort(key)
-            remember(key, entry)
+            let ticket = beginSettling(key, entry)
             disk.write(key, entry, ifAbsent: false, now: now, settling: true) { [unowned self] result in
-                let current = mutations.end(key, ticket)
-                if case .success = result { own.sets += 1 } else if current { dropFromMemory(key) }
+                endSettling(key, ticket, result)
                 done(result)
             }
             return
@@ -184,20 +179,30 @@ public final class CacheStore: @unchecked Sendable {
         guard value.count <= config.maxValueBytes else { return false }
         let entry = CacheEntry(value: value, createdAt: now, expiresAt: ttlMs.map { now + $0 })
         guard disk.settlesAtOnce(key, entry, ifAbsent: false) else { return false }
-        let ticket = mutations.beginShort(key)
-        remember(key, entry)
+        let ticket = beginSettling(key, entry)
         disk.write(key, entry, ifAbsent: false, now: now, settling: true) { [unowned self] result in
-            let current = mutations.end(key, ticket)
-            switch result {
-            case .success:
-                own.sets += 1
-                target.setSettled(id: id, failure: nil)
-            case .failure(let error):
-                if current { dropFromMemory(key) }
-                target.setSettled(id: id, failure: error)
-            }
+            endSettling(key, ticket, result)
+            var failure: StoreError?
+            if case .failure(let error) = result { failure = error }
+            target.setSettled(id: id, failure: failure)
         }
         return true
+    }
+
+    /// A set that settles at once (`set`'s and `setSettling`'s) is visible at once, as in Redis: a get later in this
+    /// iteration (a pipelined set then get) sees the new value. It is acknowledged at the end of the iteration, once
+    /// the record is written (`endSettling`).
+    private func beginSettling(_ key: CacheKey, _ entry: CacheEntry) -> MutationTracker.Ticket {
+        let ticket = mutations.beginShort(key)
+        remember(key, entry)
+        return ticket
+    }
+
+    /// Its record was written, or failed to be: counted, or the value leaves the memory tier again (unless
+    /// something newer replaced it meanwhile).
+    private func endSettling(_ key: CacheKey, _ ticket: MutationTracker.Ticket, _ result: Result<Bool, StoreError>) {
+        let current = mutations.end(key, ticket)
+        if case .success = result { own.sets += 1 } else if current { dropFromMemory(key) }
     }
 
     /// Takes a finished file in the store's directory (`config.directory`, so that it can be renamed) as the value of

@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import FerryBytes
 import Synchronization
 
 /// Blob files that have been read whole and matched their checksum since the daemon started, so a value handed out
@@ -65,7 +64,7 @@ extension StoredBlob {
             return .failure(.damaged)
         }
         if let expected = checksum, !checks.hasPassed(hash) {
-            guard StoredBlob.checksum(of: fd, size: size) == expected else {
+            guard BlobFiles.checksum(of: fd, size: size) == expected else {
                 Glibc.close(fd)
                 return .failure(.damaged)
             }
@@ -78,19 +77,5 @@ extension StoredBlob {
     /// the file again before handing it out.
     public func recordChecked(in checks: BlobChecks) {
         if checksum != nil { checks.pass(hash) }
-    }
-
-    /// The value's checksum, read in pieces of 1 MiB (`pread`, not a mapping: a file cut short under the daemon
-    /// must be an error, not a SIGBUS); nil when the file ends early or cannot be read.
-    static func checksum(of fd: Int32, size: Int) -> Int64? {
-        var sum = Checksum64.Running(count: size)
-        var offset = 0
-        repeat {
-            let want = min(1 << 20, size - offset)
-            guard let piece = FileRead.exactly(fd, count: want, at: offset) else { return nil }
-            sum.add(piece)
-            offset += want
-        } while offset < size
-        return Int64(bitPattern: sum.finish())
     }
 }

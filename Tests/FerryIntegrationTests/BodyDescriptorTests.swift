@@ -21,11 +21,15 @@ extension IntegrationTests {
 
     /// Sets `key` through a daemon of its own on `cacheDir`, then stops it: the next daemon finds the value on disk.
     static func store(_ key: String, _ value: [UInt8], in cacheDir: TempDir) async throws {
-        let daemon = try Daemon(["--cache-dir", cacheDir.path])
-        defer { daemon.stop() }
-        let client = try await FerryClient.connect(path: daemon.socket)
-        defer { client.close() }
+        let (daemon, client) = try await daemonWithClient(cacheDir)
+        defer { client.close(); daemon.stop() }
         try await client.cacheSet(key, value)
+    }
+
+    /// A daemon on `cacheDir` (with `args`) and a client of it; the caller closes the client and stops the daemon.
+    static func daemonWithClient(_ cacheDir: TempDir, _ args: [String] = []) async throws -> (Daemon, FerryClient) {
+        let daemon = try Daemon(["--cache-dir", cacheDir.path] + args)
+        do { return (daemon, try await FerryClient.connect(path: daemon.socket)) } catch { daemon.stop(); throw error }
     }
 
     @Test func aValueInMemoryComesAsASealedFileThatNeverChanges() async throws {
@@ -69,10 +73,8 @@ extension IntegrationTests {
         defer { cacheDir.remove() }
         let big = BodyDescriptorTests.value(3 << 20, seed: 3)
         try await BodyDescriptorTests.store("big", big, in: cacheDir)
-        let daemon = try Daemon(["--cache-dir", cacheDir.path])
-        defer { daemon.stop() }
-        let client = try await FerryClient.connect(path: daemon.socket)
-        defer { client.close() }
+        let (daemon, client) = try await BodyDescriptorTests.daemonWithClient(cacheDir)
+        defer { client.close(); daemon.stop() }
         let got = try #require(try await client.cacheGet("big", bodyAsFile: true))
         let file = try #require(got.file)
         #expect(got.source == "disk" && file.offset == 0 && file.length == big.count)
@@ -104,10 +106,8 @@ extension IntegrationTests {
         try #require(fd >= 0)
         #expect(pwrite(fd, [~big[1 << 20]], 1, off_t(1 << 20)) == 1)
         close(fd)
-        let daemon = try Daemon(["--cache-dir", cacheDir.path])
-        defer { daemon.stop() }
-        let client = try await FerryClient.connect(path: daemon.socket)
-        defer { client.close() }
+        let (daemon, client) = try await BodyDescriptorTests.daemonWithClient(cacheDir)
+        defer { client.close(); daemon.stop() }
         // The check before the hand-out finds it: the value is dropped and the answer is a miss, as for a damaged
         // value read whole.
         #expect(try await client.cacheGet("big", bodyAsFile: true) == nil)
@@ -124,10 +124,8 @@ extension IntegrationTests {
         defer { cacheDir.remove() }
         let big = BodyDescriptorTests.value(3 << 20, seed: 6)
         try await BodyDescriptorTests.store("big", big, in: cacheDir)
-        let daemon = try Daemon(["--cache-dir", cacheDir.path, "--body-fd-check-limit", "1MiB"])
-        defer { daemon.stop() }
-        let client = try await FerryClient.connect(path: daemon.socket)
-        defer { client.close() }
+        let (daemon, client) = try await BodyDescriptorTests.daemonWithClient(cacheDir, ["--body-fd-check-limit", "1MiB"])
+        defer { client.close(); daemon.stop() }
         let first = try #require(try await client.cacheGet("big", bodyAsFile: true))
         #expect(first.file == nil && first.bytes == big, "not checked yet: the bytes")
         let second = try #require(try await client.cacheGet("big", bodyAsFile: true))

@@ -39,11 +39,8 @@ extension CacheGetOperation: HotOperation {
     /// general path's.
     func answerHot(_ request: HotRequest, _ reply: HotReply) -> Bool {
         let e = request.envelope
-        guard let keyRange = e.key, e.ttlMs == nil else { return false }
-        let key = request.string(keyRange)
-        let namespace = e.namespace.map(request.string) ?? CacheKey.defaultNamespace
-        guard CacheKey.keyProblem(key) == nil, e.namespace == nil || CacheKey.namespaceProblem(namespace) == nil,
-              let entry = store.memoryHit(CacheKey(trusted: namespace, key), now: WallClock.nowMs(), maxBytes: reply.maxBody(bodyFD: e.bodyFD))
+        guard e.ttlMs == nil, let key = request.cacheKey,
+              let entry = store.memoryHit(key, now: WallClock.nowMs(), maxBytes: reply.maxBody(bodyFD: e.bodyFD))
         else { return false }
         entry.value.withUnsafeBytes { body in
             // The general path's reply, member for member: `size`, `created_at`, `expires_at` when set, `source`.

@@ -27,14 +27,11 @@ extension CacheSetOperation: HotOperation {
     /// `RequestContext`, argument tree or reply object; anything else, errors included, is the general path's.
     func answerHot(_ request: HotRequest, _ reply: HotReply) -> Bool {
         let e = request.envelope
-        guard let keyRange = e.key, e.bodyFD == nil else { return false }
+        guard e.bodyFD == nil, let key = request.cacheKey else { return false }
         if let ttl = e.ttlMs, ttl < 1 || ttl > CacheEntry.maxTTLms { return false }
-        let key = request.string(keyRange)
-        let namespace = e.namespace.map(request.string) ?? CacheKey.defaultNamespace
-        guard CacheKey.keyProblem(key) == nil, e.namespace == nil || CacheKey.namespaceProblem(namespace) == nil else { return false }
         // In flight before the store may answer it.
         reply.connection.setPending(reply.id, counters: reply.counters)
-        guard store.setSettling(CacheKey(trusted: namespace, key), value: Array(request.body), ttlMs: e.ttlMs,
+        guard store.setSettling(key, value: Array(request.body), ttlMs: e.ttlMs,
                                 now: WallClock.nowMs(), ackTo: reply.connection, id: reply.id) else {
             reply.connection.dropPending(reply.id)
             return false
