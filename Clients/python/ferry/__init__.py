@@ -29,12 +29,13 @@ Usage::
         img = ferry.image("https://img.example.com/a.png")    # Image(bytes, format, width, height, source, url)
 
 One ``Client`` may be shared by many threads: the threads waiting for replies read them, one at a time, and match
-them to requests by id. A request body too
-large for one frame is sent in parts (PROTOCOL.md section 5) by the Client itself; ``split_request`` shows the
-frames it would send.
+them to requests by id. A request body too large for one frame is sent in parts (PROTOCOL.md section 5) by the
+Client itself; ``split_request`` shows the frames it would send. Large bodies come as descriptors when the daemon
+offers it (``BodyFile``).
 
-The modules: ``client`` (``Client``), ``connection`` (socket, hello, reading by the waiting threads, generic requests), ``cache``,
-``fetch``, ``image`` (the operation families, as mixins of ``Client``), ``framing`` (frames, ``FrameDecoder``,
+The modules: ``client`` (``Client``), ``connection`` (socket, hello, reading by the waiting threads, generic
+requests), ``cache``, ``fetch``, ``image`` (the operation families, as mixins of ``Client``), ``bodyfile``
+(``BodyFile``), ``framing`` (frames, ``FrameDecoder``,
 ``split_request``), ``strictjson``, ``errors``, ``wire`` (the protocol's words as ``str`` enums) and ``paths``
 (``default_socket_path``). The older single module ``ferry_client`` re-exports this package.
 """
