@@ -5,11 +5,19 @@ import CFerryIO
 import FerryProtocol
 import Synchronization
 
-/// One socket shared by many concurrent calls: writes under a lock, one reader thread that routes every reply to
-/// its waiter by id. Waiters are resumed outside the lock.
+/// One socket shared by many concurrent calls: requests leave through the `Outbox` (batched while resumed calls are
+/// still to run), one reader thread routes every reply to its waiter by id. Waiters are resumed outside the lock.
 final class ClientConnection: Sendable {
+    /// What a call's continuation is resumed with: its outcome, and whether the reader thread resumed it (then the
+    /// outbox counts it as pending until the call's task runs again and says so with `callReturned`).
+    struct Delivery: Sendable {
+        var outcome: Result<FerryReply, FerryError>
+        var counted: Bool
+    }
+    typealias CallContinuation = UnsafeContinuation<Delivery, Never>
+
     enum Waiter {
-        case call(CheckedContinuation<FerryReply, any Error>, chunks: [UInt8])
+        case call(CallContinuation, chunks: [UInt8])
         case stream(AsyncThrowingStream<FerryStreamItem, any Error>.Continuation, StreamAccount)
     }
 
@@ -30,13 +38,14 @@ final class ClientConnection: Sendable {
     let fd: Int32
     let path: String
     private let state = Mutex(State())
-    private let writeLock = Mutex(())
+    private let outbox: Outbox
     /// Body bytes streams may hold unconsumed before the reader stops reading the socket.
     let credit = ReadCredit(limit: 8 * 1024 * 1024)
 
     init(path: String) throws(FerryError) {
         self.path = path
         fd = try SocketIO.connect(path: path)
+        outbox = Outbox(fd: fd)
         let me = self
         SocketIO.startThread { me.readLoop() }
     }
@@ -72,55 +81,82 @@ final class ClientConnection: Sendable {
     /// Sends one request frame. Failures end the request's waiter. A request the server would refuse as a
     /// protocol error (too large, too deep) fails here instead, so it cannot take the shared connection down.
     func send(_ envelope: RequestEnvelope, body: [UInt8]) {
-        let json = envelope.json
         let limits = state.withLock { ($0.maxFrameBytes, $0.maxJSONBytes, $0.maxNesting) }
-        if json.depth > limits.2 {
+        if envelope.depth > limits.2 {
             return finish(envelope.id, with: .failure(FerryError(.invalidArgument, "arguments nested deeper than the server's limit of \(limits.2)")))
         }
-        let jsonBytes = JSONWriter.encode(json)
-        if jsonBytes.count > limits.1 {
-            return finish(envelope.id, with: .failure(FerryError(.resourceExhausted, "request envelope of \(jsonBytes.count) bytes exceeds the server's limit of \(limits.1)")))
+        let frames: [[UInt8]]
+        switch ClientConnection.frames(envelope, body: body, maxFrameBytes: limits.0, maxJSONBytes: limits.1) {
+        case .success(let f): frames = f
+        case .failure(let e): return finish(envelope.id, with: .failure(e))
         }
-        guard let frames = ClientConnection.frames(envelope, json: jsonBytes, body: body, maxFrameBytes: limits.0) else {
-            return finish(envelope.id, with: .failure(FerryError(.resourceExhausted, "the request envelope leaves no room for its body in a frame of \(limits.0) bytes")))
-        }
-        let ok = writeLock.withLock { _ -> Bool in
-            // A call cancelled between registering and sending is not sent at all (cancel requests have no waiter).
-            if envelope.op != "cancel" && !state.withLock({ $0.waiters[envelope.id] != nil }) { return true }
-            // All parts of one request go out together, so another call's frames never split an upload.
-            for frame in frames where !frame.withUnsafeBytes({ SocketIO.writeAll(fd, $0) }) { return false }
-            return true
-        }
-        if !ok { connectionLost(FerryError.connection("the connection to ferryd at \(path) is closed")) }
+        // A call cancelled between registering and sending is not sent at all (cancel requests have no waiter).
+        let id = envelope.id, isCancel = envelope.op == "cancel"
+        let sent = outbox.send(frames, if: { isCancel || state.withLock { $0.waiters[id] != nil } })
+        if !sent { connectionLost(closed) }
+    }
+
+    /// A failed write: the connection is gone.
+    private var closed: FerryError { FerryError.connection("the connection to ferryd at \(path) is closed") }
+
+    /// A call's continuation is resumed through here. Resumed by the reader thread, the outbox counts the call as
+    /// pending (a task that will run again and may send). Only the reader counts: it checks for pending calls
+    /// before each wait, and a count raised behind its back could leave frames queued while it sleeps.
+    private func resume(_ c: CallContinuation, with outcome: Result<FerryReply, FerryError>, counted: Bool) {
+        if counted { outbox.resuming() }
+        c.resume(returning: Delivery(outcome: outcome, counted: counted))
+    }
+
+    /// The task of a resumed call runs again: the last of a batch writes the requests the others queued.
+    func callReturned() {
+        if !outbox.resumed() { connectionLost(closed) }
+    }
+
+    /// Fails a call whose waiter could not be registered.
+    func fail(_ c: CallContinuation, _ error: FerryError) {
+        resume(c, with: .failure(error), counted: false)
     }
 
     /// The frames of one request: one when it fits, else the envelope with `"more": true` and the body's first part,
-    /// then continuation frames `{"id", "more"}` with the next parts (PROTOCOL.md section 5). `json` is the
-    /// envelope already encoded (the caller measured it), so the common single-frame case encodes it only once.
-    static func frames(_ envelope: RequestEnvelope, json: [UInt8], body: [UInt8], maxFrameBytes: Int) -> [[UInt8]]? {
-        if ProtocolLimits.headerBytes + json.count + body.count <= maxFrameBytes { return [frame(json, body[...])] }
+    /// then continuation frames `{"id", "more"}` with the next parts (PROTOCOL.md section 5). The common case, one
+    /// frame, is written in one buffer: header, envelope (written directly, no tree) and body.
+    static func frames(_ envelope: RequestEnvelope, body: [UInt8], maxFrameBytes: Int, maxJSONBytes: Int) -> Result<[[UInt8]], FerryError> {
+        if ProtocolLimits.headerBytes + body.count < maxFrameBytes {
+            let one = frame(envelope.write, body[...])
+            let jsonBytes = one.count - ProtocolLimits.headerBytes - body.count
+            if jsonBytes > maxJSONBytes { return .failure(tooLarge(jsonBytes, maxJSONBytes)) }
+            if one.count <= maxFrameBytes { return .success([one]) }
+        }
         var first = envelope
         first.more = true
-        let firstJSON = JSONWriter.encode(first.json)
+        var firstJSON: [UInt8] = []
+        first.write(to: &firstJSON)
+        if firstJSON.count > maxJSONBytes { return .failure(tooLarge(firstJSON.count, maxJSONBytes)) }
         // Room left for body bytes once the header and an envelope (with some slack for digits) are in.
         let room = maxFrameBytes - ProtocolLimits.headerBytes - firstJSON.count - 64
-        guard room >= 1024 else { return nil }
-        var frames = [frame(firstJSON, body[..<room])]
+        guard room >= 1024 else {
+            return .failure(FerryError(.resourceExhausted, "the request envelope leaves no room for its body in a frame of \(maxFrameBytes) bytes"))
+        }
+        var frames = [frame({ $0.append(contentsOf: firstJSON) }, body[..<room])]
         var offset = room
         while offset < body.count {
             let end = min(body.count, offset + room)
             let part = ContinuationEnvelope(id: envelope.id, more: end < body.count)
-            frames.append(frame(JSONWriter.encode(part.json), body[offset..<end]))
+            frames.append(frame({ JSONWriter.write(part.json, to: &$0) }, body[offset..<end]))
             offset = end
         }
-        return frames
+        return .success(frames)
     }
 
-    /// One frame from encoded JSON and a slice of the body, without copying the slice first.
-    private static func frame(_ json: [UInt8], _ body: ArraySlice<UInt8>) -> [UInt8] {
+    private static func tooLarge(_ bytes: Int, _ limit: Int) -> FerryError {
+        FerryError(.resourceExhausted, "request envelope of \(bytes) bytes exceeds the server's limit of \(limit)")
+    }
+
+    /// One frame from its JSON writer and a slice of the body, without copying the slice first.
+    private static func frame(_ writeJSON: (inout [UInt8]) -> Void, _ body: ArraySlice<UInt8>) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(ProtocolLimits.headerBytes + json.count + body.count)
-        body.withUnsafeBytes { b in FrameEncoder.append(to: &out, body: b) { $0.append(contentsOf: json) } }
+        out.reserveCapacity(ProtocolLimits.headerBytes + 96 + body.count)
+        body.withUnsafeBytes { b in FrameEncoder.append(to: &out, body: b, writeJSON: writeJSON) }
         return out
     }
 
@@ -140,12 +176,15 @@ final class ClientConnection: Sendable {
         send(RequestEnvelope(id: cancelID, op: "cancel", args: ["id": .int(Int64(id))]), body: [])
     }
 
-    /// Ends the waiter of `id` (if still there) with a reply or an error.
-    func finish(_ id: UInt64, with outcome: Result<FerryReply, FerryError>) {
+    /// Ends the waiter of `id` (if still there) with a reply or an error. A call's reply body follows the bodies of
+    /// the chunk events that came before it. `fromReader`: called by the reader thread (see `resume`).
+    func finish(_ id: UInt64, with outcome: Result<FerryReply, FerryError>, fromReader: Bool = false) {
         guard let waiter = state.withLock({ $0.waiters.removeValue(forKey: id) }) else { return }
         switch (waiter, outcome) {
-        case (.call(let c, _), .success(let reply)): c.resume(returning: reply)
-        case (.call(let c, _), .failure(let e)): c.resume(throwing: e)
+        case (.call(let c, let chunks), .success(var reply)) where !chunks.isEmpty:
+            reply.body = chunks + reply.body
+            resume(c, with: .success(reply), counted: fromReader)
+        case (.call(let c, _), _): resume(c, with: outcome, counted: fromReader)
         case (.stream(let c, _), .success(let reply)):
             c.yield(.final(reply))
             c.finish()
@@ -169,7 +208,7 @@ final class ClientConnection: Sendable {
         shutdown(fd, Int32(SHUT_RDWR))
         for (_, w) in waiters {
             switch w {
-            case .call(let c, _): c.resume(throwing: error)
+            case .call(let c, _): resume(c, with: .failure(error), counted: false)
             case .stream(let c, _): c.finish(throwing: error)
             }
         }
@@ -186,6 +225,7 @@ final class ClientConnection: Sendable {
         var received = [Int32](repeating: -1, count: 16)
         reading: while true {
             credit.waitForRoom()
+            if !waitForReplies() { continue }
             let space = decoder.buffer.writableSpace(minimum: 64 * 1024)
             var count: Int32 = 0
             let n = ferry_recv_with_fds(fd, space.baseAddress, space.count, &received, Int32(received.count), &count)
@@ -216,11 +256,26 @@ final class ClientConnection: Sendable {
 
     deinit { Glibc.close(fd) }
 
+    /// Waits until a reply can be read; false when it gave up first to have queued frames written. Frames wait in
+    /// the outbox for resumed calls to run; one whose executor is slow would hold them back, so while any may be
+    /// queued the wait is short, and frames still there afterwards are written by a task (never by this thread: a
+    /// blocked write here would stop the reading that lets ferryd go on reading requests).
+    private func waitForReplies() -> Bool {
+        guard outbox.mayHoldFrames else { return true }
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        if poll(&p, 1, Outbox.staleAfterMs) != 0 { return true }
+        if outbox.holdsFrames {
+            let me = self
+            Task.detached { if !me.outbox.flush() { me.connectionLost(me.closed) } }
+        }
+        return false
+    }
+
     /// Routes one frame to its waiter; returns the error that ends the connection when descriptors and frames no
     /// longer pair (PROTOCOL.md §5: a frame that names a descriptor none came for, or one that cannot be read
     /// while descriptors wait, which might have claimed one).
     private func dispatch(_ frame: Frame, descriptors: inout DescriptorQueue) -> FerryError? {
-        guard let value = try? JSONParser.parse(frame.json, maxDepth: 64), let reply = ReplyEnvelope.parse(value) else {
+        guard let reply = ReplyEnvelope.parse(frame.json, maxDepth: 64) else {
             return descriptors.isEmpty ? nil : FerryError(.protocolError, "ferryd sent a reply this client cannot read while descriptors were due")
         }
         switch reply {
@@ -231,34 +286,25 @@ final class ClientConnection: Sendable {
                 }
                 let file = BodyFile(fd: fd, offset: Int(named["offset"]?.intValue ?? -1), length: Int(named["length"]?.intValue ?? -1))
                 guard file.offset >= 0, file.length >= 0 else {
-                    finish(id, with: .failure(FerryError(.protocolError, "ferryd named a body descriptor without its offset and length")))
+                    finish(id, with: .failure(FerryError(.protocolError, "ferryd named a body descriptor without its offset and length")), fromReader: true)
                     return nil
                 }
-                finish(id, with: .success(FerryReply(result: result, body: [], file: file)))
+                finish(id, with: .success(FerryReply(result: result, body: [], file: file)), fromReader: true)
                 return nil
             }
-            let chunks = takeChunks(id)
-            finish(id, with: .success(FerryReply(result: result, body: chunks + frame.body)))
+            finish(id, with: .success(FerryReply(result: result, body: frame.body)), fromReader: true)
         case .error(let id, let e):
             if id == 0 {
                 // Names no request. A protocol error or a refusal ends the connection (EOF follows); any other
                 // id-0 error answers an envelope this client never sends (its requests are checked before sending).
                 if [.protocolError, .permissionDenied, .resourceExhausted].contains(e.code) { connectionLost(e) }
             } else {
-                finish(id, with: .failure(e))
+                finish(id, with: .failure(e), fromReader: true)
             }
         case .event(let id, let name, let data):
             deliverEvent(id: id, name: name, data: data, body: frame.body)
         }
         return nil
-    }
-
-    private func takeChunks(_ id: UInt64) -> [UInt8] {
-        state.withLock { s -> [UInt8] in
-            guard case .call(let c, let chunks)? = s.waiters[id], !chunks.isEmpty else { return [] }
-            s.waiters[id] = .call(c, chunks: [])
-            return chunks
-        }
     }
 
     private func deliverEvent(id: UInt64, name: String, data: JSONObject, body: [UInt8]) {

@@ -150,10 +150,10 @@ public final class FerryClient: Sendable {
             }
         }
         defer { watchdog?.cancel() }
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (c: CheckedContinuation<FerryReply, any Error>) in
+        let delivery = await withTaskCancellationHandler {
+            await withUnsafeContinuation { (c: ClientConnection.CallContinuation) in
                 if let error = connection.register(id, .call(c, chunks: [])) {
-                    c.resume(throwing: error)
+                    connection.fail(c, error)
                     return
                 }
                 connection.send(envelope, body: body)
@@ -161,6 +161,8 @@ public final class FerryClient: Sendable {
         } onCancel: {
             connection.cancel(id)
         }
+        if delivery.counted { connection.callReturned() }
+        return try delivery.outcome.get()
     }
 
     static func milliseconds(_ d: Duration) -> Int64 {

@@ -82,6 +82,33 @@ public struct RequestEnvelope: Sendable, Equatable {
         }
     }
 
+    /// Writes the envelope's JSON as `JSONWriter.write(json, to:)` does, without building the tree first (a
+    /// client sends one for every call).
+    ///
+    /// ```swift
+    /// var out: [UInt8] = []
+    /// RequestEnvelope(id: 7, op: "ping").write(to: &out)   // {"id":7,"op":"ping"}
+    /// ```
+    public func write(to out: inout [UInt8]) {
+        JSONWriter.appendASCII("{\"id\":", to: &out)
+        JSONWriter.writeInt(Int64(id), to: &out)
+        JSONWriter.appendASCII(",\"op\":", to: &out)
+        JSONWriter.writeString(op, to: &out)
+        if !args.isEmpty {
+            JSONWriter.appendASCII(",\"args\":", to: &out)
+            JSONWriter.write(args, to: &out)
+        }
+        if let timeoutMs {
+            JSONWriter.appendASCII(",\"timeout_ms\":", to: &out)
+            JSONWriter.writeInt(timeoutMs, to: &out)
+        }
+        if more { JSONWriter.appendASCII(",\"more\":true", to: &out) }
+        out.append(UInt8(ascii: "}"))
+    }
+
+    /// How deeply the envelope nests: what the server's `max_nesting` limits.
+    public var depth: Int { args.isEmpty ? 1 : 1 + JSONValue.object(args).depth }
+
     /// The envelope as a client writes it.
     public var json: JSONValue {
         var o: JSONObject = ["id": .int(Int64(id)), "op": .string(op)]
@@ -112,48 +139,4 @@ public struct ContinuationEnvelope: Sendable, Equatable {
     }
 
     public var json: JSONValue { ["id": .int(Int64(id)), "more": .bool(more)] }
-}
-
-/// A reply envelope as a client reads it.
-public enum ReplyEnvelope: Sendable, Equatable {
-    case result(id: UInt64, JSONObject)
-    case error(id: UInt64, WireError)
-    case event(id: UInt64, name: String, data: JSONObject)
-
-    public var id: UInt64 {
-        switch self {
-        case .result(let id, _), .error(let id, _), .event(let id, _, _): return id
-        }
-    }
-
-    public var isFinal: Bool {
-        if case .event = self { return false }
-        return true
-    }
-
-    /// Reads a reply; `nil` when it is not a well-formed reply envelope.
-    public static func parse(_ value: JSONValue) -> ReplyEnvelope? {
-        guard case .object(let o) = value, let rawID = o["id"]?.intValue, rawID >= 0,
-              let final = o["final"]?.boolValue else { return nil }
-        let id = UInt64(rawID)
-        if final {
-            if let r = o["result"]?.objectValue { return .result(id: id, r) }
-            if let e = o["error"]?.objectValue, let err = WireError(json: e) { return .error(id: id, err) }
-            return nil
-        }
-        guard let name = o["event"]?.stringValue else { return nil }
-        return .event(id: id, name: name, data: o["data"]?.objectValue ?? JSONObject())
-    }
-
-    /// The envelope as the server writes it: fields in PROTOCOL.md's order.
-    public var json: JSONValue {
-        switch self {
-        case .result(let id, let r): return ["id": .int(Int64(id)), "final": true, "result": .object(r)]
-        case .error(let id, let e): return ["id": .int(Int64(id)), "final": true, "error": .object(e.json)]
-        case .event(let id, let name, let data):
-            var o: JSONObject = ["id": .int(Int64(id)), "final": false, "event": .string(name)]
-            if !data.isEmpty { o["data"] = .object(data) }
-            return .object(o)
-        }
-    }
 }

@@ -9,6 +9,21 @@ import Testing
         #expect(e == RequestEnvelope(id: RequestEnvelope.maxID, op: "ping", args: ["delay_ms": 5], timeoutMs: 100))
     }
 
+    /// The direct writer a client sends with writes the bytes the tree would, for every optional part.
+    @Test(arguments: [
+        RequestEnvelope(id: 1, op: "ping"),
+        RequestEnvelope(id: RequestEnvelope.maxID, op: "cache.get", args: ["key": "a\"b\u{1}é", "n": ["deep": [1, 2.5, nil, true]]], timeoutMs: 250),
+        RequestEnvelope(id: 42, op: "cache.set", args: ["key": "k"], more: true),
+        RequestEnvelope(id: 43, op: "o\\p", timeoutMs: RequestEnvelope.maxTimeoutMs, more: true),
+    ])
+    func directWriteMatchesTheTree(_ e: RequestEnvelope) throws {
+        var out: [UInt8] = [9]
+        e.write(to: &out)
+        #expect(out == [9] + JSONWriter.encode(e.json))
+        #expect(e.depth == e.json.depth)
+        #expect(try RequestEnvelope.parse(Array(out.dropFirst()), maxNesting: 64) == e)
+    }
+
     /// Each malformed envelope: the code is invalid_argument, and the reply id is the request's when it was readable.
     @Test(arguments: [
         (#"[1]"#, UInt64(0)), (#"{"op":"ping"}"#, 0), (#"{"id":"1","op":"ping"}"#, 0), (#"{"id":1.5,"op":"ping"}"#, 0),
@@ -34,6 +49,30 @@ import Testing
         #expect(ReplyEnvelope.parse(["id": 1, "final": false]) == nil, "an event needs a name")
         #expect(ReplyEnvelope.parse(["id": 1, "final": true]) == nil, "a final frame needs result or error")
         #expect(ReplyEnvelope.parse(["id": 1, "final": false, "event": "tick"]) == .event(id: 1, name: "tick", data: JSONObject()))
+    }
+
+    /// The reply reader's fast path (a result in the server's order) and its general path read every reply alike:
+    /// the same envelope, or both nil.
+    @Test(arguments: [
+        #"{"id":7,"final":true,"result":{"pong":true}}"#, #"{"id":0,"final":true,"result":{}}"#,
+        #"{"id":9007199254740991,"final":true,"result":{"a":[1,{"b":null}],"s":"x\"}"}}"#,
+        #"{"id":9007199254740992,"final":true,"result":{}}"#, #"{"id":12345678901234567,"final":true,"result":{}}"#,
+        #"{"id":01,"final":true,"result":{}}"#, #"{"id":-1,"final":true,"result":{}}"#, #"{"id":,"final":true,"result":{}}"#,
+        #"{"id":7,"final":true,"result":{},"id":8}"#, #"{"id":7,"final":true,"result":{}} "#, #"{"id":7,"final":true,"result":{} }"#,
+        #"{"id":7,"final":true,"result":[]}"#, #"{"id":7,"final":true,"result":{"a":1}}}"#, #"{"id":7,"final":true,"result":{"a":1}"#,
+        #"{"id":7,"final":true,"result":{}},{"x":1}"#, #"{"id":7,"final":true,"result":{"a":"\ud800"}}"#,
+        #"{"id":7,"final":true,"result":{"a":1},"final":false}"#, #"{"final":true,"id":7,"result":{}}"#,
+        #"{"id":7,"final":true,"error":{"code":"not_found","message":"m"}}"#, #"{"id":7,"final":false,"event":"chunk"}"#,
+        #"{"id":7,"final":true,"result":{"d":[[[[[[]]]]]]}}"#, #"{"id":7,"final":true,"result":{"d":[[[[[[[]]]]]]]}}"#,
+    ])
+    func replyFastPathMatchesTheGeneralPath(_ text: String) {
+        let bytes = Array(text.utf8)
+        let general = (try? JSONParser.parse(bytes, maxDepth: 8)).flatMap(ReplyEnvelope.parse)
+        #expect(ReplyEnvelope.parse(bytes, maxDepth: 8) == general)
+        for cut in [1, bytes.count / 2, bytes.count - 1] {
+            let part = Array(bytes.prefix(cut))
+            #expect(ReplyEnvelope.parse(part, maxDepth: 8) == (try? JSONParser.parse(part, maxDepth: 8)).flatMap(ReplyEnvelope.parse))
+        }
     }
 
     @Test func errorCodesAreTheDocumentedSet() {

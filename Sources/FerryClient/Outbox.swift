@@ -1,0 +1,110 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// Request frames on their way to the socket, written in batches.
+///
+/// Why: one read of the socket resumes many calls, whose tasks then run one after another and each send their next
+/// request. Written one by one, every request costs a system call and a wake-up of ferryd — most of a pipelined
+/// call's cost, measured. So while calls resumed by the reader have not run yet, a request joins the outbox, and the
+/// last of those calls to run writes everything at once: the batching a poll loop gets for free. A request sent when
+/// no resumed call is pending is written at once, so a lone call waits for nothing.
+///
+/// A resumed call whose executor is slow to run it (a busy main actor) would hold the batch back; the reader thread
+/// bounds that: when it finds frames waiting longer than `staleAfterMs`, it has them written (`ClientConnection`).
+///
+/// ```swift
+/// outbox.resuming()                         // reader: a call's continuation is about to resume
+/// outbox.resumed()                          // that call runs again (writes the batch when it was the last)
+/// outbox.send(frames, if: { stillWanted })  // a call's request: queued or written
+/// ```
+final class Outbox: Sendable {
+    private struct State {
+        var bytes: [UInt8] = []
+        /// Requests in `bytes`.
+        var queued = 0
+        /// Calls resumed whose tasks have not run again yet.
+        var resumedPending = 0
+    }
+
+    /// Requests this large are written straight from their frames, not copied into the outbox first.
+    static let directBytes = 256 * 1024
+    /// A batch this large is written without waiting for the rest: ferryd starts on it while this side makes the
+    /// next requests.
+    static let batchRequests = 16
+    /// How long the reader lets frames wait for a resumed call that does not run.
+    static let staleAfterMs: Int32 = 1
+
+    let fd: Int32
+    private let state = Mutex(State())
+    /// Held while writing, so batches reach the socket in the order they were taken; holds the spare buffer that
+    /// takes the next batch's bytes, so that batching allocates nothing once warm.
+    private let writer = Mutex<[UInt8]>([])
+
+    init(fd: Int32) { self.fd = fd }
+
+    /// One request's frames (kept together): queued while resumed calls are pending, else written now with anything
+    /// queued before them. `stillWanted` is asked under the outbox's lock, so a request cancelled meanwhile is not
+    /// sent and its cancel request cannot overtake it. False when the socket is gone.
+    func send(_ frames: [[UInt8]], if stillWanted: () -> Bool) -> Bool {
+        let size = frames.reduce(0) { $0 + $1.count }
+        if size >= Outbox.directBytes { return sendDirect(frames, if: stillWanted) }
+        let writeNow = state.withLock { s -> Bool in
+            guard stillWanted() else { return false }
+            for frame in frames { s.bytes.append(contentsOf: frame) }
+            s.queued += 1
+            return s.resumedPending == 0 || s.queued >= Outbox.batchRequests
+        }
+        return writeNow ? flush() : true
+    }
+
+    /// The reader is about to resume a call's continuation.
+    func resuming() {
+        state.withLock { $0.resumedPending += 1 }
+    }
+
+    /// A resumed call runs again. The last of a batch writes what the others queued. False when the socket is gone.
+    func resumed() -> Bool {
+        let writeNow = state.withLock { s -> Bool in
+            s.resumedPending -= 1
+            return s.resumedPending == 0 && !s.bytes.isEmpty
+        }
+        return writeNow ? flush() : true
+    }
+
+    /// Whether frames are queued or may be soon: the reader then waits for replies with a timeout.
+    var mayHoldFrames: Bool { state.withLock { $0.resumedPending > 0 || !$0.bytes.isEmpty } }
+
+    /// Whether frames are queued now.
+    var holdsFrames: Bool { state.withLock { !$0.bytes.isEmpty } }
+
+    /// Writes everything queued. False when the socket is gone.
+    func flush() -> Bool {
+        writer.withLock { spare in
+            state.withLock {
+                swap(&$0.bytes, &spare)
+                $0.queued = 0
+            }
+            defer { spare.removeAll(keepingCapacity: true) }
+            return spare.isEmpty || spare.withUnsafeBytes { SocketIO.writeAll(fd, $0) }
+        }
+    }
+
+    private func sendDirect(_ frames: [[UInt8]], if stillWanted: () -> Bool) -> Bool {
+        writer.withLock { spare in
+            let wanted = state.withLock { s -> Bool in
+                guard stillWanted() else { return false }
+                swap(&s.bytes, &spare)
+                s.queued = 0
+                return true
+            }
+            defer { spare.removeAll(keepingCapacity: true) }
+            guard wanted else { return true }
+            // Queued requests first: they were sent before this one.
+            if !spare.isEmpty && !spare.withUnsafeBytes({ SocketIO.writeAll(fd, $0) }) { return false }
+            for frame in frames where !frame.withUnsafeBytes({ SocketIO.writeAll(fd, $0) }) { return false }
+            return true
+        }
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import Testing
+import FerryClient
+import FerryProtocol
+
+/// The client's request batching (`Outbox`) against a real ferryd: requests queued while resumed calls are still to
+/// run are written by the last of them, or by the reader thread when one of them does not run.
+extension IntegrationTests {
+@Suite struct ClientBatchingTests {
+    /// Many tasks on one connection, every call answered with its own reply (batches keep requests whole and in
+    /// order; a mix of sizes crosses the 16-request flush and the direct write of large requests).
+    @Test func concurrentCallsOnOneConnectionGetTheirOwnReplies() async throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let client = try await FerryClient.connect(path: daemon.socket)
+        defer { client.close() }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for task in 0..<40 {
+                group.addTask {
+                    for round in 0..<50 {
+                        let size = (task * 50 + round) % 97 == 0 ? 300_000 : (task + round) % 5
+                        let body = (0..<size).map { UInt8(truncatingIfNeeded: $0 &+ task &* 31 &+ round) }
+                        let echoed = try await client.call("ping", body: body).body
+                        #expect(echoed == body)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    /// A call resumed onto an executor that does not run it keeps its place among the calls a batch waits for; the
+    /// requests queued behind it still leave, written once the reader finds them waiting.
+    @Test func aStalledCallerDoesNotHoldBackOtherCalls() async throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let client = try await FerryClient.connect(path: daemon.socket)
+        defer { client.close() }
+        let gate = GatedExecutor()
+        defer { gate.stop() }
+        let stalled = Task(executorPreference: gate) { try await client.call("ping", ["delay_ms": 200]) }
+        try await Task.sleep(for: .milliseconds(50))
+        gate.hold()
+        // The stalled call's reply comes and is resumed onto the held executor: its task cannot run.
+        try await Task.sleep(for: .milliseconds(400))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for k in 0..<5 {
+                group.addTask {
+                    let echoed = try await client.call("ping", body: [UInt8(k)], timeout: .seconds(2)).body
+                    #expect(echoed == [UInt8(k)])
+                }
+            }
+            try await group.waitForAll()
+        }
+        gate.release()
+        let pong = try await stalled.value.result["pong"]
+        #expect(pong == true)
+    }
+}
+}
+
+/// A task executor with its own thread that can be held: jobs enqueued meanwhile wait for `release`.
+final class GatedExecutor: TaskExecutor, @unchecked Sendable {
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
+    private var held = false
+    private var stopped = false
+
+    init() {
+        let thread = Thread { [unowned self] in run() }
+        thread.start()
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        locked { jobs.append(job) }
+    }
+
+    func hold() { locked { held = true } }
+    func release() { locked { held = false } }
+    func stop() { locked { stopped = true } }
+
+    private func locked(_ change: () -> Void) {
+        condition.lock()
+        change()
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while !stopped && (held || jobs.isEmpty) { condition.wait() }
+            if stopped {
+                condition.unlock()
+                return
+            }
+            let job = jobs.removeFirst()
+            condition.unlock()
+            job.runSynchronously(on: asUnownedTaskExecutor())
+        }
+    }
+}
