@@ -30,15 +30,12 @@ final class ClientConnection: Sendable {
         var cancelledEarly: Set<UInt64> = []
         /// Set once the connection is gone; every later call fails with it.
         var closedError: FerryError?
-        var maxFrameBytes = 65536
-        var maxJSONBytes = 65536
-        var maxNesting = 32
     }
 
     let fd: Int32
     let path: String
-    private let state = Mutex(State())
-    private let outbox: Outbox
+    let state = ThreadLock(State())
+    let outbox: Outbox
     /// Body bytes streams may hold unconsumed before the reader stops reading the socket.
     let credit = ReadCredit(limit: 8 * 1024 * 1024)
 
@@ -50,12 +47,20 @@ final class ClientConnection: Sendable {
         SocketIO.startThread { me.readLoop() }
     }
 
+    /// The server's limits, from `hello`; read for every request and every read, so without a lock.
+    private let maxFrameBytes = Atomic<Int>(65536)
+    private let maxJSONBytes = Atomic<Int>(65536)
+    private let maxNesting = Atomic<Int>(32)
+
     func setLimits(_ limits: ProtocolLimits) {
-        state.withLock {
-            $0.maxFrameBytes = limits.maxFrameBytes
-            $0.maxJSONBytes = limits.maxJSONBytes
-            $0.maxNesting = limits.maxNesting
-        }
+        maxFrameBytes.store(limits.maxFrameBytes, ordering: .relaxed)
+        maxJSONBytes.store(limits.maxJSONBytes, ordering: .relaxed)
+        maxNesting.store(limits.maxNesting, ordering: .relaxed)
+    }
+
+    /// The frame and envelope sizes the server accepts (and sends).
+    var frameLimits: (frame: Int, json: Int) {
+        (maxFrameBytes.load(ordering: .relaxed), maxJSONBytes.load(ordering: .relaxed))
     }
 
     func allocateID() -> UInt64 {
@@ -81,12 +86,12 @@ final class ClientConnection: Sendable {
     /// Sends one request frame. Failures end the request's waiter. A request the server would refuse as a
     /// protocol error (too large, too deep) fails here instead, so it cannot take the shared connection down.
     func send(_ envelope: RequestEnvelope, body: [UInt8]) {
-        let limits = state.withLock { ($0.maxFrameBytes, $0.maxJSONBytes, $0.maxNesting) }
-        if envelope.depth > limits.2 {
-            return finish(envelope.id, with: .failure(FerryError(.invalidArgument, "arguments nested deeper than the server's limit of \(limits.2)")))
+        let nesting = maxNesting.load(ordering: .relaxed), limits = frameLimits
+        if envelope.depth > nesting {
+            return finish(envelope.id, with: .failure(FerryError(.invalidArgument, "arguments nested deeper than the server's limit of \(nesting)")))
         }
         let frames: [[UInt8]]
-        switch ClientConnection.frames(envelope, body: body, maxFrameBytes: limits.0, maxJSONBytes: limits.1) {
+        switch ClientConnection.frames(envelope, body: body, maxFrameBytes: limits.frame, maxJSONBytes: limits.json) {
         case .success(let f): frames = f
         case .failure(let e): return finish(envelope.id, with: .failure(e))
         }
@@ -97,13 +102,13 @@ final class ClientConnection: Sendable {
     }
 
     /// A failed write: the connection is gone.
-    private var closed: FerryError { FerryError.connection("the connection to ferryd at \(path) is closed") }
+    var closed: FerryError { FerryError.connection("the connection to ferryd at \(path) is closed") }
 
-    /// A call's continuation is resumed through here. Resumed by the reader thread, the outbox counts the call as
-    /// pending (a task that will run again and may send). Only the reader counts: it checks for pending calls
-    /// before each wait, and a count raised behind its back could leave frames queued while it sleeps.
+    /// A call's continuation is resumed through here. `counted`: resumed by the reader thread, which has counted
+    /// the call as pending in the outbox (a task that will run again and may send). Only the reader counts: it
+    /// checks for pending calls before each wait, and a count raised behind its back could leave frames queued
+    /// while it sleeps.
     private func resume(_ c: CallContinuation, with outcome: Result<FerryReply, FerryError>, counted: Bool) {
-        if counted { outbox.resuming() }
         c.resume(returning: Delivery(outcome: outcome, counted: counted))
     }
 
@@ -176,15 +181,21 @@ final class ClientConnection: Sendable {
         send(RequestEnvelope(id: cancelID, op: "cancel", args: ["id": .int(Int64(id))]), body: [])
     }
 
-    /// Ends the waiter of `id` (if still there) with a reply or an error. A call's reply body follows the bodies of
-    /// the chunk events that came before it. `fromReader`: called by the reader thread (see `resume`).
-    func finish(_ id: UInt64, with outcome: Result<FerryReply, FerryError>, fromReader: Bool = false) {
+    /// Ends the waiter of `id` (if still there) with an error, from any thread but the reader's (which ends its
+    /// replies' waiters in batches, `finishAll`).
+    func finish(_ id: UInt64, with outcome: Result<FerryReply, FerryError>) {
         guard let waiter = state.withLock({ $0.waiters.removeValue(forKey: id) }) else { return }
+        deliver(outcome, to: waiter, counted: false)
+    }
+
+    /// Ends `waiter` with a reply or an error. A call's reply body follows the bodies of the chunk events that came
+    /// before it.
+    func deliver(_ outcome: Result<FerryReply, FerryError>, to waiter: Waiter, counted: Bool) {
         switch (waiter, outcome) {
         case (.call(let c, let chunks), .success(var reply)) where !chunks.isEmpty:
             reply.body = chunks + reply.body
-            resume(c, with: .success(reply), counted: fromReader)
-        case (.call(let c, _), _): resume(c, with: outcome, counted: fromReader)
+            resume(c, with: .success(reply), counted: counted)
+        case (.call(let c, _), _): resume(c, with: outcome, counted: counted)
         case (.stream(let c, _), .success(let reply)):
             c.yield(.final(reply))
             c.finish()
@@ -198,7 +209,7 @@ final class ClientConnection: Sendable {
 
     /// Fails every waiter and wakes the reader thread. The descriptor itself is closed only in `deinit`: closing it
     /// earlier would let the number be reused while a late `send` or `shutdown` could still reach it.
-    private func connectionLost(_ error: FerryError) {
+    func connectionLost(_ error: FerryError) {
         let waiters = state.withLock { s -> [UInt64: Waiter] in
             if s.closedError == nil { s.closedError = error }
             defer { s.waiters.removeAll() }
@@ -214,140 +225,5 @@ final class ClientConnection: Sendable {
         }
     }
 
-    // MARK: Reader thread
-
-    private func readLoop() {
-        var decoder = FrameDecoder(maxFrameBytes: 65536, maxJSONBytes: 65536)
-        var failure = FerryError.connection("ferryd closed the connection")
-        // Descriptors that came with reply frames (`body_fd`), oldest first: each arrives with the first byte of its
-        // frame, so by the time a frame is whole its descriptor is the oldest one here.
-        var descriptors = DescriptorQueue()
-        var received = [Int32](repeating: -1, count: 16)
-        reading: while true {
-            credit.waitForRoom()
-            if !waitForReplies() { continue }
-            let space = decoder.buffer.writableSpace(minimum: 64 * 1024)
-            var count: Int32 = 0
-            let n = ferry_recv_with_fds(fd, space.baseAddress, space.count, &received, Int32(received.count), &count)
-            if n == -Int(EINTR) { continue }
-            if n <= 0 { break }
-            if count < 0 {
-                failure = FerryError(.resourceExhausted, "a descriptor ferryd sent was dropped by the kernel (this process is out of descriptors)")
-                break
-            }
-            for k in 0..<Int(count) { descriptors.push(received[k]) }
-            decoder.buffer.didWrite(n)
-            (decoder.maxFrameBytes, decoder.maxJSONBytes) = state.withLock { ($0.maxFrameBytes, $0.maxJSONBytes) }
-            do {
-                while let frame = try decoder.next() {
-                    if let lost = dispatch(frame, descriptors: &descriptors) {
-                        failure = lost
-                        break reading
-                    }
-                }
-            } catch {
-                failure = FerryError(.protocolError, "ferryd sent a bad frame: \(error)")
-                break reading
-            }
-        }
-        descriptors.closeAll()
-        connectionLost(failure)
-    }
-
     deinit { Glibc.close(fd) }
-
-    /// Waits until a reply can be read; false when it gave up first to have queued frames written. Frames wait in
-    /// the outbox for resumed calls to run; one whose executor is slow would hold them back, so while any may be
-    /// queued the wait is short, and frames still there afterwards are written by a task (never by this thread: a
-    /// blocked write here would stop the reading that lets ferryd go on reading requests).
-    private func waitForReplies() -> Bool {
-        guard outbox.mayHoldFrames else { return true }
-        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        if poll(&p, 1, Outbox.staleAfterMs) != 0 { return true }
-        if outbox.holdsFrames {
-            let me = self
-            Task.detached { if !me.outbox.flush() { me.connectionLost(me.closed) } }
-        }
-        return false
-    }
-
-    /// Routes one frame to its waiter; returns the error that ends the connection when descriptors and frames no
-    /// longer pair (PROTOCOL.md §5: a frame that names a descriptor none came for, or one that cannot be read
-    /// while descriptors wait, which might have claimed one).
-    private func dispatch(_ frame: Frame, descriptors: inout DescriptorQueue) -> FerryError? {
-        guard let reply = ReplyEnvelope.parse(frame.json, maxDepth: 64) else {
-            return descriptors.isEmpty ? nil : FerryError(.protocolError, "ferryd sent a reply this client cannot read while descriptors were due")
-        }
-        switch reply {
-        case .result(let id, let result):
-            if let named = result["body_fd"]?.objectValue {
-                guard let fd = descriptors.pop() else {
-                    return FerryError(.protocolError, "ferryd named a body descriptor that did not arrive")
-                }
-                let file = BodyFile(fd: fd, offset: Int(named["offset"]?.intValue ?? -1), length: Int(named["length"]?.intValue ?? -1))
-                guard file.offset >= 0, file.length >= 0 else {
-                    finish(id, with: .failure(FerryError(.protocolError, "ferryd named a body descriptor without its offset and length")), fromReader: true)
-                    return nil
-                }
-                finish(id, with: .success(FerryReply(result: result, body: [], file: file)), fromReader: true)
-                return nil
-            }
-            finish(id, with: .success(FerryReply(result: result, body: frame.body)), fromReader: true)
-        case .error(let id, let e):
-            if id == 0 {
-                // Names no request. A protocol error or a refusal ends the connection (EOF follows); any other
-                // id-0 error answers an envelope this client never sends (its requests are checked before sending).
-                if [.protocolError, .permissionDenied, .resourceExhausted].contains(e.code) { connectionLost(e) }
-            } else {
-                finish(id, with: .failure(e), fromReader: true)
-            }
-        case .event(let id, let name, let data):
-            deliverEvent(id: id, name: name, data: data, body: frame.body)
-        }
-        return nil
-    }
-
-    private func deliverEvent(id: UInt64, name: String, data: JSONObject, body: [UInt8]) {
-        let stream = state.withLock { s -> (AsyncThrowingStream<FerryStreamItem, any Error>.Continuation, StreamAccount)? in
-            switch s.waiters[id] {
-            case .call(let c, var chunks)?:
-                // A plain call joins chunk events into the final body and drops other events.
-                if name == EventName.chunk.rawValue {
-                    s.waiters[id] = nil
-                    chunks.append(contentsOf: body)
-                    s.waiters[id] = .call(c, chunks: chunks)
-                }
-                return nil
-            case .stream(let c, let account)?: return (c, account)
-            case nil: return nil
-            }
-        }
-        guard let (continuation, account) = stream else { return }
-        account.delivered(body.count)
-        if case .terminated = continuation.yield(.event(name: name, data: data, body: body)) { account.consumed(body.count) }
-    }
-}
-
-/// Descriptors received and not yet claimed by their frames, oldest first (the reader thread's own).
-struct DescriptorQueue {
-    private var fds: [Int32] = []
-    private var head = 0
-
-    mutating func push(_ fd: Int32) { fds.append(fd) }
-
-    var isEmpty: Bool { head == fds.count }
-
-    mutating func pop() -> Int32? {
-        guard head < fds.count else { return nil }
-        defer {
-            head += 1
-            if head == fds.count { (fds, head) = ([], 0) }
-        }
-        return fds[head]
-    }
-
-    /// The connection ended: descriptors no frame claimed are closed.
-    mutating func closeAll() {
-        while let fd = pop() { close(fd) }
-    }
 }

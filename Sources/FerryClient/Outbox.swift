@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
 
 /// Request frames on their way to the socket, written in batches.
 ///
@@ -15,7 +14,7 @@ import Synchronization
 /// bounds that: when it finds frames waiting longer than `staleAfterMs`, it has them written (`ClientConnection`).
 ///
 /// ```swift
-/// outbox.resuming()                         // reader: a call's continuation is about to resume
+/// outbox.resuming(3)                        // reader: three calls' continuations are about to resume
 /// outbox.resumed()                          // that call runs again (writes the batch when it was the last)
 /// outbox.send(frames, if: { stillWanted })  // a call's request: queued or written
 /// ```
@@ -37,10 +36,10 @@ final class Outbox: Sendable {
     static let staleAfterMs: Int32 = 1
 
     let fd: Int32
-    private let state = Mutex(State())
+    private let state = ThreadLock(State())
     /// Held while writing, so batches reach the socket in the order they were taken; holds the spare buffer that
     /// takes the next batch's bytes, so that batching allocates nothing once warm.
-    private let writer = Mutex<[UInt8]>([])
+    private let writer = ThreadLock<[UInt8]>([])
 
     init(fd: Int32) { self.fd = fd }
 
@@ -59,9 +58,9 @@ final class Outbox: Sendable {
         return writeNow ? flush() : true
     }
 
-    /// The reader is about to resume a call's continuation.
-    func resuming() {
-        state.withLock { $0.resumedPending += 1 }
+    /// The reader is about to resume `calls` continuations.
+    func resuming(_ calls: Int) {
+        state.withLock { $0.resumedPending += calls }
     }
 
     /// A resumed call runs again. The last of a batch writes what the others queued. False when the socket is gone.

@@ -1,0 +1,161 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CFerryIO
+import FerryProtocol
+
+/// The connection's reader thread: reads replies, routes each to its waiter by id, and ends the waiters of one
+/// read together (one lock for all of them, one count for the outbox), then resumes them outside the lock.
+extension ClientConnection {
+    /// A final reply read and not yet handed to its waiter.
+    typealias Final = (id: UInt64, outcome: Result<FerryReply, FerryError>)
+
+    func readLoop() {
+        var decoder = FrameDecoder(maxFrameBytes: 65536, maxJSONBytes: 65536)
+        var failure = FerryError.connection("ferryd closed the connection")
+        // Descriptors that came with reply frames (`body_fd`), oldest first: each arrives with the first byte of its
+        // frame, so by the time a frame is whole its descriptor is the oldest one here.
+        var descriptors = DescriptorQueue()
+        var received = [Int32](repeating: -1, count: 16)
+        var finals: [Final] = []
+        reading: while true {
+            credit.waitForRoom()
+            if !waitForReplies() { continue }
+            let space = decoder.buffer.writableSpace(minimum: 64 * 1024)
+            var count: Int32 = 0
+            let n = ferry_recv_with_fds(fd, space.baseAddress, space.count, &received, Int32(received.count), &count)
+            if n == -Int(EINTR) { continue }
+            if n <= 0 { break }
+            if count < 0 {
+                failure = FerryError(.resourceExhausted, "a descriptor ferryd sent was dropped by the kernel (this process is out of descriptors)")
+                break
+            }
+            for k in 0..<Int(count) { descriptors.push(received[k]) }
+            decoder.buffer.didWrite(n)
+            (decoder.maxFrameBytes, decoder.maxJSONBytes) = frameLimits
+            defer { finishAll(&finals) }
+            do {
+                while let frame = try decoder.next() {
+                    if let lost = dispatch(frame, descriptors: &descriptors, finals: &finals) {
+                        failure = lost
+                        break reading
+                    }
+                }
+            } catch {
+                failure = FerryError(.protocolError, "ferryd sent a bad frame: \(error)")
+                break reading
+            }
+        }
+        descriptors.closeAll()
+        connectionLost(failure)
+    }
+
+    /// Waits until a reply can be read; false when it gave up first to have queued frames written. Frames wait in
+    /// the outbox for resumed calls to run; one whose executor is slow would hold them back, so while any may be
+    /// queued the wait is short, and frames still there afterwards are written by a task (never by this thread: a
+    /// blocked write here would stop the reading that lets ferryd go on reading requests).
+    private func waitForReplies() -> Bool {
+        guard outbox.mayHoldFrames else { return true }
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        if poll(&p, 1, Outbox.staleAfterMs) != 0 { return true }
+        if outbox.holdsFrames {
+            let me = self
+            Task.detached { if !me.outbox.flush() { me.connectionLost(me.closed) } }
+        }
+        return false
+    }
+
+    /// Ends the waiters of the final replies of one read: removed under one lock, counted as pending in the
+    /// outbox at once, resumed outside the lock. Why together: the tasks they resume take the same lock to send,
+    /// and a lock taken once a reply was the reader's most contended cost (its spinning, measured).
+    private func finishAll(_ finals: inout [Final]) {
+        guard !finals.isEmpty else { return }
+        let waiters = state.withLock { s in finals.map { s.waiters.removeValue(forKey: $0.id) } }
+        let calls = waiters.reduce(0) { n, w in if case .call? = w { n + 1 } else { n } }
+        if calls > 0 { outbox.resuming(calls) }
+        for (waiter, final) in zip(waiters, finals) {
+            if let waiter { deliver(final.outcome, to: waiter, counted: true) }
+        }
+        finals.removeAll(keepingCapacity: true)
+    }
+
+    /// Reads one frame: a final reply joins `finals`, an event goes to its waiter now. Returns the error that ends
+    /// the connection when descriptors and frames no longer pair (PROTOCOL.md §5: a frame that names a descriptor
+    /// none came for, or one that cannot be read while descriptors wait, which might have claimed one).
+    private func dispatch(_ frame: Frame, descriptors: inout DescriptorQueue, finals: inout [Final]) -> FerryError? {
+        guard let reply = ReplyEnvelope.parse(frame.json, maxDepth: 64) else {
+            return descriptors.isEmpty ? nil : FerryError(.protocolError, "ferryd sent a reply this client cannot read while descriptors were due")
+        }
+        switch reply {
+        case .result(let id, let result):
+            guard let named = result["body_fd"]?.objectValue else {
+                finals.append((id, .success(FerryReply(result: result, body: frame.body))))
+                return nil
+            }
+            guard let fd = descriptors.pop() else {
+                return FerryError(.protocolError, "ferryd named a body descriptor that did not arrive")
+            }
+            let file = BodyFile(fd: fd, offset: Int(named["offset"]?.intValue ?? -1), length: Int(named["length"]?.intValue ?? -1))
+            guard file.offset >= 0, file.length >= 0 else {
+                finals.append((id, .failure(FerryError(.protocolError, "ferryd named a body descriptor without its offset and length"))))
+                return nil
+            }
+            finals.append((id, .success(FerryReply(result: result, body: [], file: file))))
+        case .error(let id, let e):
+            if id == 0 {
+                // Names no request. A protocol error or a refusal ends the connection (EOF follows); any other
+                // id-0 error answers an envelope this client never sends (its requests are checked before sending).
+                if [.protocolError, .permissionDenied, .resourceExhausted].contains(e.code) { return e }
+            } else {
+                finals.append((id, .failure(e)))
+            }
+        case .event(let id, let name, let data):
+            deliverEvent(id: id, name: name, data: data, body: frame.body)
+        }
+        return nil
+    }
+
+    private func deliverEvent(id: UInt64, name: String, data: JSONObject, body: [UInt8]) {
+        let stream = state.withLock { s -> (AsyncThrowingStream<FerryStreamItem, any Error>.Continuation, StreamAccount)? in
+            switch s.waiters[id] {
+            case .call(let c, var chunks)?:
+                // A plain call joins chunk events into the final body and drops other events.
+                if name == EventName.chunk.rawValue {
+                    s.waiters[id] = nil
+                    chunks.append(contentsOf: body)
+                    s.waiters[id] = .call(c, chunks: chunks)
+                }
+                return nil
+            case .stream(let c, let account)?: return (c, account)
+            case nil: return nil
+            }
+        }
+        guard let (continuation, account) = stream else { return }
+        account.delivered(body.count)
+        if case .terminated = continuation.yield(.event(name: name, data: data, body: body)) { account.consumed(body.count) }
+    }
+}
+
+/// Descriptors received and not yet claimed by their frames, oldest first (the reader thread's own).
+struct DescriptorQueue {
+    private var fds: [Int32] = []
+    private var head = 0
+
+    mutating func push(_ fd: Int32) { fds.append(fd) }
+
+    var isEmpty: Bool { head == fds.count }
+
+    mutating func pop() -> Int32? {
+        guard head < fds.count else { return nil }
+        defer {
+            head += 1
+            if head == fds.count { (fds, head) = ([], 0) }
+        }
+        return fds[head]
+    }
+
+    /// The connection ended: descriptors no frame claimed are closed.
+    mutating func closeAll() {
+        while let fd = pop() { close(fd) }
+    }
+}
