@@ -72,7 +72,7 @@ public final class FetchJob {
             if creq.requiresCachedResponse { return gatewayTimeout() }
             return resumeOrFetch(creq)
         }
-        switch evaluate(request: creq, stored: found.response, now: now) {
+        switch evaluate(request: creq, stored: found.response, now: now, facts: found.facts) {
         case .fresh(let age):
             engine.stats.hits += 1
             serveStored(found, age: age, cacheStatus: .hit)

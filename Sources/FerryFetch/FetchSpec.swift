@@ -61,6 +61,9 @@ public struct FetchSpec: Sendable {
     /// credentials, within the length limit.
     public static func urlProblem(_ url: String) -> String? {
         if url.utf8.count > maxURLBytes { return "\"url\" is \(url.utf8.count) bytes; at most \(maxURLBytes) are allowed" }
+        // A URL that normalises passes every check below (normalising refuses each of them): the common case,
+        // and a remembered one (`NormalizedURLs`). The rest only words the refusal.
+        if CacheKeyURL.normalize(url) != nil { return nil }
         if url.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) { return "\"url\" contains spaces or control characters" }
         let lower = url.lowercased()
         guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else {
@@ -71,7 +74,6 @@ public struct FetchSpec: Sendable {
         let authority = rest.prefix(while: { $0 != "/" && $0 != "?" && $0 != "#" })
         if authority.contains("@") { return "\"url\" must not carry credentials (user:password@); send an Authorization header" }
         if authority.isEmpty || authority.hasPrefix(":") { return "\"url\" has no host" }
-        guard CacheKeyURL.normalize(url) != nil else { return "\"url\" is not a valid http(s) URL" }
-        return nil
+        return "\"url\" is not a valid http(s) URL"
     }
 }

@@ -33,7 +33,26 @@ public final class ResponseStore {
         var storageKey: String
         /// Where its body is, when stored apart.
         var bodyKey: String?
+        /// What `evaluate` needs of `response` alone, made once for its record (`StoredFacts`).
+        var facts: StoredFacts
+
+        init(response: StoredResponse, body: FetchBody, storageKey: String, bodyKey: String?, facts: StoredFacts? = nil) {
+            self.response = response
+            self.body = body
+            self.storageKey = storageKey
+            self.bodyKey = bodyKey
+            self.facts = facts ?? StoredFacts(response)
+        }
     }
+
+    /// Records decoded lately, by storage key, with the facts of their response. Why: a hit decoded its record and
+    /// parsed its headers again for every request (a third of a fetch hit's instructions, callgrind). The store
+    /// hands out the same bytes until the record changes, so a record whose bytes are those remembered (the same
+    /// buffer: one comparison) is the one decoded then. Small records only, and few, so what this keeps alive
+    /// beside the store stays small.
+    private var decoded: [String: (bytes: [UInt8], record: StoredRecord, facts: StoredFacts?)] = [:]
+    static let decodedRecords = 128
+    static let decodedRecordBytes = 16 * 1024
 
     /// The stored response for the request's variant, if any: in its credential partition first, then shared.
     func lookup(_ request: CacheRequest, _ done: @escaping (Found?) -> Void) {
@@ -58,16 +77,16 @@ public final class ResponseStore {
             placing[primary]!.waiters.append { [self] in lookup(request, primary: primary, done) }
             return
         }
-        get(primary) { [self] record in
+        getWithFacts(primary) { [self] record, facts in
             switch record {
             case .response(let response, let body)?:
-                found(response, body, storageKey: primary, done)
+                found(response, body, storageKey: primary, facts: facts, done)
             case .varyMarker(let vary, let generation)?:
                 guard let variant = variantKey(forVary: vary, request: request.headers) else { return done(nil) }
                 let variantKey = ResponseStore.variantStorageKey(primary, generation, variant)
-                get(variantKey) { [self] record in
+                getWithFacts(variantKey) { [self] record, facts in
                     guard case .response(let response, let body)? = record else { return done(nil) }
-                    found(response, body, storageKey: variantKey, done)
+                    found(response, body, storageKey: variantKey, facts: facts, done)
                 }
             case nil:
                 done(nil)
@@ -75,15 +94,18 @@ public final class ResponseStore {
         }
     }
 
-    private func found(_ response: StoredResponse, _ body: StoredRecord.Body, storageKey: String, _ done: @escaping (Found?) -> Void) {
+    /// `facts`: those of `response`, when they were kept with its record.
+    private func found(_ response: StoredResponse, _ body: StoredRecord.Body, storageKey: String, facts: StoredFacts? = nil,
+                       _ done: @escaping (Found?) -> Void) {
+        let facts = facts ?? StoredFacts(response)
         switch body {
         case .inline(let bytes):
-            done(Found(response: response, body: .bytes(bytes), storageKey: storageKey, bodyKey: nil))
+            done(Found(response: response, body: .bytes(bytes), storageKey: storageKey, bodyKey: nil, facts: facts))
         case .apart(let bodyKey, let size):
             storage.getBody(bodyKey) { body in
                 // Evicted, or not the body the record names: the response is not stored any more.
                 guard let body, body.knownSize == size else { return done(nil) }
-                done(Found(response: response, body: body, storageKey: storageKey, bodyKey: bodyKey))
+                done(Found(response: response, body: body, storageKey: storageKey, bodyKey: bodyKey, facts: facts))
             }
         }
     }
@@ -244,7 +266,27 @@ public final class ResponseStore {
     }
 
     private func get(_ key: String, _ done: @escaping (StoredRecord?) -> Void) {
-        storage.get(key) { value in done(value.flatMap(StoredRecord.decode)) }
+        storage.get(key) { [self] value in done(value.flatMap { decode($0, key: key)?.record }) }
+    }
+
+    /// The same, with the facts of a response kept with its record (nil when none were: the caller makes them).
+    private func getWithFacts(_ key: String, _ done: @escaping (StoredRecord?, StoredFacts?) -> Void) {
+        storage.get(key) { [self] value in
+            let decoded = value.flatMap { decode($0, key: key) }
+            done(decoded?.record, decoded?.facts)
+        }
+    }
+
+    /// `StoredRecord.decode`, remembered for small records with their facts (`decoded`).
+    private func decode(_ bytes: [UInt8], key: String) -> (record: StoredRecord, facts: StoredFacts?)? {
+        if let known = decoded[key], known.bytes == bytes { return (known.record, known.facts) }
+        guard let record = StoredRecord.decode(bytes) else { return nil }
+        guard bytes.count <= ResponseStore.decodedRecordBytes else { return (record, nil) }
+        if decoded.count >= ResponseStore.decodedRecords { decoded.removeAll(keepingCapacity: true) }
+        var facts: StoredFacts?
+        if case .response(let response, _) = record { facts = StoredFacts(response) }
+        decoded[key] = (bytes, record, facts)
+        return (record, facts)
     }
 
     private func put(_ key: String, _ value: [UInt8]) { storage.put(key, value) }

@@ -107,13 +107,17 @@ public func ageValue(_ headers: HTTPFields) -> Int64? {
 /// currentAge(stored: s, now: 110)  // 30 + 2 + 10 = 42
 /// ```
 public func currentAge(stored: StoredResponse, now: Int64) -> Int64 {
+    let residentTime = max(0, now - stored.responseTime)
+    return min(correctedInitialAgeOf(stored) + residentTime, ListSyntax.deltaSecondsCap)
+}
+
+/// `corrected_initial_age` of `currentAge(stored:now:)`: the part that does not change with `now`.
+func correctedInitialAgeOf(_ stored: StoredResponse) -> Int64 {
     let date = dateValue(stored.headers, responseTime: stored.responseTime)
     let apparentAge = max(0, stored.responseTime - date)
     let responseDelay = max(0, stored.responseTime - stored.requestTime)
     let correctedAgeValue = (ageValue(stored.headers) ?? 0) + responseDelay
-    let correctedInitialAge = max(apparentAge, correctedAgeValue)
-    let residentTime = max(0, now - stored.responseTime)
-    return min(correctedInitialAge + residentTime, ListSyntax.deltaSecondsCap)
+    return max(apparentAge, correctedAgeValue)
 }
 
 /// The `Date` value of a response, or `responseTime` when it has none or an invalid one.

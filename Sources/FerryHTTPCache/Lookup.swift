@@ -60,13 +60,18 @@ func staleServingForbidden(_ cc: CacheControl, allowingExplicitPermission: Bool)
 /// evaluate(request: CacheRequest(url: "http://a.test/"), stored: stored, now: 1060)  // .mustFetch (no validator)
 /// ```
 public func evaluate(request: CacheRequest, stored: StoredResponse, now: Int64) -> CacheDecision {
+    evaluate(request: request, stored: stored, now: now, facts: StoredFacts(stored))
+}
+
+/// The same, with the facts of `stored` made before (`StoredFacts(stored)`, kept with its record).
+public func evaluate(request: CacheRequest, stored: StoredResponse, now: Int64, facts: StoredFacts) -> CacheDecision {
     guard request.mode.consultsCache, request.method == "GET" || request.method == "HEAD",
         variantMatches(stored: stored, request: request)
     else { return .mustFetch }
-    let age = currentAge(stored: stored, now: now)
+    let age = facts.currentAge(now: now)
     if request.mode.ignoresStaleness { return .fresh(age: age) }
 
-    let responseCC = stored.cacheControl
+    let responseCC = facts.cacheControl
     let requestCC = request.cacheControl
     // Only when the answer is to validate: a fresh hit builds no conditional request.
     var revalidate: CacheDecision {
@@ -77,7 +82,7 @@ public func evaluate(request: CacheRequest, stored: StoredResponse, now: Int64) 
     if request.mode == .noCache || responseCC.noCache || requestCC.noCache { return revalidate }
     if let maxAge = requestCC.maxAge, maxAge == 0 || age > maxAge { return revalidate }
 
-    let lifetime = freshnessLifetime(response: stored, cacheControl: responseCC)
+    let lifetime = facts.lifetime
     if lifetime > age {
         if let minFresh = requestCC.minFresh, lifetime - age < minFresh { return revalidate }
         return .fresh(age: age)

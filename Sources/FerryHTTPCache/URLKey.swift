@@ -22,7 +22,7 @@ public enum CacheKeyURL {
     /// CacheKeyURL.normalize("http://a.test/%7Euser/../x")  // "http://a.test/%7Euser/../x"
     /// ```
     public static func normalize(_ url: String) -> String? {
-        parse(url)?.string
+        NormalizedURLs.shared.normalize(url)
     }
 
     /// `scheme://host[:port]` of an absolute http(s) URL (normalised), or nil.

@@ -42,11 +42,14 @@ public enum ReplyEnvelope: Sendable, Equatable {
     /// // .result(id: 7, ["pong": true])
     /// ```
     public static func parse(_ json: [UInt8], maxDepth: Int) -> ReplyEnvelope? {
-        json.withUnsafeBytes { bytes in
-            if let fast = parseResult(bytes, maxDepth: maxDepth) { return fast }
-            guard let value = try? JSONParser.parse(bytes, maxDepth: maxDepth) else { return nil }
-            return parse(value)
-        }
+        json.withUnsafeBytes { parse($0, maxDepth: maxDepth) }
+    }
+
+    /// The same, from bytes in place.
+    public static func parse(_ bytes: UnsafeRawBufferPointer, maxDepth: Int) -> ReplyEnvelope? {
+        if let fast = parseResult(bytes, maxDepth: maxDepth) { return fast }
+        guard let value = try? JSONParser.parse(bytes, maxDepth: maxDepth) else { return nil }
+        return parse(value)
     }
 
     private static let idPrefix = Array(#"{"id":"#.utf8)

@@ -12,6 +12,7 @@ enum BenchMode: String, CaseIterable {
     case cacheGet = "cache-get"
     case fetch = "fetch"
     case fetchStorm = "fetch-storm"
+    case fetchRaw = "fetch-raw"
     case image = "image"
 
     /// What runs when no mode is named: the four `ping` load shapes of BENCHMARKS.md (the threads variant is a side
@@ -85,6 +86,7 @@ struct BenchOptions {
                              (with --redis PATH both send SET / GET to a Redis server instead: same client, other server)
           fetch              --conns FerryClients each fetching --url in a loop (cache hits once ferryd has it)
           fetch-storm        --conns FerryClients fetch --url once, all at the same moment (coalescing)
+          fetch-raw          --conns connections fetching --url, one poll() loop, frames by hand (as wrk on nginx)
           image              --conns FerryClients each calling image.get for --url in a loop (--distinct: new URLs)
 
         Options:
@@ -104,7 +106,7 @@ struct BenchOptions {
             }
             if !modes.contains(mode) { modes.append(mode) }
         }
-        if names.contains("all") { modes = BenchMode.allCases.filter { ![.fetch, .fetchStorm, .image].contains($0) } }
+        if names.contains("all") { modes = BenchMode.allCases.filter { ![.fetch, .fetchStorm, .fetchRaw, .image].contains($0) } }
         // Run in a fixed order whatever the command line's order, so runs compare line by line.
         modes = (modes.isEmpty ? BenchMode.defaults : BenchMode.allCases.filter(modes.contains))
 
@@ -129,7 +131,7 @@ struct BenchOptions {
             guard let path = BodyPath(rawValue: b) else { throw UsageError("--body must be socket, read, map or fd, not \"\(b)\"") }
             options.body = path
         }
-        if options.url == nil, modes.contains(.fetch) || modes.contains(.fetchStorm) || modes.contains(.image) {
+        if options.url == nil, modes.contains(where: { [BenchMode.fetch, .fetchStorm, .fetchRaw, .image].contains($0) }) {
             throw UsageError("the fetch modes need --url")
         }
         options.valueBytes = Int(try number(args.value("value-bytes"), "--value-bytes", default: 100, minimum: 0,

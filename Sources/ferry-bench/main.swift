@@ -25,6 +25,8 @@ func measure(_ mode: BenchMode, _ budget: Budget, _ o: BenchOptions) async throw
     case .rawConnsThreads: return try runRawConnectionThreads(socket: o.socket, budget: budget, count: o.connections)
     case .client: return try await runClient(socket: o.socket, budget: budget, tasks: o.tasks)
     case .fetch: return try await runFetch(socket: o.socket, url: o.url!, budget: budget, connections: o.connections, body: o.body)
+    case .fetchRaw:
+        return try await runFetchRaw(socket: o.socket, url: o.url!, budget: budget, connections: o.connections, pipeline: o.pipeline)
     case .fetchStorm: return try await runFetchStorm(socket: o.socket, url: o.url!, connections: o.connections)
     case .image:
         return try await runImage(socket: o.socket, url: o.url!, budget: budget, connections: o.connections, distinct: o.distinct)

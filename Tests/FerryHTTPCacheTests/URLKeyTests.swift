@@ -81,3 +81,19 @@ import Testing
         #expect(CacheKeyURL.resolve("g", against: "ftp://a.test/") == nil)
     }
 }
+
+@Suite struct NormalizedURLsTests {
+    /// The memo answers as the parser does, for URLs it keeps and URLs too long to keep, and starts over when full.
+    @Test func rememberedAnswersAreTheParsersAndTheMemoStaysBounded() {
+        let memo = NormalizedURLs(capacity: 3, maxURLBytes: 40)
+        let urls = ["HTTP://A.test", "ftp://a.test/", "http://a.test:80/x#f", "http://u:p@a.test/", "http://a.test/" + String(repeating: "p", count: 60)]
+        for round in 0..<2 {
+            for url in urls {
+                #expect(memo.normalize(url) == CacheKeyURL.parse(url)?.string, "round \(round): \(url)")
+                #expect(memo.count <= 3)
+            }
+        }
+        #expect(memo.normalize("HTTP://A.test") == "http://a.test/")
+        #expect(memo.count >= 1)
+    }
+}
