@@ -1,8 +1,9 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import FerryProtocol
 
-/// One connection of a cache load, to ferryd (`FerryCacheConnection`) or to Redis (`RedisConnection`): the load
+/// One connection of a load, to ferryd (`FerryLoadConnection`) or to Redis (`RedisConnection`): the load
 /// driver below is the same for both, so that ferryd and Redis can be measured with one and the same client.
 protocol CacheLoadConnection: AnyObject {
     var fd: Int32 { get }
@@ -121,12 +122,23 @@ func populateCache<C: CacheLoadConnection>(_ connection: C, keySpace: Int) throw
     }
 }
 
-/// A connection to ferryd sending `cache.set` or `cache.get` frames (`CacheFrames`), every reply checked.
-final class FerryCacheConnection: CacheLoadConnection {
-    let raw: RawConnection
-    let frames: CacheFrames
+/// The request frames a load sends to ferryd and the check every reply gets (`CacheFrames`, `FetchFrames`).
+protocol LoadFrames {
+    /// Appends the request with this id for key number `key` (a load that has no keys ignores it).
+    func append(id: UInt64, key: Int, to out: inout [UInt8])
+    var requestBytes: Int { get }
+    /// Checks one reply and returns its request id.
+    func check(_ frame: FrameView) throws(BenchError) -> UInt64
+}
 
-    init(socket: String, frames: CacheFrames) throws(BenchError) {
+extension CacheFrames: LoadFrames {}
+
+/// A connection to ferryd sending `Frames`' requests, every reply checked.
+final class FerryLoadConnection<Frames: LoadFrames>: CacheLoadConnection {
+    let raw: RawConnection
+    let frames: Frames
+
+    init(socket: String, frames: Frames) throws(BenchError) {
         raw = try RawConnection(path: socket)
         self.frames = frames
     }
@@ -155,8 +167,8 @@ func runCacheMode(socket: String, redis: String?, budget: Budget, op: CacheOp, c
         return try runCacheLoad(conns, mode: mode, budget: budget, pipeline: pipeline, keySpace: keySpace, extra: extra)
     }
     let frames = CacheFrames(op: op, valueBytes: valueBytes)
-    var conns: [FerryCacheConnection] = []
-    for _ in 0..<connections { conns.append(try FerryCacheConnection(socket: socket, frames: frames)) }
+    var conns: [FerryLoadConnection<CacheFrames>] = []
+    for _ in 0..<connections { conns.append(try FerryLoadConnection<CacheFrames>(socket: socket, frames: frames)) }
     return try runCacheLoad(conns, mode: mode, budget: budget, pipeline: pipeline, keySpace: keySpace, extra: extra)
 }
 
@@ -165,7 +177,7 @@ func populate(socket: String, redis: String?, keySpace: Int, valueBytes: Int) th
     if let redis {
         try populateCache(try RedisConnection(path: redis, op: .set, valueBytes: valueBytes), keySpace: keySpace)
     } else {
-        try populateCache(try FerryCacheConnection(socket: socket, frames: CacheFrames(op: .set, valueBytes: valueBytes)),
+        try populateCache(try FerryLoadConnection<CacheFrames>(socket: socket, frames: CacheFrames(op: .set, valueBytes: valueBytes)),
                           keySpace: keySpace)
     }
 }

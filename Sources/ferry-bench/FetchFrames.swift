@@ -7,13 +7,13 @@ import FerryProtocol
 /// by a client of the same kind.
 ///
 /// Every reply is checked: status 200, served from the cache (`hit`), and a body of the size the first fetch had.
-struct FetchFrames {
+struct FetchFrames: LoadFrames {
     let url: String
     let bodyBytes: Int
 
     /// `{"id":N,"op":"fetch","args":{"url":"…"}}`, the bytes `JSONWriter` would write for the same envelope.
     @inline(__always)
-    func append(id: UInt64, to out: inout [UInt8]) {
+    func append(id: UInt64, key: Int = 0, to out: inout [UInt8]) {
         FrameEncoder.append(to: &out) { json in
             JSONWriter.appendASCII(#"{"id":"#, to: &json)
             JSONWriter.writeInt(Int64(id), to: &json)
@@ -45,29 +45,6 @@ struct FetchFrames {
     }
 }
 
-/// A connection to ferryd sending `fetch` frames for one URL (the key a cache load draws is not used).
-final class FerryFetchConnection: CacheLoadConnection {
-    let raw: RawConnection
-    let frames: FetchFrames
-
-    init(socket: String, frames: FetchFrames) throws(BenchError) {
-        raw = try RawConnection(path: socket)
-        self.frames = frames
-    }
-
-    var fd: Int32 { raw.fd }
-    var maxInFlight: Int { raw.limits.maxInFlight }
-    var lastReplyBytes: Int { raw.lastFrameBytes }
-    var requestBytes: Int { frames.requestBytes }
-
-    @inline(__always)
-    func appendRequest(id: UInt64, key: Int, to out: inout [UInt8]) { frames.append(id: id, to: &out) }
-    func send(_ bytes: [UInt8]) throws(BenchError) { try raw.send(bytes) }
-    func receive() throws(BenchError) { try raw.receive() }
-    @inline(__always)
-    func takeReply() throws(BenchError) -> UInt64? { try raw.takeFrame { f throws(BenchError) in try frames.check(f) } }
-}
-
 /// `fetch-raw` against ferryd: the first fetch (through FerryClient) caches the URL and gives the body size every
 /// reply is then checked against.
 func runFetchRaw(socket: String, url: String, budget: Budget, connections: Int, pipeline: Int) async throws -> BenchResult {
@@ -76,8 +53,8 @@ func runFetchRaw(socket: String, url: String, budget: Budget, connections: Int, 
     client.close()
     guard first.status == 200 else { throw BenchError("\(url) answered \(first.status)") }
     let frames = FetchFrames(url: url, bodyBytes: first.body.count)
-    var conns: [FerryFetchConnection] = []
-    for _ in 0..<connections { conns.append(try FerryFetchConnection(socket: socket, frames: frames)) }
+    var conns: [FerryLoadConnection<FetchFrames>] = []
+    for _ in 0..<connections { conns.append(try FerryLoadConnection<FetchFrames>(socket: socket, frames: frames)) }
     var result = try runCacheLoad(conns, mode: "fetch-raw", budget: budget, pipeline: pipeline, keySpace: 1,
                                   extra: "body_bytes=\(first.body.count) cache=hit")
     result.replyBytes = first.body.count
