@@ -1,6 +1,6 @@
-/// The envelope of a request in the plain shape the hot operations (`ping`, `cache.get`, `cache.set`) arrive in,
-/// read by one scan of its bytes, without building a `JSONValue` tree: `id`, `op`, and `args` holding only `key`,
-/// `namespace` (strings), `ttl_ms` (an integer) and `body_fd` (`true` or `false`).
+/// The envelope of a request in the plain shape the hot operations (`ping`, `cache.get`, `cache.set`, `fetch`)
+/// arrive in, read by one scan of its bytes, without building a `JSONValue` tree: `id`, `op`, and `args` holding
+/// only `key`, `namespace`, `url` (strings), `ttl_ms` (an integer) and `body_fd` (`true` or `false`).
 ///
 /// The scan accepts a strict subset of what `RequestEnvelope.parse` accepts, and reads it the same way: strings
 /// of printable ASCII without escapes, an `id` of plain digits, JSON whitespace anywhere between tokens, each
@@ -20,6 +20,8 @@ public struct HotEnvelope: Sendable, Equatable {
     public var op: Range<Int> = 0..<0
     public var key: Range<Int>?
     public var namespace: Range<Int>?
+    /// `fetch`'s URL: a fetch of the plain shape is spared the tree on its (general) path.
+    public var url: Range<Int>?
     public var ttlMs: Int64?
     /// `body_fd` (a large body as a descriptor), when given.
     public var bodyFD: Bool?
@@ -33,6 +35,7 @@ public struct HotEnvelope: Sendable, Equatable {
         var args = JSONObject()
         if let key { args.members.append(("key", .string(text(key)))) }
         if let namespace { args.members.append(("namespace", .string(text(namespace)))) }
+        if let url { args.members.append(("url", .string(text(url)))) }
         if let ttlMs { args.members.append(("ttl_ms", .int(ttlMs))) }
         if let bodyFD { args.members.append(("body_fd", .bool(bodyFD))) }
         return RequestEnvelope(id: id, op: text(op), args: args)
@@ -73,7 +76,7 @@ public struct HotEnvelope: Sendable, Equatable {
             return i == b.count ? e : nil
         }
 
-        /// `{}` or members `key`, `namespace`, `ttl_ms`, `body_fd`, each once.
+        /// `{}` or members `key`, `namespace`, `url`, `ttl_ms`, `body_fd`, each once.
         mutating func args(into e: inout HotEnvelope) -> Bool {
             guard take(UInt8(ascii: "{")) else { return false }
             if take(UInt8(ascii: "}")) { return true }
@@ -86,6 +89,9 @@ public struct HotEnvelope: Sendable, Equatable {
                 } else if name.count == 9 && named(name, "namespace") {
                     guard e.namespace == nil, let v = string() else { return false }
                     e.namespace = v
+                } else if name.count == 3 && named(name, "url") {
+                    guard e.url == nil, let v = string() else { return false }
+                    e.url = v
                 } else if name.count == 6 && named(name, "ttl_ms") {
                     guard e.ttlMs == nil, let v = integer() else { return false }
                     e.ttlMs = v

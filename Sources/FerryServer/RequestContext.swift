@@ -76,6 +76,16 @@ public final class RequestContext {
         connection.writeResult(id: id, result: result, body: body)
     }
 
+    /// The same, with the result written straight into the output by `writeResult` (a hot reply, no tree), and a
+    /// body that fits one frame.
+    func succeed(writing writeResult: (inout [UInt8]) -> Void, body: ArraySlice<UInt8>) {
+        guard let connection = end() else { return }
+        body.withUnsafeBytes { connection.writeHotResult(id: id, body: $0, result: writeResult) }
+    }
+
+    /// Whether the client asked for the body as a descriptor (`body_fd: true`).
+    var wantsBodyDescriptor: Bool { args["body_fd"]?.boolValue == true }
+
     /// The same, with a body written as the client reads it (`ReplyBody`: held bytes or a value on disk).
     /// `onDrop` runs if the connection closes before the body is all written (the work behind it may stop);
     /// `amend` edits the result as the final frame is made.
@@ -90,7 +100,7 @@ public final class RequestContext {
     /// out, the body is large enough and the connection has room for one more (or with the miss of a stored body
     /// that failed its check); false, having done nothing: answer with the bytes.
     func succeedWithDescriptor(_ result: JSONObject, body: ReplyBody, keepCopy: Bool = true) -> Bool {
-        guard !isFinished, args["body_fd"]?.boolValue == true, let connection, connection.canSendDescriptor,
+        guard !isFinished, wantsBodyDescriptor, let connection, connection.canSendDescriptor,
               let descriptors = connection.table.descriptors else { return false }
         switch descriptors.make(body, keepCopy: keepCopy) {
         case .descriptor(let d): succeed(result, descriptor: d)

@@ -72,7 +72,8 @@ import Testing
         var checked = 0
         for (n, space) in spaces.enumerated() {
             for args in ["", #","args":{}"#, #","args":{"key":"k\#(n)"}"#, #","args":{"namespace":"n.s","key":"k","ttl_ms":\#(n + 1)}"#,
-                         ",\"args\":{\"key\":\"k\",\"body_fd\":\(space)\(n % 2 == 0)\(space)}"] {
+                         ",\"args\":{\"key\":\"k\",\"body_fd\":\(space)\(n % 2 == 0)\(space)}",
+                         #","args":{"url":"http://a.test/p?q=\#(n)"}"#] {
                 for text in ["{\(space)\"id\"\(space):\(space)\(n + 1)\(space),\"op\":\"cache.get\"\(args)\(space)}",
                              "{\"op\":\(space)\"ping\"\(args),\(space)\"id\":\(n + 10)}\(space)"] {
                     let bytes = Array(text.utf8)
@@ -81,6 +82,7 @@ import Testing
                     #expect(parsed.id == hot.id && parsed.op == Self.text(text, hot.op) && parsed.timeoutMs == nil && !parsed.more)
                     #expect(parsed.args["key"]?.stringValue == Self.text(text, hot.key))
                     #expect(parsed.args["namespace"]?.stringValue == Self.text(text, hot.namespace))
+                    #expect(parsed.args["url"]?.stringValue == Self.text(text, hot.url))
                     #expect(parsed.args["ttl_ms"]?.intValue == hot.ttlMs && parsed.args.isEmpty == !hot.hasArgs)
                     #expect(parsed.args["body_fd"]?.boolValue == hot.bodyFD)
                     let rebuilt = bytes.withUnsafeBytes { hot.requestEnvelope($0) }
@@ -90,6 +92,6 @@ import Testing
                 }
             }
         }
-        #expect(checked == 50)
+        #expect(checked == 60)
     }
 }

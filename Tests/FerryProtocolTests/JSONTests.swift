@@ -82,6 +82,43 @@ import Testing
         #expect(text(.string("q\"b\\ \n\t\r\u{08}\u{0C}\u{01}\u{1F} /é✓")) == #""q\"b\\ \n\t\r\b\f\u0001\u001f /é✓""#)
     }
 
+    /// Strings written eight bytes at a time are written as byte by byte: every byte that needs an escape, at every
+    /// position of strings of every length up to 40, among ASCII and multi-byte characters.
+    @Test func wordAtATimeEscapingMatchesByteByByte() throws {
+        func reference(_ s: String) -> [UInt8] {
+            var out: [UInt8] = [UInt8(ascii: "\"")]
+            for b in s.utf8 {
+                switch b {
+                case 0x22: out += Array(#"\""#.utf8)
+                case 0x5C: out += Array(#"\\"#.utf8)
+                case 0x08: out += Array(#"\b"#.utf8)
+                case 0x0C: out += Array(#"\f"#.utf8)
+                case 0x0A: out += Array(#"\n"#.utf8)
+                case 0x0D: out += Array(#"\r"#.utf8)
+                case 0x09: out += Array(#"\t"#.utf8)
+                case ..<0x20: out += Array(String(format: "\\u%04x", b).utf8)
+                default: out.append(b)
+                }
+            }
+            return out + [UInt8(ascii: "\"")]
+        }
+        let fillers = ["a", "é", "✓", "~", "\u{7F}", " "]
+        for special in (0..<0x20).map({ String(UnicodeScalar(UInt8($0))) }) + ["\"", "\\", "!", "#", "[", "]", "\u{80}", "ÿ"] {
+            for length in 0...40 {
+                for position in Swift.stride(from: 0, to: max(1, length), by: 3) {
+                    let filler = fillers[(length + position) % fillers.count]
+                    var chars = Array(repeating: filler, count: length)
+                    if length > 0 { chars[position] = special }
+                    let s = chars.joined()
+                    var out: [UInt8] = []
+                    JSONWriter.writeString(s, to: &out)
+                    #expect(out == reference(s), "\(s.debugDescription)")
+                    #expect(try JSONParser.parse(out) == .string(s))
+                }
+            }
+        }
+    }
+
     @Test func roundTrip() throws {
         let v: JSONValue = ["s": "a\u{0}b", "d": 0.25, "nested": ["x": [[], [:]]], "neg": -7]
         #expect(try JSONParser.parse(JSONWriter.encode(v)) == v)

@@ -39,7 +39,7 @@ extension CacheGetOperation: HotOperation {
     /// general path's.
     func answerHot(_ request: HotRequest, _ reply: HotReply) -> Bool {
         let e = request.envelope
-        guard e.ttlMs == nil, let key = request.cacheKey,
+        guard e.ttlMs == nil, e.url == nil, let key = request.cacheKey,
               let entry = store.memoryHit(key, now: WallClock.nowMs(), maxBytes: reply.maxBody(bodyFD: e.bodyFD))
         else { return false }
         entry.value.withUnsafeBytes { body in

@@ -27,7 +27,7 @@ extension CacheSetOperation: HotOperation {
     /// `RequestContext`, argument tree or reply object; anything else, errors included, is the general path's.
     func answerHot(_ request: HotRequest, _ reply: HotReply) -> Bool {
         let e = request.envelope
-        guard e.bodyFD == nil, let key = request.cacheKey else { return false }
+        guard e.bodyFD == nil, e.url == nil, let key = request.cacheKey else { return false }
         if let ttl = e.ttlMs, ttl < 1 || ttl > CacheEntry.maxTTLms { return false }
         // In flight before the store may answer it.
         reply.connection.setPending(reply.id, counters: reply.counters)

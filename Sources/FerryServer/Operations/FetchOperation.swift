@@ -51,8 +51,13 @@ final class FetchOperation: OperationHandler {
     }
 
     private static func answer(_ request: RequestContext, _ outcome: FetchOutcome, store: CacheStore?, startedMs: Int64) {
-        let result = FetchOperation.result(outcome)
         let pieceBytes = request.pieceBytes
+        // The common reply — a body in memory that fits one frame, as bytes — is written straight into the output,
+        // without the result's tree (`writeResult(_:to:)`; a quarter of a fetch hit went to building and walking it).
+        if case .bytes(let bytes) = outcome.body, bytes.count <= pieceBytes, !request.wantsBodyDescriptor {
+            return request.succeed(writing: { FetchOperation.writeResult(outcome, to: &$0) }, body: bytes)
+        }
+        let result = FetchOperation.result(outcome)
         if answerWithDescriptor(request, result, outcome.body, store: store, fromStore: outcome.cache.servedFromStore) { return }
         switch outcome.body {
         case .bytes(let bytes):
@@ -92,6 +97,39 @@ final class FetchOperation: OperationHandler {
             return request.succeedWithDescriptor(result, body: .blobRange(blob, range, store: store))
         default: return false
         }
+    }
+
+    /// `result(o)` written as JSON, as `JSONWriter` writes it, without building it first.
+    static func writeResult(_ o: FetchOutcome, to out: inout [UInt8]) {
+        JSONWriter.appendASCII(#"{"status":"#, to: &out)
+        JSONWriter.writeInt(Int64(o.status), to: &out)
+        JSONWriter.appendASCII(#","headers":["#, to: &out)
+        for (k, pair) in o.headers.pairs.enumerated() {
+            JSONWriter.appendASCII(k == 0 ? "[" : ",[", to: &out)
+            JSONWriter.writeString(pair.0, to: &out)
+            out.append(UInt8(ascii: ","))
+            JSONWriter.writeString(pair.1, to: &out)
+            out.append(UInt8(ascii: "]"))
+        }
+        JSONWriter.appendASCII(#"],"url":"#, to: &out)
+        JSONWriter.writeString(o.url, to: &out)
+        JSONWriter.appendASCII(#","redirects":"#, to: &out)
+        JSONWriter.writeInt(Int64(o.redirects), to: &out)
+        JSONWriter.appendASCII(#","cache":{"status":"#, to: &out)
+        JSONWriter.writeString(o.cache.rawValue, to: &out)
+        JSONWriter.appendASCII(#","age_s":"#, to: &out)
+        JSONWriter.writeInt(o.ageSeconds, to: &out)
+        JSONWriter.appendASCII(#"},"timing":{"total_ms":"#, to: &out)
+        JSONWriter.writeInt(o.totalMs, to: &out)
+        if let timing = o.origin {
+            for (name, ms): (StaticString, Double) in [(#","dns_ms":"#, timing.dnsMs), (#","connect_ms":"#, timing.connectMs),
+                                                        (#","tls_ms":"#, timing.tlsMs), (#","first_byte_ms":"#, timing.firstByteMs),
+                                                        (#","transfer_ms":"#, timing.totalMs)] {
+                JSONWriter.appendASCII(name, to: &out)
+                JSONWriter.writeDouble(ms, to: &out)
+            }
+        }
+        JSONWriter.appendASCII("}}", to: &out)
     }
 
     /// The reply's result object (PROTOCOL.md, `fetch`).
