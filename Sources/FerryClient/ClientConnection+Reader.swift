@@ -118,12 +118,10 @@ extension ClientConnection {
     private func deliverEvent(id: UInt64, name: String, data: JSONObject, body: [UInt8]) {
         let stream = state.withLock { s -> (AsyncThrowingStream<FerryStreamItem, any Error>.Continuation, StreamAccount)? in
             switch s.waiters[id] {
-            case .call(let c, var chunks)?:
+            case .call(let c, let chunks)?:
                 // A plain call joins chunk events into the final body and drops other events.
                 if name == EventName.chunk.rawValue {
-                    s.waiters[id] = nil
-                    chunks.append(contentsOf: body)
-                    s.waiters[id] = .call(c, chunks: chunks)
+                    if let chunks { chunks.bytes.append(contentsOf: body) } else { s.waiters[id] = .call(c, chunks: ChunkBuffer(body)) }
                 }
                 return nil
             case .stream(let c, let account)?: return (c, account)

@@ -17,7 +17,8 @@ final class ClientConnection: Sendable {
     typealias CallContinuation = UnsafeContinuation<Delivery, Never>
 
     enum Waiter {
-        case call(CallContinuation, chunks: [UInt8])
+        /// `chunks`: the bodies of the call's `chunk` events so far, once one came.
+        case call(CallContinuation, chunks: ChunkBuffer?)
         case stream(AsyncThrowingStream<FerryStreamItem, any Error>.Continuation, StreamAccount)
     }
 
@@ -192,8 +193,10 @@ final class ClientConnection: Sendable {
     /// before it.
     func deliver(_ outcome: Result<FerryReply, FerryError>, to waiter: Waiter, counted: Bool) {
         switch (waiter, outcome) {
-        case (.call(let c, let chunks), .success(var reply)) where !chunks.isEmpty:
-            reply.body = chunks + reply.body
+        case (.call(let c, let chunks?), .success(var reply)):
+            // The final part joins the chunks' buffer in place (not a new buffer for the whole body).
+            chunks.bytes.append(contentsOf: reply.body)
+            reply.body = chunks.bytes
             resume(c, with: .success(reply), counted: counted)
         case (.call(let c, _), _): resume(c, with: outcome, counted: counted)
         case (.stream(let c, _), .success(let reply)):
@@ -226,4 +229,11 @@ final class ClientConnection: Sendable {
     }
 
     deinit { Glibc.close(fd) }
+}
+
+/// The body of a call's `chunk` events, gathered in place. A class: an array held in the waiter's enum was copied
+/// whole at every chunk (the dictionary's copy and the one being appended to), quadratic in the body's size.
+final class ChunkBuffer: @unchecked Sendable {
+    var bytes: [UInt8]
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
 }

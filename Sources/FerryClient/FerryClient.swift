@@ -152,7 +152,7 @@ public final class FerryClient: Sendable {
         defer { watchdog?.cancel() }
         let delivery = await withTaskCancellationHandler {
             await withUnsafeContinuation { (c: ClientConnection.CallContinuation) in
-                if let error = connection.register(id, .call(c, chunks: [])) {
+                if let error = connection.register(id, .call(c, chunks: nil)) {
                     connection.fail(c, error)
                     return
                 }
