@@ -35,8 +35,9 @@ extension ClientConnection {
             (decoder.maxFrameBytes, decoder.maxJSONBytes) = frameLimits
             defer { finishAll(&finals) }
             do {
-                while let frame = try decoder.next() {
-                    if let lost = dispatch(frame, descriptors: &descriptors, finals: &finals) {
+                // Views into the read buffer: a chunk's body is copied once, into its call's buffer.
+                while let outcome = try decoder.nextView({ dispatch($0, descriptors: &descriptors, finals: &finals) }) {
+                    if let lost = outcome {
                         failure = lost
                         break reading
                     }
@@ -82,14 +83,14 @@ extension ClientConnection {
     /// Reads one frame: a final reply joins `finals`, an event goes to its waiter now. Returns the error that ends
     /// the connection when descriptors and frames no longer pair (PROTOCOL.md §5: a frame that names a descriptor
     /// none came for, or one that cannot be read while descriptors wait, which might have claimed one).
-    private func dispatch(_ frame: Frame, descriptors: inout DescriptorQueue, finals: inout [Final]) -> FerryError? {
+    private func dispatch(_ frame: FrameView, descriptors: inout DescriptorQueue, finals: inout [Final]) -> FerryError? {
         guard let reply = ReplyEnvelope.parse(frame.json, maxDepth: 64) else {
             return descriptors.isEmpty ? nil : FerryError(.protocolError, "ferryd sent a reply this client cannot read while descriptors were due")
         }
         switch reply {
         case .result(let id, let result):
             guard let named = result["body_fd"]?.objectValue else {
-                finals.append((id, .success(FerryReply(result: result, body: frame.body))))
+                finals.append((id, .success(FerryReply(result: result, body: bytes(frame.body)))))
                 return nil
             }
             guard let fd = descriptors.pop() else {
@@ -115,13 +116,20 @@ extension ClientConnection {
         return nil
     }
 
-    private func deliverEvent(id: UInt64, name: String, data: JSONObject, body: [UInt8]) {
+    /// A copy of bytes in the read buffer (typed: a raw buffer would be appended a byte at a time).
+    private func bytes(_ raw: UnsafeRawBufferPointer) -> [UInt8] { Array(raw.assumingMemoryBound(to: UInt8.self)) }
+
+    private func deliverEvent(id: UInt64, name: String, data: JSONObject, body: UnsafeRawBufferPointer) {
         let stream = state.withLock { s -> (AsyncThrowingStream<FerryStreamItem, any Error>.Continuation, StreamAccount)? in
             switch s.waiters[id] {
             case .call(let c, let chunks)?:
                 // A plain call joins chunk events into the final body and drops other events.
                 if name == EventName.chunk.rawValue {
-                    if let chunks { chunks.bytes.append(contentsOf: body) } else { s.waiters[id] = .call(c, chunks: ChunkBuffer(body)) }
+                    if let chunks {
+                        chunks.bytes.append(contentsOf: body.assumingMemoryBound(to: UInt8.self))
+                    } else {
+                        s.waiters[id] = .call(c, chunks: ChunkBuffer(bytes(body)))
+                    }
                 }
                 return nil
             case .stream(let c, let account)?: return (c, account)
@@ -130,7 +138,7 @@ extension ClientConnection {
         }
         guard let (continuation, account) = stream else { return }
         account.delivered(body.count)
-        if case .terminated = continuation.yield(.event(name: name, data: data, body: body)) { account.consumed(body.count) }
+        if case .terminated = continuation.yield(.event(name: name, data: data, body: bytes(body))) { account.consumed(body.count) }
     }
 }
 
