@@ -70,6 +70,19 @@ public final class LoopPipe {
         return n == LoopPipe.wouldBlock ? 0 : n
     }
 
+    /// Writes what the kernel takes now of `first` then `second` (one `writev`): the bytes written (0 when it would
+    /// block), or a negative libuv error. Lets a frame's head and a body that lives elsewhere go out without being
+    /// joined first.
+    public func tryWrite(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) -> Int {
+        guard !isClosed, let a = first.baseAddress, let b = second.baseAddress, first.count > 0, second.count > 0 else {
+            return 0
+        }
+        var bufs = [uv_buf_init(UnsafeMutablePointer(mutating: a.assumingMemoryBound(to: CChar.self)), UInt32(first.count)),
+                    uv_buf_init(UnsafeMutablePointer(mutating: b.assumingMemoryBound(to: CChar.self)), UInt32(second.count))]
+        let n = Int(uv_try_write(handle.asStream, &bufs, 2))
+        return n == LoopPipe.wouldBlock ? 0 : n
+    }
+
     /// Writes what the kernel takes now of `bytes` with the descriptor `fd` attached to the first of them
     /// (`SCM_RIGHTS`: the peer receives its own copy; `fd` stays open here). Returns the bytes written (> 0: the
     /// descriptor went with them), 0 when the kernel takes nothing now (the descriptor neither), or a negative errno.

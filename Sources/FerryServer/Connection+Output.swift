@@ -180,11 +180,45 @@ extension Connection {
 
     private func appendFrame(body: UnsafeRawBufferPointer, json: (inout [UInt8]) -> Void) {
         guard !isClosed else { return }
+        if body.count >= Connection.directWriteBytes && out.isEmpty && queuedWriteBytes == 0 && outDescriptors.isEmpty {
+            return writeFrameDirectly(body: body, json: json)
+        }
         // Output starts waiting now: a stall is measured from here (or from the last write), not from an old drain.
         if pendingOutputBytes == 0 { lastDrainMs = WallClock.nowMs() }
         let before = out.count
         FrameEncoder.append(to: &out, body: body, writeJSON: json)
         table.outputBytes += out.count - before
+        if !needsFlush {
+            needsFlush = true
+            table.scheduleFlush(self)
+        }
+        applyBackpressure()
+    }
+
+    /// A large body with nothing waiting before it: the frame's head and the body go to the kernel in one `writev`
+    /// from where the body is, and only what the kernel does not take now is copied into the output. Why: a large
+    /// value or download went through the output buffer piece by piece, a copy of every byte (18 % of ferryd's time
+    /// on a 10 MB hit, perf) on pages freshly faulted in.
+    private func writeFrameDirectly(body: UnsafeRawBufferPointer, json: (inout [UInt8]) -> Void) {
+        var head: [UInt8] = []
+        head.reserveCapacity(256)
+        FrameEncoder.appendHead(to: &head, bodyLength: body.count, writeJSON: json)
+        let written = head.withUnsafeBytes { pipe.tryWrite($0, body) }
+        if written < 0 {
+            table.log.debug("conn=\(id) write error: \(loopErrorText(Int32(written)))")
+            return close()
+        }
+        table.stats.bytesOut += UInt64(written)
+        lastDrainMs = WallClock.nowMs()
+        if written == head.count + body.count { return }
+        // The rest waits in the output as any reply does.
+        if written < head.count {
+            out.append(contentsOf: head[written...])
+            out.append(contentsOf: body.assumingMemoryBound(to: UInt8.self))
+        } else {
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: body.assumingMemoryBound(to: UInt8.self)[(written - head.count)...]))
+        }
+        table.outputBytes += out.count
         if !needsFlush {
             needsFlush = true
             table.scheduleFlush(self)
