@@ -48,7 +48,7 @@ final class Outbox: Sendable {
     /// sent and its cancel request cannot overtake it. False when the socket is gone.
     func send(_ frames: [[UInt8]], if stillWanted: () -> Bool) -> Bool {
         let size = frames.reduce(0) { $0 + $1.count }
-        if size >= Outbox.directBytes { return sendDirect(frames, if: stillWanted) }
+        if size >= Outbox.directBytes { return write(thenFrames: frames, if: stillWanted) }
         let writeNow = state.withLock { s -> Bool in
             guard stillWanted() else { return false }
             for frame in frames { s.bytes.append(contentsOf: frame) }
@@ -79,18 +79,11 @@ final class Outbox: Sendable {
     var holdsFrames: Bool { state.withLock { !$0.bytes.isEmpty } }
 
     /// Writes everything queued. False when the socket is gone.
-    func flush() -> Bool {
-        writer.withLock { spare in
-            state.withLock {
-                swap(&$0.bytes, &spare)
-                $0.queued = 0
-            }
-            defer { spare.removeAll(keepingCapacity: true) }
-            return spare.isEmpty || spare.withUnsafeBytes { SocketIO.writeAll(fd, $0) }
-        }
-    }
+    func flush() -> Bool { write(thenFrames: [], if: { true }) }
 
-    private func sendDirect(_ frames: [[UInt8]], if stillWanted: () -> Bool) -> Bool {
+    /// Writes everything queued, then `frames` straight from where they are (a large request), unless
+    /// `stillWanted` says no (then nothing is written). False when the socket is gone.
+    private func write(thenFrames frames: [[UInt8]], if stillWanted: () -> Bool) -> Bool {
         writer.withLock { spare in
             let wanted = state.withLock { s -> Bool in
                 guard stillWanted() else { return false }
@@ -100,7 +93,7 @@ final class Outbox: Sendable {
             }
             defer { spare.removeAll(keepingCapacity: true) }
             guard wanted else { return true }
-            // Queued requests first: they were sent before this one.
+            // Queued requests first: they were sent before `frames`.
             if !spare.isEmpty && !spare.withUnsafeBytes({ SocketIO.writeAll(fd, $0) }) { return false }
             for frame in frames where !frame.withUnsafeBytes({ SocketIO.writeAll(fd, $0) }) { return false }
             return true

@@ -94,10 +94,9 @@ public final class ResponseStore {
         }
     }
 
-    /// `facts`: those of `response`, when they were kept with its record.
+    /// `facts`: those of `response`, when they were kept with its record (else `Found` makes them).
     private func found(_ response: StoredResponse, _ body: StoredRecord.Body, storageKey: String, facts: StoredFacts? = nil,
                        _ done: @escaping (Found?) -> Void) {
-        let facts = facts ?? StoredFacts(response)
         switch body {
         case .inline(let bytes):
             done(Found(response: response, body: .bytes(bytes), storageKey: storageKey, bodyKey: nil, facts: facts))
@@ -266,7 +265,7 @@ public final class ResponseStore {
     }
 
     private func get(_ key: String, _ done: @escaping (StoredRecord?) -> Void) {
-        storage.get(key) { [self] value in done(value.flatMap { decode($0, key: key)?.record }) }
+        getWithFacts(key) { record, _ in done(record) }
     }
 
     /// The same, with the facts of a response kept with its record (nil when none were: the caller makes them).

@@ -43,10 +43,10 @@ final class Connection: LoopPipeDelegate {
     var out: [UInt8] = []
     /// Bytes queued on the pipe (`write(copying:)`) whose write has not completed.
     var queuedWriteBytes = 0
-    /// Descriptors waiting in `out` for their frames (`Connection+Descriptors`), in order, and the timer that tries
-    /// again when the socket was full as one was due.
     /// Bodies this large, with nothing waiting before them, are written from where they are (`writeFrameDirectly`).
     static let directWriteBytes = 64 * 1024
+    /// Descriptors waiting in `out` for their frames (`Connection+Descriptors`), in order, and the timer that tries
+    /// again when the socket was full as one was due.
     var outDescriptors: [OutgoingDescriptor] = []
     var descriptorRetry: LoopTimer?
     var descriptorRetryMs: UInt64 = 1

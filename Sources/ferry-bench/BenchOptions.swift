@@ -18,6 +18,9 @@ enum BenchMode: String, CaseIterable {
     /// What runs when no mode is named: the four `ping` load shapes of BENCHMARKS.md (the threads variant is a side
     /// experiment; the cache modes run when named, or with `all`).
     static let defaults: [BenchMode] = [.rawSeq, .rawPipelined, .rawConns, .client]
+
+    /// The modes that fetch `--url` through ferryd (never part of `all`).
+    var fetchesURL: Bool { [.fetch, .fetchStorm, .fetchRaw, .image].contains(self) }
 }
 
 /// How `fetch` takes a large body: through the socket (`body_fd` not used), or as a descriptor that the client reads
@@ -106,7 +109,7 @@ struct BenchOptions {
             }
             if !modes.contains(mode) { modes.append(mode) }
         }
-        if names.contains("all") { modes = BenchMode.allCases.filter { ![.fetch, .fetchStorm, .fetchRaw, .image].contains($0) } }
+        if names.contains("all") { modes = BenchMode.allCases.filter { !$0.fetchesURL } }
         // Run in a fixed order whatever the command line's order, so runs compare line by line.
         modes = (modes.isEmpty ? BenchMode.defaults : BenchMode.allCases.filter(modes.contains))
 
@@ -131,7 +134,7 @@ struct BenchOptions {
             guard let path = BodyPath(rawValue: b) else { throw UsageError("--body must be socket, read, map or fd, not \"\(b)\"") }
             options.body = path
         }
-        if options.url == nil, modes.contains(where: { [BenchMode.fetch, .fetchStorm, .fetchRaw, .image].contains($0) }) {
+        if options.url == nil, modes.contains(where: \.fetchesURL) {
             throw UsageError("the fetch modes need --url")
         }
         options.valueBytes = Int(try number(args.value("value-bytes"), "--value-bytes", default: 100, minimum: 0,
