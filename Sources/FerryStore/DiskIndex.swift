@@ -21,7 +21,11 @@ struct DiskRow: Sendable {
 /// Keys are stored as BLOBs so that order and equality are byte-wise; `accessed_at` drives the disk tier's LRU.
 final class DiskIndex {
     let db: SQLiteDatabase
-    private var statements: [String: SQLiteStatement] = [:]
+    /// Statements of fixed text, by the address of their literal: hashing the SQL text itself cost ~2,300
+    /// instructions a lookup, a tenth of a whole row write.
+    private var fixed: [UnsafeRawPointer: SQLiteStatement] = [:]
+    /// Statements whose text is built at run time (`select(where:)`), by text.
+    private var built: [String: SQLiteStatement] = [:]
 
     static let schema = """
         CREATE TABLE IF NOT EXISTS entries (
@@ -65,20 +69,32 @@ final class DiskIndex {
         }
     }
 
-    private func statement(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
-        if let s = statements[sql] {
+    private func statement(_ sql: StaticString) throws(SQLiteError) -> SQLiteStatement {
+        let address = UnsafeRawPointer(sql.utf8Start)
+        if let s = fixed[address] {
+            s.reset()
+            return s
+        }
+        let s = try db.prepare("\(sql)")
+        fixed[address] = s
+        return s
+    }
+
+    private func statement(built sql: String) throws(SQLiteError) -> SQLiteStatement {
+        if let s = built[sql] {
             s.reset()
             return s
         }
         let s = try db.prepare(sql)
-        statements[sql] = s
+        built[sql] = s
         return s
     }
 
     /// Resets every cached statement: a statement left mid-result keeps a read transaction open, which stops the
     /// WAL from ever being rewound (it would grow for the daemon's whole life).
     func resetStatements() {
-        for s in statements.values { s.reset() }
+        for s in fixed.values { s.reset() }
+        for s in built.values { s.reset() }
     }
 
     /// Whether a transaction is open (SQLite may roll one back by itself on some errors).
@@ -103,19 +119,21 @@ final class DiskIndex {
     func get(_ key: CacheKey) throws(SQLiteError) -> DiskRow? {
         let s = try statement("SELECT size, created_at, expires_at, inline_value, blob, checksum FROM entries WHERE namespace=? AND key=?")
         try s.bind(1, key.namespace)
-        try s.bind(2, Array(key.key.utf8))
+        try s.bind(2, utf8: key.key)
         guard try s.step() else { return nil }
         return DiskRow(size: Int(s.int(0)), createdAt: s.int(1), expiresAt: s.optionalInt(2), inline: s.blob(3), blob: s.text(4),
                        checksum: s.optionalInt(5))
     }
 
+    /// Writes the row of `key`, replacing any. (`INSERT OR REPLACE`: an upsert, which updates only the changed
+    /// columns' indexes, measured 4 % more instructions a row here.) With `replaced` before it: ~35,000 instructions a set row, 39,000 before.
     func put(_ key: CacheKey, _ row: DiskRow, accessedAt: Int64) throws(SQLiteError) {
         let s = try statement("""
             INSERT OR REPLACE INTO entries (namespace, key, size, created_at, expires_at, accessed_at, inline_value, blob, checksum)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
         try s.bind(1, key.namespace)
-        try s.bind(2, Array(key.key.utf8))
+        try s.bind(2, utf8: key.key)
         try s.bind(3, Int64(row.size))
         try s.bind(4, row.createdAt)
         try s.bind(5, row.expiresAt)
@@ -126,12 +144,22 @@ final class DiskIndex {
         _ = try s.step()
     }
 
+    /// What a write of `key` replaces, for the accounting: the old row's size and blob, nil when there is none.
+    /// Reads only those two columns (the full row's inline value is a copy the write does not need).
+    func replaced(_ key: CacheKey) throws(SQLiteError) -> (size: Int, blob: String?)? {
+        let s = try statement("SELECT size, blob FROM entries WHERE namespace=? AND key=?")
+        try s.bind(1, key.namespace)
+        try s.bind(2, utf8: key.key)
+        guard try s.step() else { return nil }
+        return (Int(s.int(0)), s.text(1))
+    }
+
     /// Deletes the row; returns it (for its size and blob) when it existed.
     func delete(_ key: CacheKey) throws(SQLiteError) -> DiskRow? {
         guard let row = try get(key) else { return nil }
         let s = try statement("DELETE FROM entries WHERE namespace=? AND key=?")
         try s.bind(1, key.namespace)
-        try s.bind(2, Array(key.key.utf8))
+        try s.bind(2, utf8: key.key)
         _ = try s.step()
         return row
     }
@@ -140,7 +168,7 @@ final class DiskIndex {
         let s = try statement("UPDATE entries SET expires_at=? WHERE namespace=? AND key=?")
         try s.bind(1, expiresAt)
         try s.bind(2, key.namespace)
-        try s.bind(3, Array(key.key.utf8))
+        try s.bind(3, utf8: key.key)
         _ = try s.step()
         return db.changes > 0
     }
@@ -163,7 +191,7 @@ final class DiskIndex {
         let s = try statement("UPDATE entries SET accessed_at=? WHERE namespace=? AND key=? AND accessed_at<?")
         try s.bind(1, time)
         try s.bind(2, key.namespace)
-        try s.bind(3, Array(key.key.utf8))
+        try s.bind(3, utf8: key.key)
         try s.bind(4, time)
         _ = try s.step()
     }
@@ -197,7 +225,7 @@ final class DiskIndex {
     /// Rows chosen by `whereSQL` (with its bindings), oldest access first, at most `limit`: for clear, expiry and
     /// eviction, which all delete rows and then their unreferenced blobs.
     func select(where whereSQL: String, _ bind: (SQLiteStatement) throws(SQLiteError) -> Void, orderBy: String = "accessed_at", limit: Int) throws(SQLiteError) -> [(key: CacheKey, row: DiskRow)] {
-        let s = try statement("SELECT namespace, key, size, created_at, expires_at, blob FROM entries WHERE \(whereSQL) ORDER BY \(orderBy) LIMIT \(limit)")
+        let s = try statement(built: "SELECT namespace, key, size, created_at, expires_at, blob FROM entries WHERE \(whereSQL) ORDER BY \(orderBy) LIMIT \(limit)")
         try bind(s)
         var out: [(key: CacheKey, row: DiskRow)] = []
         while try s.step() {

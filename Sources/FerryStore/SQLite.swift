@@ -103,6 +103,14 @@ public final class SQLiteStatement {
         if rc != SQLITE_OK { throw db.error(rc) }
     }
 
+    /// Binds a string's UTF-8 bytes as a BLOB (keys are BLOBs so that they compare byte-wise), without the
+    /// intermediate array.
+    public func bind(_ i: Int32, utf8 text: String) throws(SQLiteError) {
+        var text = text
+        let rc = text.withUTF8 { ferry_sqlite_bind_blob_copy(stmt, i, UnsafeRawPointer($0.baseAddress) ?? UnsafeRawPointer(bitPattern: 1)!, Int32($0.count)) }
+        if rc != SQLITE_OK { throw db.error(rc) }
+    }
+
     public func bind(_ i: Int32, _ text: String?) throws(SQLiteError) {
         guard var text else {
             let rc = sqlite3_bind_null(stmt, i)

@@ -18,7 +18,7 @@ extension StoreEngine {
                           checksum: StoreEngine.checksum(entry.value))
         if entry.value.count <= config.inlineThreshold { row.inline = entry.value } else { row.blob = try blobs.write(entry.value) }
         try index.put(key, row, accessedAt: now)
-        if let old { forget(key, old) }
+        if let old { forget(key, size: old.size, blob: old.blob) }
         diskBytes += cost
         diskEntries += 1
     }
@@ -40,15 +40,15 @@ extension StoreEngine {
         adoptedInTransaction.append(hash)
         try index.put(key, DiskRow(size: file.size, createdAt: file.createdAt, expiresAt: file.expiresAt, inline: nil,
                                    blob: hash, checksum: checksum), accessedAt: file.createdAt)
-        if let old { forget(key, old) }
+        if let old { forget(key, size: old.size, blob: old.blob) }
         diskBytes += cost
         diskEntries += 1
     }
 
     /// Keeps the disk tier under its budget on the write path (expired rows first, then the least recently used)
     /// for a new row of `cost` replacing `key`'s; returns the row it replaces.
-    private func makeRoom(for key: CacheKey, cost: Int, now: Int64, outcome: inout BatchOutcome) throws -> DiskRow? {
-        let old = try index.get(key)
+    private func makeRoom(for key: CacheKey, cost: Int, now: Int64, outcome: inout BatchOutcome) throws -> (size: Int, blob: String?)? {
+        let old = try index.replaced(key)
         let oldCost = old.map { StoreEngine.cost(key, size: $0.size) } ?? 0
         if diskBytes - oldCost + cost > config.diskBudget {
             let target = Int(Double(config.diskBudget) * config.diskLowWatermark) - cost
@@ -108,10 +108,12 @@ extension StoreEngine {
     }
 
     /// Accounts for a row that is gone; its blob file goes after the commit if nothing else points at it.
-    func forget(_ key: CacheKey, _ row: DiskRow) {
-        diskBytes -= StoreEngine.cost(key, size: row.size)
+    func forget(_ key: CacheKey, _ row: DiskRow) { forget(key, size: row.size, blob: row.blob) }
+
+    func forget(_ key: CacheKey, size: Int, blob: String?) {
+        diskBytes -= StoreEngine.cost(key, size: size)
         diskEntries -= 1
-        if let hash = row.blob { maybeUnreferenced.append(hash) }
+        if let hash = blob { maybeUnreferenced.append(hash) }
     }
 }
 

@@ -177,7 +177,7 @@ final class StoreEngine {
             var replacedBytes = 0
             var replacedRows = 0
             for (key, entry) in pending {
-                if let old = try index.get(key) {
+                if let old = try index.replaced(key) {
                     replacedBytes += StoreEngine.cost(key, size: old.size)
                     replacedRows += 1
                     if let hash = old.blob { maybeUnreferenced.append(hash) }
