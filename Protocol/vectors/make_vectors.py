@@ -23,6 +23,7 @@ valid = [
     ("ping reply with body", "server → client: the echoed body", {"id": 3, "final": True, "result": {"pong": True}}, bytes([0, 1, 2, 255, 254, 10])),
     ("tick event", "server → client: an event, not final", {"id": 4, "final": False, "event": "tick", "data": {"n": 0}}, b""),
     ("chunk event", "server → client: part of a streamed body", {"id": 5, "final": False, "event": "chunk", "data": {"offset": 4194296}}, b"abc"),
+    ("first chunk event", "server → client: the first part of a streamed body, with the whole body's size", {"id": 5, "final": False, "event": "chunk", "data": {"offset": 0, "size": 300000}}, b"abc"),
     ("error reply", "server → client: a call error with details", {"id": 6, "final": True, "error": {"code": "unimplemented", "message": "unknown operation \"nope\"", "details": {"op": "nope"}}}, b""),
     ("connection error", "server → client: id 0 names no request", {"id": 0, "final": True, "error": {"code": "protocol_error", "message": "JSON envelope of 1195725856 bytes exceeds the limit of 65536"}}, b""),
     ("escapes", "strings with quotes, backslash, control characters, slash and non-ASCII", {"id": 7, "op": "ping", "args": {"s": "q\"b\\n\n t\t c\u0001 /é✓😀"}}, b""),

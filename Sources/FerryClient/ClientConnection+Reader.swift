@@ -128,7 +128,7 @@ extension ClientConnection {
                     if let chunks {
                         chunks.bytes.append(contentsOf: body.assumingMemoryBound(to: UInt8.self))
                     } else {
-                        s.waiters[id] = .call(c, chunks: ChunkBuffer(bytes(body)))
+                        s.waiters[id] = .call(c, chunks: ChunkBuffer(first: body, size: data["size"]?.intValue))
                     }
                 }
                 return nil

@@ -110,10 +110,17 @@ extension Connection {
             case .bytes(let bytes, _):
                 guard !bytes.isEmpty else { continue }
                 let offset = reply.sent - bytes.count
+                // The first chunk says the whole size when it is known (not for a body still arriving), so that a
+                // client makes room once: growing a 10 MB body as it came cost FerryClient 40 % of its throughput.
+                let size = offset == 0 && reply.body.size > 0 ? reply.body.size : nil
                 appendFrame(body: bytes) { out in
                     Connection.writeEventHead(id: reply.id, name: .chunk, to: &out)
                     JSONWriter.appendASCII(",\"data\":{\"offset\":", to: &out)
                     JSONWriter.writeInt(Int64(offset), to: &out)
+                    if let size {
+                        JSONWriter.appendASCII(",\"size\":", to: &out)
+                        JSONWriter.writeInt(Int64(size), to: &out)
+                    }
                     JSONWriter.appendASCII("}}", to: &out)
                 }
             case .waiting:

@@ -59,6 +59,14 @@ extension IntegrationTests {
             }
         }
         #expect(chunks == 1)
+        // The first chunk says the whole size (a client makes room once); later ones do not repeat it.
+        let three = (0..<150_000).map { UInt8(truncatingIfNeeded: $0 * 13) }
+        var sizes: [Int64?] = []
+        for try await item in client.stream("ping", body: three) {
+            if case .event("chunk", let data, _) = item { sizes.append(data["size"]?.intValue) }
+        }
+        #expect(sizes == [150_000, nil])
+        #expect(try await client.call("ping", body: three).body == three)
         // A request body over the frame limit goes up in continuation frames and comes back in chunks.
         let upload = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 * 11) }
         #expect(try await client.call("ping", body: upload).body == upload)
