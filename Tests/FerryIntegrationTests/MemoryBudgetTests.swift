@@ -74,7 +74,7 @@ extension IntegrationTests {
             try raw.send(FrameEncoder.encode(json: ["id": 6, "op": "cache.get", "args": ["key": "ahead"]])
                          + FrameEncoder.encode(json: ["id": 7, "op": "cache.get", "args": ["key": "moving"]]))
             let (first, firstBody) = try #require(try raw.readFrame())
-            #expect(ReplyEnvelope.parse(first) == .event(id: 6, name: "chunk", data: ["offset": 0]), "\(first)")
+            #expect(ReplyEnvelope.parse(first) == .event(id: 6, name: "chunk", data: ["offset": 0, "size": 4_194_304]), "\(first)")
             #expect(try await client.cacheDelete("moving"))
             #expect(try await client.cacheGet("moving") == nil)
             let rest = try Self.readReplies(raw, count: 2, begun: [6: firstBody])
