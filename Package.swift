@@ -75,12 +75,25 @@ let package = Package(
             dependencies: ["FerryProtocol", "FerryHTTPCache", "FerryCache", "FerryStore", "FerryLoop", "FerryBytes", "CCurl"]
         ),
         // The image loader: an actor with its memory tier, the in-flight table and the sniffing stage, fed through
-        // `ImageFetching` (which the server implements with the fetch engine). Knows nothing of loops or libcurl.
+        // `ImageFetching` (which the server implements with the fetch engine) and `ImageDecoding` (FerryVips).
+        // Knows nothing of loops, libcurl or libvips.
         .target(name: "FerryImages", dependencies: ["FerryProtocol", "FerryCache", "FerryHTTPCache", "FerryImageFormat"]),
+        // libvips (Debian libvips-dev): decoding, verification and variants of images. `CVips` links it and carries
+        // the include paths its headers need: GLib's (`pkg-config gobject-2.0`; vips.pc's own flags hold `-pthread`,
+        // which SwiftPM refuses with a warning, and its headers are in /usr/include). `CFerryVips` is the C shim of
+        // typed calls (libvips's API is variadic); `FerryVips` runs them on a bounded pool of threads, off the loop
+        // and off the loader's actor.
+        .systemLibrary(
+            name: "CVips",
+            pkgConfig: "gobject-2.0",
+            providers: [.apt(["libvips-dev"])]
+        ),
+        .target(name: "CFerryVips", dependencies: ["CVips"], linkerSettings: [.linkedLibrary("vips")]),
+        .target(name: "FerryVips", dependencies: ["FerryImages", "CFerryVips"]),
         .target(
             name: "FerryServer",
             dependencies: ["FerryProtocol", "FerryCache", "FerryStore", "FerryHTTPCache", "FerryImageFormat", "FerryLoop",
-                           "FerryFetch", "FerryImages"],
+                           "FerryFetch", "FerryImages", "FerryVips"],
             swiftSettings: hotPathSettings
         ),
         .target(name: "FerryClient", dependencies: ["FerryProtocol", "CFerryIO"]),
@@ -107,6 +120,7 @@ let package = Package(
         .testTarget(name: "FerryFetchTests", dependencies: ["FerryFetch", "FerryHTTPCache", "FerryProtocol"]),
         .testTarget(name: "FerryImagesTests", dependencies: ["FerryImages", "FerryImageFormat", "FerryProtocol"]),
         .testTarget(name: "FerryClientTests", dependencies: ["FerryClient"]),
+        .testTarget(name: "FerryVipsTests", dependencies: ["FerryVips", "FerryImages", "FerryImageFormat"]),
         .testTarget(
             name: "FerryIntegrationTests",
             dependencies: ["FerryClient", "FerryCodable", "FerryProtocol"]

@@ -3,10 +3,15 @@ import FerryProtocol
 /// An image as ferryd's loader returns it.
 public struct FerryImage: Sendable, Equatable {
     public var bytes: [UInt8]
-    /// png, jpeg, gif, webp, bmp, heic or avif — sniffed from the bytes.
+    /// What decoding found: "jpeg", "png", "gif", "webp", "avif", "heic", "tiff", "svg", "pdf", "jxl", "bmp", …
     public var format: String
+    /// As displayed: EXIF orientation applied (a stored 300×200 with orientation 6 is 200×300).
     public var width: Int
     public var height: Int
+    /// EXIF orientation 1…8 of the bytes (1: none): what a viewer drawing them must still apply.
+    public var orientation: Int = 1
+    /// Frames of an animation, pages of a document; 1 otherwise.
+    public var pages: Int = 1
     /// Where the loader found it; nil for a word this version does not know.
     public var source: ImageSource?
     /// The URL of the bytes, after redirects.
@@ -32,8 +37,9 @@ extension FerryClient {
         let reply = try await call(.imageGet, args)
         let r = reply.result
         return FerryImage(bytes: reply.body, format: r["format"]?.stringValue ?? "", width: Int(r["width"]?.intValue ?? 0),
-                          height: Int(r["height"]?.intValue ?? 0), source: r["source"]?.stringValue.flatMap(ImageSource.init(rawValue:)),
-                          url: r["url"]?.stringValue ?? url)
+                          height: Int(r["height"]?.intValue ?? 0), orientation: Int(r["orientation"]?.intValue ?? 1),
+                          pages: Int(r["pages"]?.intValue ?? 1),
+                          source: r["source"]?.stringValue.flatMap(ImageSource.init(rawValue:)), url: r["url"]?.stringValue ?? url)
     }
 
     /// Queues downloads that warm the daemon's caches; returns how many were queued.

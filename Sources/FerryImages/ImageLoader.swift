@@ -11,7 +11,8 @@ public struct ImageSubscriber: Hashable, Sendable {
 /// What `image.get` answers with.
 public struct LoadedImage: Sendable {
     public var bytes: [UInt8]
-    public var info: ImageInfo
+    /// Format and size as displayed, from decoding it once.
+    public var info: DecodedImage
     public var source: ImageSource
     /// The URL of the bytes, after redirects.
     public var url: String
@@ -21,14 +22,15 @@ public struct LoadedImage: Sendable {
 /// tier of the fetch pipeline's HTTP cache, and an in-flight table so that concurrent requests for one image — from
 /// any clients — share one download.
 ///
-/// The actor only coordinates; downloads run through `ImageFetching` (the fetch pipeline on the loop thread) and
-/// sniffing runs off the actor. State is checked again after every `await`. A request is a subscriber of its
+/// The actor only coordinates; downloads run through `ImageFetching` (the fetch pipeline on the loop thread),
+/// sniffing off the actor, and decoding through `ImageDecoding` (libvips on its own threads). An image is handed
+/// out only once it decoded: every pixel, once per download; memory hits reuse that verdict. State is checked again after every `await`. A request is a subscriber of its
 /// download: cancelling it ends its wait alone; the download is cancelled when its last subscriber goes, and keeps
 /// its in-flight entry until its result is stored, so a request arriving meanwhile never starts a second download.
 /// At most `maxConcurrent` downloads run at once; the rest wait in order, prefetches behind direct requests.
 ///
 /// ```swift
-/// let loader = ImageLoader(fetcher: fetcher, config: .init(), now: WallClock.nowMs)
+/// let loader = ImageLoader(fetcher: fetcher, decoder: decoder, config: .init(), now: WallClock.nowMs)
 /// let image = try await loader.load(ImageRequest(url: u), subscriber: ImageSubscriber(id: 7))
 /// await loader.cancel(ImageSubscriber(id: 7))
 /// ```
@@ -46,6 +48,7 @@ public actor ImageLoader {
     }
 
     private let fetcher: ImageFetching
+    private let decoder: ImageDecoding
     public nonisolated let config: Config
     /// Wall-clock milliseconds, for the freshness of what the memory tier holds (injected: tests move it).
     private let now: @Sendable () -> Int64
@@ -62,8 +65,9 @@ public actor ImageLoader {
     private var prefetchLimit: Int { config.maxPrefetching ?? max(1, config.maxConcurrent / 3) }
     private(set) var stats = ImageStats()
 
-    public init(fetcher: ImageFetching, config: Config, now: @escaping @Sendable () -> Int64) {
+    public init(fetcher: ImageFetching, decoder: ImageDecoding, config: Config, now: @escaping @Sendable () -> Int64) {
         self.fetcher = fetcher
+        self.decoder = decoder
         self.config = config
         self.now = now
         memory = ImageMemoryCache(budget: config.memoryBudget, maxEntries: config.maxEntries)
@@ -172,35 +176,64 @@ public actor ImageLoader {
                 runningPrefetches += 1
             }
             stats.downloads += 1
-            let fetcher = self.fetcher, maxPixels = config.maxPixels, maxBytes = config.maxBytes
+            let fetcher = self.fetcher, decoder = self.decoder, maxPixels = config.maxPixels, maxBytes = config.maxBytes
             download.task = Task {
-                let result = await ImageLoader.fetchAndSniff(download.request, fetcher: fetcher, maxPixels: maxPixels, maxBytes: maxBytes)
+                let result = await ImageLoader.fetchAndVerify(download.request, fetcher: fetcher, decoder: decoder,
+                                                              maxPixels: maxPixels, maxBytes: maxBytes)
                 self.completed(download, result)
             }
         }
     }
 
-    /// Off the actor: the download and the sniffing of its bytes.
-    private nonisolated static func fetchAndSniff(_ request: ImageRequest, fetcher: ImageFetching, maxPixels: Int,
-                                                  maxBytes: Int) async -> Result<(CachedImage, FetchedImage), ImageError> {
-        do throws(ImageError) {
-            let fetched = try await fetcher.fetch(request, maxBytes: maxBytes)
-            let info: ImageInfo
-            do {
-                info = try ImageSniffer.sniff(fetched.body, maxPixels: maxPixels)
-            } catch {
-                throw ImageError.invalidImage(error)
-            }
-            let image = CachedImage(bytes: fetched.body, info: info, url: fetched.url, freshUntilMs: fetched.freshUntilMs)
-            return .success((image, fetched))
-        } catch {
-            return .failure(error)
+    /// What one download brought, verified (or why not), and what the decode cost.
+    private struct Verified: Sendable {
+        var outcome: Result<(CachedImage, FetchedImage), ImageError>
+        var decodeMs: Double?
+    }
+
+    /// Off the actor: the download, the sniffer's checks (a bomb is refused from its header, a cut PNG or GIF by
+    /// its missing end), then one decode of every pixel.
+    private nonisolated static func fetchAndVerify(_ request: ImageRequest, fetcher: ImageFetching, decoder: ImageDecoding,
+                                                   maxPixels: Int, maxBytes: Int) async -> Verified {
+        let fetched: FetchedImage
+        do throws(ImageError) { fetched = try await fetcher.fetch(request, maxBytes: maxBytes) } catch {
+            return Verified(outcome: .failure(error))
         }
+        // The sniffer knows seven formats: for those it checks size and completeness before any decode. What it
+        // does not know goes to the decoder, whose header check applies the same pixel limit.
+        var hint: String?
+        do {
+            let sniffed = try ImageSniffer.sniff(fetched.body, maxPixels: maxPixels)
+            if let problem = ImageCompleteness.problem(in: fetched.body, format: sniffed.format) {
+                return Verified(outcome: .failure(.invalidImage(.truncated(problem))))
+            }
+        } catch .notAnImage(let why) {
+            hint = why
+        } catch {
+            return Verified(outcome: .failure(.invalidImage(error)))
+        }
+        let started = ContinuousClock.now
+        let decoded: DecodedImage
+        do throws(ImageDecodeError) {
+            decoded = try await decoder.verify(fetched.body, maxPixels: maxPixels)
+        } catch {
+            let ms = (ContinuousClock.now - started).milliseconds
+            if case .unknownFormat(let why) = error { return Verified(outcome: .failure(.invalidImage(.notAnImage(hint ?? why))), decodeMs: ms) }
+            return Verified(outcome: .failure(.decode(error)), decodeMs: ms)
+        }
+        let image = CachedImage(bytes: fetched.body, info: decoded, url: fetched.url, freshUntilMs: fetched.freshUntilMs)
+        return Verified(outcome: .success((image, fetched)), decodeMs: (ContinuousClock.now - started).milliseconds)
     }
 
     /// Back on the actor: store, then answer every subscriber, then let the next download start.
-    private func completed(_ download: Download, _ result: Result<(CachedImage, FetchedImage), ImageError>) {
+    private func completed(_ download: Download, _ verified: Verified) {
         running -= 1
+        if let ms = verified.decodeMs {
+            stats.decodes += 1
+            stats.decodeMs += ms
+            if case .failure = verified.outcome { stats.decodeFailures += 1 }
+        }
+        let result = verified.outcome
         let owner = download.request.owner
         if let n = runningByOwner[owner] { runningByOwner[owner] = n > 1 ? n - 1 : nil }
         if download.runsAsPrefetch {
@@ -222,7 +255,10 @@ public actor ImageLoader {
             finish(download, .success(loaded))
         case .failure(let error):
             if current { inFlight[download.key] = nil }
-            if case .invalidImage = error { stats.invalid += 1 }
+            switch error {
+            case .invalidImage, .decode(.undecodable), .decode(.tooLarge), .decode(.unknownFormat): stats.invalid += 1
+            default: break
+            }
             finish(download, .failure(error))
         }
     }
@@ -234,4 +270,9 @@ public actor ImageLoader {
         }
         download.subscribers.removeAll()
     }
+}
+
+extension Duration {
+    /// `Duration.milliseconds(1500).milliseconds == 1500.0`
+    fileprivate var milliseconds: Double { Double(components.seconds) * 1000 + Double(components.attoseconds) / 1e15 }
 }

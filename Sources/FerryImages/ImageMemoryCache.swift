@@ -5,7 +5,8 @@ import FerryImageFormat
 /// may be used without asking the origin again.
 struct CachedImage: Sendable {
     var bytes: [UInt8]
-    var info: ImageInfo
+    /// What decoding found (once, when it was downloaded).
+    var info: DecodedImage
     /// The URL the bytes came from (after redirects).
     var url: String
     /// Milliseconds since the epoch; past it the entry is not served (the fetch path revalidates instead).

@@ -12,6 +12,11 @@ public struct ImageStats: Sendable {
     public var cancelled: UInt64 = 0
     public var oversized: UInt64 = 0
     public var invalid: UInt64 = 0
+    /// Images decoded to verify them (once per download), and how many of those failed.
+    public var decodes: UInt64 = 0
+    public var decodeFailures: UInt64 = 0
+    /// Milliseconds spent decoding, summed over the pool's threads.
+    public var decodeMs: Double = 0
     public var prefetched: UInt64 = 0
     public var bytesDownloaded: UInt64 = 0
     public var bytes = 0

@@ -6,6 +6,7 @@ import FerryFetch
 import FerryLoop
 import FerryProtocol
 import FerryStore
+import FerryVips
 
 /// `ferryd`: one libuv loop serving the Unix socket. `run` opens the store, starts the fetch engine and the image
 /// loader, builds every operation with the services it needs, then serves until a signal and the drain are over.
@@ -25,6 +26,8 @@ public final class Server {
     private var store: CacheStore?
     private var mailbox: LoopMailbox?
     private var fetch: FetchEngine?
+    /// The threads that decode images (libvips), stopped after the loop.
+    private var imagePool: WorkerPool?
     private var table: ConnectionTable?
     private var listener: Listener?
     private var handles: [LoopHandle] = []
@@ -62,6 +65,7 @@ public final class Server {
         // Everything acknowledged is already on disk; this applies the journal to the index and waits for the rest of
         // the queue, then the worker ends.
         store?.close()
+        imagePool?.stop()
         guardian.release()
         log.info("ferryd stopped")
     }
@@ -81,7 +85,8 @@ public final class Server {
         self.store = store
         let fetch = try Wiring.startFetch(config, loop: loop, store: store)
         self.fetch = fetch
-        let images = Wiring.startImages(config, fetch: fetch, post: mailbox.post)
+        let (images, imagePool) = Wiring.startImages(config, fetch: fetch, post: mailbox.post)
+        self.imagePool = imagePool
         let stats = ServerStats()
         let router = Router()
         router.hotPath = config.hotPath

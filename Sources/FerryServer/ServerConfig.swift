@@ -61,11 +61,13 @@ public struct ServerConfig: Sendable {
     /// `--cache-control-targets`), first wins; a deployment that acts as a CDN adds `CDN-Cache-Control`.
     public var cacheControlTargets = ["Ferry-Cache-Control"]
     /// The image loader: memory budget and entry count (`--image-memory-limit`, `--image-max-entries`), the pixel
-    /// limit (`--image-max-pixels`) and downloads at once (`--image-downloads`).
+    /// limit (`--image-max-pixels`), downloads at once (`--image-downloads`) and images decoded at once
+    /// (`--image-decoders`: the threads of libvips's pool; what bounds the memory decoding takes).
     public var imageMemoryLimit = 128 * 1024 * 1024
     public var imageMaxEntries = 1000
     public var imageMaxPixels = 100_000_000
     public var imageDownloads = 6
+    public var imageDecoders = 2
 
     public init(socketPath: String, socketIsDefault: Bool = false, cacheDirectory: String) {
         self.socketPath = socketPath

@@ -6,6 +6,7 @@ import FerryFetch
 import FerryHTTPCache
 import FerryLoop
 import FerryImages
+import FerryVips
 import FerryProtocol
 import FerryStore
 
@@ -101,13 +102,17 @@ enum Wiring {
         return secret
     }
 
-    static func startImages(_ config: ServerConfig, fetch: FetchEngine, post: @escaping LoopPost) -> ImageLoader {
+    /// The image loader, with libvips decoding on a pool of `imageDecoders` threads (stopped by the caller).
+    static func startImages(_ config: ServerConfig, fetch: FetchEngine, post: @escaping LoopPost) -> (ImageLoader, WorkerPool) {
         var imageConfig = ImageLoader.Config()
         imageConfig.memoryBudget = config.imageMemoryLimit
         imageConfig.maxEntries = config.imageMaxEntries
         imageConfig.maxPixels = config.imageMaxPixels
         imageConfig.maxConcurrent = config.imageDownloads
-        return ImageLoader(fetcher: LoopImageFetcher(engine: fetch, post: post), config: imageConfig, now: WallClock.nowMs)
+        let pool = WorkerPool(threads: config.imageDecoders, name: "ferry-image")
+        let loader = ImageLoader(fetcher: LoopImageFetcher(engine: fetch, post: post), decoder: VipsDecoder(pool: pool),
+                                 config: imageConfig, now: WallClock.nowMs)
+        return (loader, pool)
     }
 
     /// Every operation of protocol v1, in the catalog's order (the order `hello` and `describe` list them).

@@ -33,6 +33,7 @@ enum DaemonOptions {
         OptionSpec("image-max-entries", takesValue: true, help: "images kept in memory at most (default: 1000)"),
         OptionSpec("image-max-pixels", takesValue: true, help: "images with more pixels are refused (default: 100000000)"),
         OptionSpec("image-downloads", takesValue: true, help: "image downloads at once, more wait (default: 6)"),
+        OptionSpec("image-decoders", takesValue: true, help: "images decoded at once (libvips threads), more wait (default: 2)"),
         OptionSpec("allow-other-users", help: "accept clients running as another uid"),
         OptionSpec("no-body-fd", help: "never hand a body out as a descriptor; clients that ask get the bytes"),
         OptionSpec("body-fd-min-bytes", takesValue: true, help: "smallest body handed out as a descriptor to clients that ask (default: 64KiB)"),
@@ -104,6 +105,7 @@ enum DaemonOptions {
         if let n = args.value("image-max-entries") { config.imageMaxEntries = try positive(n, "--image-max-entries") }
         if let n = args.value("image-max-pixels") { config.imageMaxPixels = try positive(n, "--image-max-pixels") }
         if let n = args.value("image-downloads") { config.imageDownloads = try positive(n, "--image-downloads") }
+        if let n = args.value("image-decoders") { config.imageDecoders = try positive(n, "--image-decoders") }
         config.allowOtherUsers = args.has("allow-other-users")
         config.hotPath = !args.has("no-hot-path")
         config.bodyDescriptors = !args.has("no-body-fd")

@@ -67,6 +67,24 @@ final class FakeImageFetcher: ImageFetching, @unchecked Sendable {
     }
 }
 
+/// A decoder that counts its calls and answers from the sniffer (or with the failure the test sets), so the
+/// loader's rules are tested without libvips (FerryVipsTests test the real one).
+final class CountingDecoder: ImageDecoding, @unchecked Sendable {
+    private let state = Mutex<(calls: Int, failure: ImageDecodeError?)>((0, nil))
+    var calls: Int { state.withLock { $0.calls } }
+    func fail(with error: ImageDecodeError?) { state.withLock { $0.failure = error } }
+
+    func verify(_ bytes: [UInt8], maxPixels: Int) async throws(ImageDecodeError) -> DecodedImage {
+        let failure = state.withLock { s -> ImageDecodeError? in
+            s.calls += 1
+            return s.failure
+        }
+        if let failure { throw failure }
+        guard let info = try? ImageSniffer.sniff(bytes, maxPixels: maxPixels) else { throw .unknownFormat("not sniffed") }
+        return DecodedImage(format: info.format.rawValue, width: info.width, height: info.height)
+    }
+}
+
 @Suite struct ImageLoaderTests {
     static let png: [UInt8] = {
         var url = URL(fileURLWithPath: #filePath)
@@ -75,11 +93,24 @@ final class FakeImageFetcher: ImageFetching, @unchecked Sendable {
         return Array(try! Data(contentsOf: url.appendingPathComponent("FerryImageFormatTests/Fixtures/png-37x21.png")))
     }()
 
-    func loader(_ fetcher: FakeImageFetcher, concurrent: Int = 6) -> ImageLoader {
+    func loader(_ fetcher: FakeImageFetcher, concurrent: Int = 6, decoder: any ImageDecoding = CountingDecoder()) -> ImageLoader {
         var config = ImageLoader.Config()
         config.maxConcurrent = concurrent
         let clock = fetcher.clock
-        return ImageLoader(fetcher: fetcher, config: config, now: { clock.now })
+        return ImageLoader(fetcher: fetcher, decoder: decoder, config: config, now: { clock.now })
+    }
+
+    /// One load of `url`, the fetcher answering once `started` fetches began: the outcome, success or failure.
+    func loadReleased(_ l: ImageLoader, _ fetcher: FakeImageFetcher, _ url: String, id: UInt64,
+                      started: Int = 1) async -> Result<LoadedImage, ImageError> {
+        let t = Task { () async -> Result<LoadedImage, ImageError> in
+            do throws(ImageError) { return .success(try await l.load(ImageRequest(url: url), subscriber: ImageSubscriber(id: id))) } catch {
+                return .failure(error)
+            }
+        }
+        await fetcher.waitStarted(started)
+        fetcher.release(url)
+        return await t.value
     }
 
     @Test func aMemoryEntryPastItsFreshnessIsNotServed() async throws {
@@ -101,7 +132,8 @@ final class FakeImageFetcher: ImageFetching, @unchecked Sendable {
 
     @Test func concurrentRequestsShareOneDownloadAndTheMemoryTierAnswersAfter() async throws {
         let fetcher = FakeImageFetcher(body: Self.png)
-        let l = loader(fetcher)
+        let decoder = CountingDecoder()
+        let l = loader(fetcher, decoder: decoder)
         let url = "http://a.test/p.png"
         async let a = l.load(ImageRequest(url: url), subscriber: ImageSubscriber(id: 1))
         async let b = l.load(ImageRequest(url: url), subscriber: ImageSubscriber(id: 2))
@@ -115,6 +147,7 @@ final class FakeImageFetcher: ImageFetching, @unchecked Sendable {
         #expect(again.source == .memory)
         let stats = await l.snapshot()
         #expect(stats.downloads == 1 && stats.coalesced == 1 && stats.memoryHits == 1 && stats.entries == 1)
+        #expect(decoder.calls == 1 && stats.decodes == 1, "decoded once for both, and not again for the memory hit")
     }
 
     @Test func cancellingOneSubscriberLeavesTheOtherAndTheLastOneStopsTheDownload() async throws {
@@ -129,7 +162,7 @@ final class FakeImageFetcher: ImageFetching, @unchecked Sendable {
         await #expect(throws: ImageError.self) { try await first.value }
         #expect(fetcher.cancelled.isEmpty, "another subscriber still waits")
         fetcher.release(url)
-        #expect(try await second.value.info.format == .png)
+        #expect(try await second.value.info.format == "png")
 
         let lone = Task { try await l.load(ImageRequest(url: "http://a.test/gone.png"), subscriber: ImageSubscriber(id: 3)) }
         await fetcher.waitStarted(2)
@@ -224,10 +257,50 @@ final class FakeImageFetcher: ImageFetching, @unchecked Sendable {
         #expect(await l.snapshot().entries == 0)
     }
 
+    /// What does not decode is refused with the decoder's reason, counted, and not kept: the next request
+    /// downloads and decodes again.
+    @Test func anImageThatDoesNotDecodeIsRefusedAndNotKept() async throws {
+        let fetcher = FakeImageFetcher(body: Self.png)
+        let decoder = CountingDecoder()
+        decoder.fail(with: .undecodable("IDAT: invalid stored block lengths"))
+        let l = loader(fetcher, decoder: decoder)
+        let url = "http://a.test/corrupt.png"
+        guard case .failure(.decode(.undecodable(let why))) = await loadReleased(l, fetcher, url, id: 1) else {
+            Issue.record("an image that does not decode was not refused as undecodable")
+            return
+        }
+        #expect(why.contains("IDAT"))
+        let stats = await l.snapshot()
+        #expect(stats.entries == 0 && stats.invalid == 1 && stats.decodes == 1 && stats.decodeFailures == 1)
+        decoder.fail(with: nil)
+        #expect(try await loadReleased(l, fetcher, url, id: 2, started: 2).get().source == .network)
+        #expect(decoder.calls == 2)
+    }
+
+    /// A PNG cut by its last byte has every pixel (decoders accept it); its missing IEND refuses it before any decode.
+    @Test func aPNGWithoutItsEndIsRefusedBeforeDecoding() async throws {
+        let fetcher = FakeImageFetcher(body: Array(Self.png.dropLast()))
+        let decoder = CountingDecoder()
+        let l = loader(fetcher, decoder: decoder)
+        guard case .failure(.invalidImage(.truncated)) = await loadReleased(l, fetcher, "http://a.test/cut.png", id: 1) else {
+            Issue.record("a cut PNG was not refused as truncated")
+            return
+        }
+        #expect(decoder.calls == 0)
+    }
+
+    /// Bytes the sniffer does not know go to the decoder, which may read them (TIFF, SVG, …).
+    @Test func formatsTheSnifferDoesNotKnowAreTheDecodersToJudge() async throws {
+        let fetcher = FakeImageFetcher(body: Array("<svg xmlns='http://www.w3.org/2000/svg' width='8' height='4'/>".utf8))
+        let l = loader(fetcher, decoder: SVGDecoder())
+        let image = try await loadReleased(l, fetcher, "http://a.test/v.svg", id: 1).get()
+        #expect(image.info == DecodedImage(format: "svg", width: 8, height: 4))
+    }
+
     @Test func theMemoryTierKeepsItsByteBudgetEntryCountAndSizeRule() {
         var cache = ImageMemoryCache(budget: 10_000, maxEntries: 3)
         func image(_ size: Int) -> CachedImage {
-            CachedImage(bytes: [UInt8](repeating: 1, count: size), info: .init(format: .png, width: 1, height: 1),
+            CachedImage(bytes: [UInt8](repeating: 1, count: size), info: .init(format: "png", width: 1, height: 1),
                         url: "u", freshUntilMs: 1_000)
         }
         #expect(cache.insert(image(100), for: "a") == .stored)
@@ -240,5 +313,13 @@ final class FakeImageFetcher: ImageFetching, @unchecked Sendable {
         #expect(cache.image(for: "big", nowMs: 0) == nil)
         #expect(cache.image(for: "a", nowMs: 1_000) == nil, "stale: dropped")
         #expect(cache.bytes <= 10_000)
+    }
+}
+
+/// A decoder that reads only SVG (by its first bytes) and says it is 8×4.
+struct SVGDecoder: ImageDecoding {
+    func verify(_ bytes: [UInt8], maxPixels: Int) async throws(ImageDecodeError) -> DecodedImage {
+        guard bytes.starts(with: Array("<svg".utf8)) else { throw .unknownFormat("not svg") }
+        return DecodedImage(format: "svg", width: 8, height: 4)
     }
 }

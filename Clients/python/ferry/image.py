@@ -16,9 +16,11 @@ __all__ = ["Image", "ImageMixin"]
 class Image(NamedTuple):
     """An image from the daemon's shared loader (``Client.image``).
 
-    ``format`` is sniffed from the bytes (png, jpeg, gif, webp, bmp, heic, avif); ``source`` says where the daemon
-    found it: ``"memory"``, ``"disk"`` or ``"network"`` (the daemon's string, equal to an ``ImageSource`` member);
-    ``url`` is the URL of the bytes after redirects.
+    ``format`` comes from decoding the bytes (jpeg, png, gif, webp, avif, heic, tiff, svg, pdf, jxl, bmp, …);
+    ``width`` and ``height`` are as displayed (EXIF orientation applied), ``orientation`` (1…8, 1: none) is what a
+    viewer drawing the bytes must still apply, ``pages`` counts the frames of an animation (1 otherwise);
+    ``source`` says where the daemon found it: ``"memory"``, ``"disk"`` or ``"network"`` (the daemon's string,
+    equal to an ``ImageSource`` member); ``url`` is the URL of the bytes after redirects.
 
     ::
 
@@ -31,6 +33,8 @@ class Image(NamedTuple):
     height: int
     source: str
     url: str
+    orientation: int = 1
+    pages: int = 1
 
 
 class ImageMixin:
@@ -63,7 +67,8 @@ class ImageMixin:
             args["timeout_ms"] = timeout_ms
         result, body = self.call("image.get", args, timeout_ms=request_timeout_ms)
         return Image(body, result.get("format", ""), int(result.get("width", 0)), int(result.get("height", 0)),
-                     result.get("source", ""), result.get("url", url))
+                     result.get("source", ""), result.get("url", url), int(result.get("orientation", 1)),
+                     int(result.get("pages", 1)))
 
     def prefetch_images(self, urls: Iterable[str]) -> int:
         """Queues downloads that warm the daemon's caches; returns how many were queued."""

@@ -26,6 +26,7 @@ class ImageDaemonTests(DaemonWithOrigin):
         img = self.client.image(self.url("webp-alpha-31x17.webp"))
         self.assertIsInstance(img, Image)
         self.assertEqual((img.format, img.width, img.height, img.source), ("webp", 31, 17, "network"))
+        self.assertEqual((img.orientation, img.pages), (1, 1))
         with open(os.path.join(FIXTURES, "webp-alpha-31x17.webp"), "rb") as f:
             self.assertEqual(img.bytes, f.read())
         self.assertEqual(self.client.image(self.url("webp-alpha-31x17.webp")).source, "memory")

@@ -52,8 +52,9 @@ final class ImageGetOperation: ImageOperation, OperationHandler {
             do throws(ImageError) {
                 let image = try await loader.load(imageRequest, subscriber: subscriber)
                 post {
-                    bound.value.succeed(["format": .string(image.info.format.rawValue), "width": .int(Int64(image.info.width)),
-                                         "height": .int(Int64(image.info.height)), "size": .int(Int64(image.bytes.count)),
+                    bound.value.succeed(["format": .string(image.info.format), "width": .int(Int64(image.info.width)),
+                                         "height": .int(Int64(image.info.height)), "orientation": .int(Int64(image.info.orientation)),
+                                         "pages": .int(Int64(image.info.pages)), "size": .int(Int64(image.bytes.count)),
                                          "source": .string(image.source.rawValue), "url": .string(image.url)], body: image.bytes)
                 }
             } catch {

@@ -1,0 +1,82 @@
+import CFerryVips
+import FerryImages
+
+/// libvips for the process: started once (its operation cache off, one thread per operation; bytes reach the
+/// loaders of image formats only), and the typed calls of the C shim `ferry_vips.h` with Swift errors. Blocking: call from a
+/// `WorkerPool` thread, never from the loop thread or an actor.
+///
+/// ```swift
+/// try Vips.start()
+/// let facts = try Vips.verify(bytes, maxPixels: 100_000_000)   // every pixel decoded once
+/// facts.format   // "png"
+/// ```
+public enum Vips {
+    private static let started: Result<Void, ImageDecodeError> = {
+        // One thread per operation: Ferry runs several operations at once on its pool, which is what bounds them.
+        ferry_vips_start(1) == 0 ? .success(()) : .failure(.unavailable("libvips did not start"))
+    }()
+
+    /// Starts libvips (once; later calls return the first outcome).
+    public static func start() throws(ImageDecodeError) { try started.get() }
+
+    /// The header only: format, stored size, pages, orientation. No pixel decoded.
+    public static func header(_ bytes: [UInt8]) throws(ImageDecodeError) -> DecodedImage {
+        try start()
+        var info = ferry_vips_info()
+        var message = [CChar](repeating: 0, count: 512)
+        let status = bytes.withUnsafeBytes { ferry_vips_header($0.baseAddress, $0.count, &info, &message, message.count) }
+        try check(status, info: info, limit: 0, message)
+        return decoded(info)
+    }
+
+    /// Decodes every pixel once; refuses images over `maxPixels` from the header first.
+    public static func verify(_ bytes: [UInt8], maxPixels: Int) throws(ImageDecodeError) -> DecodedImage {
+        try start()
+        var info = ferry_vips_info()
+        var message = [CChar](repeating: 0, count: 512)
+        let status = bytes.withUnsafeBytes {
+            ferry_vips_verify($0.baseAddress, $0.count, Int64(maxPixels), &info, &message, message.count)
+        }
+        try check(status, info: info, limit: maxPixels, message)
+        return decoded(info)
+    }
+
+    /// A test image (a gradient; orientation > 1 written as EXIF, JPEG only) encoded as `format`: "jpeg", "png",
+    /// "webp", "gif", "avif", "heic", "tiff".
+    public static func testImage(width: Int, height: Int, alpha: Bool = false, format: String,
+                                 orientation: Int = 1) throws(ImageDecodeError) -> [UInt8] {
+        try start()
+        var out: UnsafeMutableRawPointer?
+        var size = 0
+        var message = [CChar](repeating: 0, count: 512)
+        let status = ferry_vips_make_test_image(Int32(width), Int32(height), alpha ? 1 : 0, format, Int32(orientation),
+                                                &out, &size, &message, message.count)
+        try check(status, info: ferry_vips_info(), limit: 0, message)
+        defer { ferry_vips_free(out) }
+        return Array(UnsafeRawBufferPointer(start: out, count: size))
+    }
+
+    static func decoded(_ info: ferry_vips_info) -> DecodedImage {
+        DecodedImage(format: string(info.format), width: Int(info.display_width), height: Int(info.display_height),
+                     orientation: Int(info.orientation), pages: Int(info.pages))
+    }
+
+    static func check(_ status: ferry_vips_status, info: ferry_vips_info, limit: Int, _ message: [CChar]) throws(ImageDecodeError) {
+        let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        switch status {
+        case FERRY_VIPS_OK: return
+        case FERRY_VIPS_UNKNOWN_FORMAT: throw .unknownFormat(text)
+        case FERRY_VIPS_TOO_LARGE:
+            throw .tooLarge(width: Int(info.width), height: Int(info.height), pages: Int(info.pages), limit: limit)
+        case FERRY_VIPS_UNDECODABLE: throw .undecodable(text)
+        default: throw .unavailable(text)
+        }
+    }
+
+    /// A fixed-size C string field of a struct (a tuple of CChar, as Swift imports it).
+    static func string<T>(_ field: T) -> String {
+        withUnsafeBytes(of: field) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
+    }
+}

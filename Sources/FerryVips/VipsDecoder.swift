@@ -1,0 +1,20 @@
+import FerryImages
+
+/// `ImageDecoding` with libvips on a `WorkerPool`: at most `pool.size` images decode at once, so decoded pixels
+/// take at most `pool.size × maxPixels × 4` bytes (the pixel limit is checked from the header first).
+///
+/// ```swift
+/// let decoder = VipsDecoder(pool: WorkerPool(threads: 2, name: "ferry-image"))
+/// let decoded = try await decoder.verify(bytes, maxPixels: 100_000_000)
+/// ```
+public final class VipsDecoder: ImageDecoding {
+    public let pool: WorkerPool
+
+    public init(pool: WorkerPool) {
+        self.pool = pool
+    }
+
+    public func verify(_ bytes: [UInt8], maxPixels: Int) async throws(ImageDecodeError) -> DecodedImage {
+        try await pool.run { Result { () throws(ImageDecodeError) in try Vips.verify(bytes, maxPixels: maxPixels) } }.get()
+    }
+}
