@@ -77,7 +77,7 @@ let package = Package(
         // The image loader: an actor with its memory tier, the in-flight table and the sniffing stage, fed through
         // `ImageFetching` (which the server implements with the fetch engine) and `ImageDecoding` (FerryVips).
         // Knows nothing of loops, libcurl or libvips.
-        .target(name: "FerryImages", dependencies: ["FerryProtocol", "FerryCache", "FerryHTTPCache", "FerryImageFormat"]),
+        .target(name: "FerryImages", dependencies: ["FerryProtocol", "FerryBytes", "FerryCache", "FerryHTTPCache", "FerryImageFormat"]),
         // libvips (Debian libvips-dev): decoding, verification and variants of images. `CVips` links it and carries
         // the include paths its headers need: GLib's (`pkg-config gobject-2.0`; vips.pc's own flags hold `-pthread`,
         // which SwiftPM refuses with a warning, and its headers are in /usr/include). `CFerryVips` is the C shim of
@@ -89,7 +89,7 @@ let package = Package(
             providers: [.apt(["libvips-dev"])]
         ),
         .target(name: "CFerryVips", dependencies: ["CVips"], linkerSettings: [.linkedLibrary("vips")]),
-        .target(name: "FerryVips", dependencies: ["FerryImages", "CFerryVips"]),
+        .target(name: "FerryVips", dependencies: ["FerryImages", "FerryProtocol", "CFerryVips"]),
         .target(
             name: "FerryServer",
             dependencies: ["FerryProtocol", "FerryCache", "FerryStore", "FerryHTTPCache", "FerryImageFormat", "FerryLoop",
@@ -118,9 +118,9 @@ let package = Package(
         .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore", "FerryCache", "FerryBytes"]),
         .testTarget(name: "FerryServerTests", dependencies: ["FerryServer", "FerryProtocol", "FerryLoop", "FerryFetch", "FerryImages"]),
         .testTarget(name: "FerryFetchTests", dependencies: ["FerryFetch", "FerryHTTPCache", "FerryProtocol"]),
-        .testTarget(name: "FerryImagesTests", dependencies: ["FerryImages", "FerryImageFormat", "FerryProtocol"]),
+        .testTarget(name: "FerryImagesTests", dependencies: ["FerryImages", "FerryImageFormat", "FerryProtocol", "FerryBytes"]),
         .testTarget(name: "FerryClientTests", dependencies: ["FerryClient"]),
-        .testTarget(name: "FerryVipsTests", dependencies: ["FerryVips", "FerryImages", "FerryImageFormat"]),
+        .testTarget(name: "FerryVipsTests", dependencies: ["FerryVips", "FerryImages", "FerryImageFormat", "FerryProtocol"]),
         .testTarget(
             name: "FerryIntegrationTests",
             dependencies: ["FerryClient", "FerryCodable", "FerryProtocol"]

@@ -207,7 +207,9 @@ static void thumbnail_box(const ferry_vips_variant *v, const ferry_vips_info *in
     int w = v->width, h = v->height;
     *mode = VIPS_SIZE_BOTH;
     *crop = 0;
-    // One side only: the other is unbounded (libvips takes a missing height as equal to the width).
+    // One side only: the other is unbounded (libvips takes a missing height as equal to the width). Neither: the
+    // original's size (a change of format or quality only).
+    if (w <= 0 && h <= 0) *mode = VIPS_SIZE_DOWN;
     if (w <= 0) w = VIPS_MAX_COORD;
     if (h <= 0) h = VIPS_MAX_COORD;
     switch (v->fit) {
@@ -296,9 +298,9 @@ ferry_vips_status ferry_vips_make_variant(const void *data, size_t size, int64_t
                                           const ferry_vips_variant *variant, void **out, size_t *out_size,
                                           ferry_vips_info *info, char *message, size_t message_size) {
     if (!variant || !out || !out_size || !info || variant->width < 0 || variant->height < 0 ||
-        variant->width > VIPS_MAX_COORD || variant->height > VIPS_MAX_COORD ||
-        (variant->width == 0 && variant->height == 0) || variant->quality < 0 || variant->quality > 100) {
-        set_message(message, message_size, "a variant needs a width or a height (1…10,000,000) and a quality of 0…100");
+        variant->width > VIPS_MAX_COORD || variant->height > VIPS_MAX_COORD || variant->quality < 0 ||
+        variant->quality > 100) {
+        set_message(message, message_size, "a variant's width and height are 0…10,000,000 and its quality 0…100");
         return FERRY_VIPS_BAD_ARGUMENT;
     }
     ferry_vips_info in;
@@ -319,10 +321,11 @@ ferry_vips_status ferry_vips_make_variant(const void *data, size_t size, int64_t
     thumbnail_box(variant, &in, &width, &height, &mode, &crop);
     VipsImage *thumb = NULL;
     // fail_on=error as in verify: a variant is never made of a half-decoded original.
+    // The loader's own options go through option_string: thumbnail's `fail_on` alone does not reach every loader.
     int rc = crop ? vips_thumbnail_buffer((void *)data, size, &thumb, width, "height", height, "size", mode, "crop",
-                                          VIPS_INTERESTING_CENTRE, "fail_on", VIPS_FAIL_ON_ERROR, NULL)
+                                          VIPS_INTERESTING_CENTRE, "option_string", "fail_on=error", NULL)
                   : vips_thumbnail_buffer((void *)data, size, &thumb, width, "height", height, "size", mode,
-                                          "fail_on", VIPS_FAIL_ON_ERROR, NULL);
+                                          "option_string", "fail_on=error", NULL);
     if (rc != 0) {
         take_error(message, message_size, "the image does not decode");
         return FERRY_VIPS_UNDECODABLE;
@@ -336,6 +339,15 @@ ferry_vips_status ferry_vips_make_variant(const void *data, size_t size, int64_t
             return FERRY_VIPS_UNDECODABLE;
         }
     }
+    // Made in memory first (the variant, not the original: shrink-on-load keeps that small), so that a decode
+    // failure is told from an encoder's.
+    VipsImage *made = vips_image_copy_memory(final);
+    g_object_unref(final);
+    if (!made) {
+        take_error(message, message_size, "the image does not decode");
+        return FERRY_VIPS_UNDECODABLE;
+    }
+    final = made;
     rc = save(final, format, variant->quality, out, out_size);
     if (rc == 0) {
         fill_info(final, "", info);

@@ -28,9 +28,16 @@ extension FerryClient {
     /// // on reuse:
     /// cell.task?.cancel()
     /// ```
-    public func image(_ url: String, headers: [HTTPHeader] = [], cache: FetchRequest.CacheMode? = nil,
-                      timeout: Duration? = nil) async throws -> FerryImage {
+    ///
+    /// With a `variant`, the daemon makes it once for every client and keeps it while the original is unchanged:
+    ///
+    /// ```swift
+    /// let thumb = try await client.image(posterURL, variant: .init(width: 88, height: 88, fit: .cover, format: .webp, density: 2))
+    /// ```
+    public func image(_ url: String, variant: ImageVariant? = nil, headers: [HTTPHeader] = [],
+                      cache: FetchRequest.CacheMode? = nil, timeout: Duration? = nil) async throws -> FerryImage {
         var args: JSONObject = ["url": .string(url)]
+        for (name, value) in variant?.arguments ?? [:] { args[name] = value }
         if !headers.isEmpty { args["headers"] = .array(headers.map { .array([.string($0.name), .string($0.value)]) }) }
         if let cache { args["cache"] = .string(cache.rawValue) }
         if let timeout { args["timeout_ms"] = .int(FerryClient.milliseconds(timeout)) }

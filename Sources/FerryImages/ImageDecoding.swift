@@ -1,3 +1,5 @@
+import FerryProtocol
+
 /// Decodes images for the loader: the daemon implements it with libvips on a bounded pool of threads
 /// (`VipsDecoder`, FerryVips), tests with a counting fake. Runs off the loader's actor and off the loop thread.
 ///
@@ -12,6 +14,9 @@ public protocol ImageDecoding: Sendable {
     /// `.undecodable` for truncated, corrupt or garbage-padded bytes and `.tooLarge` over `maxPixels`, from the
     /// header, before decoding. A cancelled caller stops waiting; the decode it started finishes on its thread.
     func verify(_ bytes: [UInt8], maxPixels: Int) async throws(ImageDecodeError) -> DecodedImage
+
+    /// Makes `variant` of an original that verified (shrink-on-load, orientation applied, first frame or page).
+    func variant(of bytes: [UInt8], _ variant: ImageVariant, maxPixels: Int) async throws(ImageDecodeError) -> StoredVariant
 }
 
 /// What decoding an image found: its format and its size as displayed.

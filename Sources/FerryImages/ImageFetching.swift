@@ -23,8 +23,12 @@ public struct FetchedImage: Sendable {
     /// False for `no-store`, `private` (this memory tier is shared by every client) and `no-cache` (no reuse without
     /// asking): not kept in memory either.
     public var mayKeep: Bool
+    /// What identifies this version of the image: its ETag, else its Last-Modified; nil: neither (the loader then
+    /// uses a digest of the body). Variants are stored under it.
+    public var validator: String?
 
-    public init(body: [UInt8], url: String, source: ImageSource, freshUntilMs: Int64, mayKeep: Bool) {
+    public init(body: [UInt8], url: String, source: ImageSource, freshUntilMs: Int64, mayKeep: Bool, validator: String? = nil) {
+        self.validator = validator
         self.body = body
         self.url = url
         self.source = source

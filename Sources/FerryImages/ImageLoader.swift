@@ -1,3 +1,4 @@
+import FerryBytes
 import FerryImageFormat
 import FerryProtocol
 
@@ -16,6 +17,10 @@ public struct LoadedImage: Sendable {
     public var source: ImageSource
     /// The URL of the bytes, after redirects.
     public var url: String
+    /// The version of the original these bytes are (or were made from): its ETag, Last-Modified or body digest.
+    public var validator: String = ""
+    /// Whether the response may be kept (not `no-store`, `private` or `no-cache`): nor may variants made of it.
+    public var mayKeep = true
 }
 
 /// The daemon's image loader, shared by every client: a memory tier (exact byte budget and entry count), the disk
@@ -48,13 +53,20 @@ public actor ImageLoader {
     }
 
     private let fetcher: ImageFetching
-    private let decoder: ImageDecoding
+    let decoder: ImageDecoding
+    /// Where variants are kept beyond the memory tier; nil: made again once out of memory.
+    let variantStore: VariantStoring?
     public nonisolated let config: Config
     /// Wall-clock milliseconds, for the freshness of what the memory tier holds (injected: tests move it).
-    private let now: @Sendable () -> Int64
-    private var memory: ImageMemoryCache
+    let now: @Sendable () -> Int64
+    var memory: ImageMemoryCache
     private var inFlight: [String: Download] = [:]
     private var subscriptions: [ImageSubscriber: String] = [:]
+    /// Variants being made, by `ImageRequest.variantKey`, and who waits for which (ImageLoader+Variants).
+    var variantJobs: [String: VariantJob] = [:]
+    var variantSubscriptions: [ImageSubscriber: String] = [:]
+    /// Subscribers the loader makes for itself (a variant job waiting for its original), apart from clients'.
+    var nextInternalSubscriber: UInt64 = 1 << 62
     private var queue = DownloadQueue()
     private var running = 0
     /// Downloads running per owner (client), for fair shares: one client holds at most half the slots.
@@ -63,11 +75,13 @@ public actor ImageLoader {
     /// Downloads running for prefetches only (none of their subscribers asked directly).
     private var runningPrefetches = 0
     private var prefetchLimit: Int { config.maxPrefetching ?? max(1, config.maxConcurrent / 3) }
-    private(set) var stats = ImageStats()
+    var stats = ImageStats()
 
-    public init(fetcher: ImageFetching, decoder: ImageDecoding, config: Config, now: @escaping @Sendable () -> Int64) {
+    public init(fetcher: ImageFetching, decoder: ImageDecoding, variantStore: VariantStoring? = nil, config: Config,
+                now: @escaping @Sendable () -> Int64) {
         self.fetcher = fetcher
         self.decoder = decoder
+        self.variantStore = variantStore
         self.config = config
         self.now = now
         memory = ImageMemoryCache(budget: config.memoryBudget, maxEntries: config.maxEntries)
@@ -80,9 +94,10 @@ public actor ImageLoader {
             stats.cancelled += 1
             throw .cancelled
         }
+        if request.variant != nil { return try await loadVariant(request, subscriber: subscriber) }
         if request.cache.readsMemory, let image = memory.image(for: request.key, nowMs: now()) {
             stats.memoryHits += 1
-            return LoadedImage(bytes: image.bytes, info: image.info, source: .memory, url: image.url)
+            return LoadedImage(bytes: image.bytes, info: image.info, source: .memory, url: image.url, validator: image.validator)
         }
         let outcome: Result<LoadedImage, ImageError> = await withCheckedContinuation { continuation in
             subscribe(request, key: request.downloadKey, subscriber: subscriber, continuation)
@@ -92,6 +107,7 @@ public actor ImageLoader {
 
     /// Ends one subscriber's wait (cancelled); the download stops when nobody else waits for it.
     public func cancel(_ subscriber: ImageSubscriber) {
+        if variantSubscriptions[subscriber] != nil { return cancelVariant(subscriber) }
         guard let key = subscriptions.removeValue(forKey: subscriber), let download = inFlight[key],
               let continuation = download.subscribers.removeValue(forKey: subscriber) else { return }
         stats.cancelled += 1
@@ -221,7 +237,9 @@ public actor ImageLoader {
             if case .unknownFormat(let why) = error { return Verified(outcome: .failure(.invalidImage(.notAnImage(hint ?? why))), decodeMs: ms) }
             return Verified(outcome: .failure(.decode(error)), decodeMs: ms)
         }
-        let image = CachedImage(bytes: fetched.body, info: decoded, url: fetched.url, freshUntilMs: fetched.freshUntilMs)
+        let validator = fetched.validator ?? "digest " + String(Checksum64.of(fetched.body), radix: 16)
+        let image = CachedImage(bytes: fetched.body, info: decoded, url: fetched.url, freshUntilMs: fetched.freshUntilMs,
+                                validator: validator)
         return Verified(outcome: .success((image, fetched)), decodeMs: (ContinuousClock.now - started).milliseconds)
     }
 
@@ -251,7 +269,8 @@ public actor ImageLoader {
             }
             if current { inFlight[download.key] = nil }
             if fetched.source == .disk { stats.diskHits += 1 }
-            let loaded = LoadedImage(bytes: image.bytes, info: image.info, source: fetched.source, url: image.url)
+            let loaded = LoadedImage(bytes: image.bytes, info: image.info, source: fetched.source, url: image.url,
+                                     validator: image.validator, mayKeep: fetched.mayKeep && download.request.cache.storesResponses)
             finish(download, .success(loaded))
         case .failure(let error):
             if current { inFlight[download.key] = nil }

@@ -11,6 +11,9 @@ struct CachedImage: Sendable {
     var url: String
     /// Milliseconds since the epoch; past it the entry is not served (the fetch path revalidates instead).
     var freshUntilMs: Int64
+    /// The version of the original (`FetchedImage.validator`, or a digest of its bytes); for variants, the
+    /// original's.
+    var validator: String = ""
 }
 
 /// The image loader's memory tier: least recently used out first, bounded by an exact byte budget *and* an entry

@@ -9,6 +9,7 @@ import FerryProtocol
 /// let r = ImageRequest(url: "https://img.test/a.png", headers: [("Accept", "image/webp")])
 /// r.key           // "https://img.test/a.png\naccept: image/webp": what the memory tier is keyed by
 /// r.downloadKey   // the same plus cache mode and time limit: who shares a download
+/// var v = r; v.variant = ImageVariant(width: 200, height: nil)   // a 200-pixel-wide variant of it
 /// ```
 public struct ImageRequest: Sendable {
     public var url: String
@@ -19,6 +20,8 @@ public struct ImageRequest: Sendable {
     /// Who asks (a client connection; 0 when nobody in particular): download slots are shared fairly among owners.
     /// Not part of the image's identity: two clients asking for one URL share one download.
     public var owner: UInt64 = 0
+    /// A variant to make of the image (a size, a fit, a format); nil: the original's bytes.
+    public var variant: ImageVariant?
 
     public init(url: String, headers: [(String, String)] = [], cache: CacheMode = .default, timeoutMs: Int? = nil) {
         self.url = url
@@ -29,6 +32,9 @@ public struct ImageRequest: Sendable {
 
     /// Memory key: the normalised URL (plus the headers, when any).
     public var key: String { ImageKey.make(url: CacheKeyURL.normalize(url) ?? url, headers: headers) }
+
+    /// Memory key of the variant asked for (its box, fit and format after the original's key).
+    var variantKey: String { key + "\n#variant " + (variant?.keyPart ?? "") }
 
     /// In-flight key: requests share a download only if they would make the same fetch — same cache mode (a reload
     /// must not get a default request's cached answer) and same time limit.

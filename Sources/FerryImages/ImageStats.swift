@@ -17,6 +17,12 @@ public struct ImageStats: Sendable {
     public var decodeFailures: UInt64 = 0
     /// Milliseconds spent decoding, summed over the pool's threads.
     public var decodeMs: Double = 0
+    /// Variants made (one resize each), found in the store, served from memory; milliseconds spent making them.
+    public var variantsMade: UInt64 = 0
+    public var variantStoreHits: UInt64 = 0
+    public var variantMemoryHits: UInt64 = 0
+    public var variantFailures: UInt64 = 0
+    public var variantMs: Double = 0
     public var prefetched: UInt64 = 0
     public var bytesDownloaded: UInt64 = 0
     public var bytes = 0

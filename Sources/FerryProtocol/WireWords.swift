@@ -32,6 +32,32 @@ public enum ImageSource: String, Sendable, CaseIterable {
     case disk
     /// The origin.
     case network
+    /// A variant made now from its original (`image.get` with a size or format).
+    case made
+}
+
+/// How an image variant fills its box (`image.get` `fit`): the words of CSS `object-fit` and sharp.
+public enum ImageFit: String, Sendable, CaseIterable {
+    /// As large as fits inside the box, aspect kept: one side may be shorter than the box (the default).
+    case inside
+    /// Fills the box exactly, aspect kept, the overflow cropped around the centre.
+    case cover
+    /// Exactly the box, the image inside it, the rest transparent (or white, for JPEG).
+    case contain
+    /// Exactly the box, stretched.
+    case fill
+    /// As small as covers the box, aspect kept, nothing cropped: one side may be longer than the box.
+    case outside
+}
+
+/// The encoding of an image variant (`image.get` `format`).
+public enum ImageOutputFormat: String, Sendable, CaseIterable {
+    /// The original's format when it can be written (JPEG, PNG, WebP, GIF, AVIF, HEIC), PNG otherwise.
+    case original
+    case jpeg
+    case png
+    case webp
+    case avif
 }
 
 /// What a daemon offers beyond its protocol version's core, listed in the `hello` result's `capabilities`; a client

@@ -78,7 +78,9 @@ final class LoopImageFetcher: ImageFetching, @unchecked Sendable {
             return .success(FetchedImage(body: body, url: outcome.url,
                                          source: outcome.cache.servedFromStore ? .disk : .network,
                                          freshUntilMs: WallClock.nowMs() + max(0, remaining) * 1000,
-                                         mayKeep: !cc.noStore && !cc.noCache && !cc.isPrivate && remaining > 0))
+                                         mayKeep: !cc.noStore && !cc.noCache && !cc.isPrivate && remaining > 0,
+                                         validator: outcome.headers.first("etag").map { "etag " + $0 }
+                                             ?? outcome.headers.first("last-modified").map { "last-modified " + $0 }))
         }
     }
 }

@@ -102,8 +102,10 @@ enum Wiring {
         return secret
     }
 
-    /// The image loader, with libvips decoding on a pool of `imageDecoders` threads (stopped by the caller).
-    static func startImages(_ config: ServerConfig, fetch: FetchEngine, post: @escaping LoopPost) -> (ImageLoader, WorkerPool) {
+    /// The image loader, with libvips decoding on a pool of `imageDecoders` threads (stopped by the caller), and
+    /// its variants kept in the cache store.
+    static func startImages(_ config: ServerConfig, fetch: FetchEngine, store: CacheStore,
+                            post: @escaping LoopPost) -> (ImageLoader, WorkerPool) {
         var imageConfig = ImageLoader.Config()
         imageConfig.memoryBudget = config.imageMemoryLimit
         imageConfig.maxEntries = config.imageMaxEntries
@@ -111,7 +113,7 @@ enum Wiring {
         imageConfig.maxConcurrent = config.imageDownloads
         let pool = WorkerPool(threads: config.imageDecoders, name: "ferry-image")
         let loader = ImageLoader(fetcher: LoopImageFetcher(engine: fetch, post: post), decoder: VipsDecoder(pool: pool),
-                                 config: imageConfig, now: WallClock.nowMs)
+                                 variantStore: LoopVariantStore(store: store, post: post), config: imageConfig, now: WallClock.nowMs)
         return (loader, pool)
     }
 

@@ -1,5 +1,6 @@
 import CFerryVips
 import FerryImages
+import FerryProtocol
 
 /// libvips for the process: started once (its operation cache off, one thread per operation; bytes reach the
 /// loaders of image formats only), and the typed calls of the C shim `ferry_vips.h` with Swift errors. Blocking: call from a
@@ -39,6 +40,44 @@ public enum Vips {
         }
         try check(status, info: info, limit: maxPixels, message)
         return decoded(info)
+    }
+
+    /// Makes `variant` of `bytes` with libvips's thumbnail path (shrink-on-load, EXIF orientation applied, first
+    /// frame or page); refuses originals over `maxPixels` from the header first.
+    public static func variant(of bytes: [UInt8], _ variant: ImageVariant, maxPixels: Int) throws(ImageDecodeError) -> StoredVariant {
+        try start()
+        var spec = ferry_vips_variant(width: Int32(variant.boxWidth), height: Int32(variant.boxHeight), fit: fit(variant.fit),
+                                      format: format(variant.format), quality: Int32(variant.quality ?? 0))
+        var out: UnsafeMutableRawPointer?
+        var size = 0
+        var info = ferry_vips_info()
+        var message = [CChar](repeating: 0, count: 512)
+        let status = bytes.withUnsafeBytes {
+            ferry_vips_make_variant($0.baseAddress, $0.count, Int64(maxPixels), &spec, &out, &size, &info, &message, message.count)
+        }
+        defer { ferry_vips_free(out) }
+        try check(status, info: info, limit: maxPixels, message)
+        return StoredVariant(bytes: Array(UnsafeRawBufferPointer(start: out, count: size)), info: decoded(info))
+    }
+
+    static func fit(_ fit: ImageFit) -> ferry_vips_fit {
+        switch fit {
+        case .inside: FERRY_VIPS_FIT_INSIDE
+        case .cover: FERRY_VIPS_FIT_COVER
+        case .contain: FERRY_VIPS_FIT_CONTAIN
+        case .fill: FERRY_VIPS_FIT_FILL
+        case .outside: FERRY_VIPS_FIT_OUTSIDE
+        }
+    }
+
+    static func format(_ format: ImageOutputFormat) -> ferry_vips_format {
+        switch format {
+        case .original: FERRY_VIPS_FORMAT_ORIGINAL
+        case .jpeg: FERRY_VIPS_FORMAT_JPEG
+        case .png: FERRY_VIPS_FORMAT_PNG
+        case .webp: FERRY_VIPS_FORMAT_WEBP
+        case .avif: FERRY_VIPS_FORMAT_AVIF
+        }
     }
 
     /// A test image (a gradient; orientation > 1 written as EXIF, JPEG only) encoded as `format`: "jpeg", "png",

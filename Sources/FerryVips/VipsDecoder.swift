@@ -1,4 +1,5 @@
 import FerryImages
+import FerryProtocol
 
 /// `ImageDecoding` with libvips on a `WorkerPool`: at most `pool.size` images decode at once, so decoded pixels
 /// take at most `pool.size × maxPixels × 4` bytes (the pixel limit is checked from the header first).
@@ -16,5 +17,11 @@ public final class VipsDecoder: ImageDecoding {
 
     public func verify(_ bytes: [UInt8], maxPixels: Int) async throws(ImageDecodeError) -> DecodedImage {
         try await pool.run { Result { () throws(ImageDecodeError) in try Vips.verify(bytes, maxPixels: maxPixels) } }.get()
+    }
+
+    public func variant(of bytes: [UInt8], _ variant: ImageVariant, maxPixels: Int) async throws(ImageDecodeError) -> StoredVariant {
+        try await pool.run {
+            Result { () throws(ImageDecodeError) in try Vips.variant(of: bytes, variant, maxPixels: maxPixels) }
+        }.get()
     }
 }

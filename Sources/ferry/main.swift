@@ -28,6 +28,12 @@ let parser = ArgParser([
     OptionSpec("continue-at", short: "C", takesValue: true, help: "fetch: resume a download into -o FILE ('-': from its size)"),
     OptionSpec("cache", takesValue: true, help: "fetch: the cache mode (default, no-store, reload, no-cache, force-cache, only-if-cached)"),
     OptionSpec("info", help: "image: print format, size and source"),
+    OptionSpec("width", takesValue: true, help: "image: a variant this many points wide (times --density pixels)"),
+    OptionSpec("height", takesValue: true, help: "image: a variant this many points high"),
+    OptionSpec("fit", takesValue: true, help: "image: inside (default), cover, contain, fill or outside"),
+    OptionSpec("format", takesValue: true, help: "image: original (default), jpeg, png, webp or avif"),
+    OptionSpec("quality", takesValue: true, help: "image: encoder quality 1-100"),
+    OptionSpec("density", takesValue: true, help: "image: pixels per point, 1-4 (default 1)"),
     OptionSpec("version", help: "print the version"),
     OptionSpec("help", short: "h", help: "print help"),
 ])

@@ -1,3 +1,4 @@
+import FerryBytes
 import FerryImageFormat
 import FerryProtocol
 import Foundation
@@ -23,6 +24,8 @@ final class FakeImageFetcher: ImageFetching, @unchecked Sendable {
     let body: [UInt8]
     let clock: ManualClock
     var mayKeep = true
+    /// The ETag (or Last-Modified) the fetches report; nil: none (the loader digests the body).
+    var validator: String?
 
     init(body: [UInt8], clock: ManualClock = ManualClock()) {
         self.body = body
@@ -54,7 +57,8 @@ final class FakeImageFetcher: ImageFetching, @unchecked Sendable {
     /// Lets the fetches of `url` finish with `body` (or `bytes`).
     func release(_ url: String, bytes: [UInt8]? = nil) {
         let waiting = state.withLock { $0.waiting.removeValue(forKey: url) ?? [] }
-        let image = FetchedImage(body: bytes ?? body, url: url, source: .network, freshUntilMs: clock.now + 60_000, mayKeep: mayKeep)
+        let image = FetchedImage(body: bytes ?? body, url: url, source: .network, freshUntilMs: clock.now + 60_000, mayKeep: mayKeep,
+                                 validator: validator)
         for c in waiting { c.resume(returning: .success(image)) }
     }
 
@@ -70,9 +74,23 @@ final class FakeImageFetcher: ImageFetching, @unchecked Sendable {
 /// A decoder that counts its calls and answers from the sniffer (or with the failure the test sets), so the
 /// loader's rules are tested without libvips (FerryVipsTests test the real one).
 final class CountingDecoder: ImageDecoding, @unchecked Sendable {
-    private let state = Mutex<(calls: Int, failure: ImageDecodeError?)>((0, nil))
+    private let state = Mutex<(calls: Int, failure: ImageDecodeError?, variants: Int)>((0, nil, 0))
     var calls: Int { state.withLock { $0.calls } }
+    /// Variants made.
+    var variants: Int { state.withLock { $0.variants } }
     func fail(with error: ImageDecodeError?) { state.withLock { $0.failure = error } }
+    /// How long making a variant takes (so that requests arriving meanwhile can join it).
+    let variantDelay: Duration
+
+    init(variantDelay: Duration = .zero) { self.variantDelay = variantDelay }
+
+    /// A variant's bytes name the variant and the original they were made of.
+    func variant(of bytes: [UInt8], _ variant: ImageVariant, maxPixels: Int) async throws(ImageDecodeError) -> StoredVariant {
+        state.withLock { $0.variants += 1 }
+        try? await Task.sleep(for: variantDelay)
+        return StoredVariant(bytes: Array("\(variant.keyPart) of \(Checksum64.of(bytes))".utf8),
+                             info: DecodedImage(format: "webp", width: variant.boxWidth, height: max(1, variant.boxHeight)))
+    }
 
     func verify(_ bytes: [UInt8], maxPixels: Int) async throws(ImageDecodeError) -> DecodedImage {
         let failure = state.withLock { s -> ImageDecodeError? in
@@ -321,5 +339,9 @@ struct SVGDecoder: ImageDecoding {
     func verify(_ bytes: [UInt8], maxPixels: Int) async throws(ImageDecodeError) -> DecodedImage {
         guard bytes.starts(with: Array("<svg".utf8)) else { throw .unknownFormat("not svg") }
         return DecodedImage(format: "svg", width: 8, height: 4)
+    }
+
+    func variant(of bytes: [UInt8], _ variant: ImageVariant, maxPixels: Int) async throws(ImageDecodeError) -> StoredVariant {
+        throw .unavailable("no variants here")
     }
 }

@@ -141,6 +141,56 @@ extension IntegrationTests {
             #expect(stats?["invalid"]?.intValue == Int64(cases.count))
         }
 
+        /// Variants through a real daemon: each fit's exact size; 50 clients asking one variant at once cost one
+        /// download and one resize; an origin whose ETag changed gets a new variant, a 304 keeps the stored one.
+        @Test func variantsAreMadeOnceAndFollowTheOriginal() async throws {
+            let s = try await Setup()
+            defer { s.stop() }
+            let path = s.files.path + "/poster.jpg"
+            try FileManager.default.copyItem(atPath: s.files.path + "/jpeg-baseline-64x40.jpg", toPath: path)
+            let url = s.url("poster.jpg", "content_etag=1&cc=max-age%3D1")
+            let sizes: [(ImageFit, Int, Int)] = [(.inside, 32, 20), (.cover, 32, 32), (.contain, 32, 32), (.fill, 32, 32), (.outside, 51, 32)]
+            for (fit, w, h) in sizes {
+                let image = try await s.client.image(url, variant: .init(width: 32, height: 32, fit: fit, format: .png))
+                #expect(image.format == "png" && image.width == w && image.height == h && image.source == .made, "\(fit)")
+                #expect(image.bytes.starts(with: [0x89, 0x50, 0x4E, 0x47]))
+            }
+            // 50 clients, one new variant: one resize.
+            let others = try await withThrowingTaskGroup(of: FerryImage.self) { group in
+                for _ in 0..<50 {
+                    group.addTask { try await s.client.image(url, variant: .init(width: 20, height: nil, format: .webp)) }
+                }
+                var all: [FerryImage] = []
+                for try await image in group { all.append(image) }
+                return all
+            }
+            #expect(Set(others.map(\.bytes)).count == 1 && others.allSatisfy { $0.width == 20 && $0.format == "webp" })
+            var stats = try await s.client.stats()["image"]?.objectValue
+            #expect(stats?["variants_made"]?.intValue == 6, "\(String(describing: stats))")
+            #expect(try s.origin.count(path: "/file/poster.jpg") == 1)
+            // Stale after a second: revalidated (304, same ETag), the stored variant is served, not made again.
+            _ = try await s.client.evictImage(url)
+            try await Task.sleep(for: .milliseconds(1100))
+            let again = try await s.client.image(url, variant: .init(width: 20, height: nil, format: .webp))
+            #expect(again.source == .disk && again.bytes == others[0].bytes)
+            stats = try await s.client.stats()["image"]?.objectValue
+            #expect(stats?["variants_made"]?.intValue == 6 && stats?["variant_store_hits"]?.intValue == 1)
+            // The origin's file changes (a new ETag): a new variant, of the new picture.
+            try FileManager.default.removeItem(atPath: path)
+            try FileManager.default.copyItem(atPath: s.files.path + "/png-37x21.png", toPath: path)
+            _ = try await s.client.evictImage(url)
+            try await Task.sleep(for: .milliseconds(1100))
+            let changed = try await s.client.image(url, variant: .init(width: 20, height: nil, format: .webp))
+            #expect(changed.source == .made && changed.height == 11 && changed.bytes != others[0].bytes)
+            stats = try await s.client.stats()["image"]?.objectValue
+            #expect(stats?["variants_made"]?.intValue == 7)
+            // Bad variant arguments are refused before anything is fetched.
+            for bad: ImageVariant in [.init(width: 0, height: nil), .init(width: 9000, height: nil), .init(width: 10, height: nil, fit: .contain),
+                                      .init(width: 4096, height: nil, density: 3), .init(width: nil, height: nil, quality: 101)] {
+                #expect(await Self.code { _ = try await s.client.image(url, variant: bad) } == "invalid_argument", "\(bad)")
+            }
+        }
+
         /// Formats the sniffer does not know, read by libvips: SVG at its nominal size.
         @Test func vectorImagesAreAcceptedAtTheirNominalSize() async throws {
             let s = try await Setup()

@@ -13,7 +13,7 @@ import Testing
         #expect(!Self.spec.isEmpty, "PROTOCOL.md is readable from the test")
         let words = CacheStatus.allCases.map(\.rawValue) + ImageSource.allCases.map(\.rawValue) + EventName.allCases.map(\.rawValue)
             + CacheMode.allCases.map(\.rawValue) + RedirectMode.allCases.map(\.rawValue) + BodyKind.allCases.map(\.rawValue)
-            + OperationName.allCases.map(\.rawValue)
+            + OperationName.allCases.map(\.rawValue) + ImageFit.allCases.map(\.rawValue) + ImageOutputFormat.allCases.map(\.rawValue)
         for word in words {
             #expect(Self.spec.contains("`\(word)`") || Self.spec.contains("\"\(word)\"") || Self.spec.contains(word),
                     "\(word) is spelled in PROTOCOL.md")
@@ -23,7 +23,9 @@ import Testing
     @Test func theSetsAreTheProtocols() {
         #expect(CacheStatus.allCases.map(\.rawValue) == ["hit", "stale", "revalidated", "coalesced", "miss", "bypass"])
         #expect(CacheStatus.allCases.filter(\.servedFromStore) == [.hit, .stale, .revalidated])
-        #expect(ImageSource.allCases.map(\.rawValue) == ["memory", "disk", "network"])
+        #expect(ImageSource.allCases.map(\.rawValue) == ["memory", "disk", "network", "made"])
+        #expect(ImageFit.allCases.map(\.rawValue) == ["inside", "cover", "contain", "fill", "outside"])
+        #expect(ImageOutputFormat.allCases.map(\.rawValue) == ["original", "jpeg", "png", "webp", "avif"])
         #expect(CacheMode(rawValue: "only-if-cached") == .onlyIfCached && CacheMode(rawValue: "onlyIfCached") == nil)
         #expect(RedirectMode.allCases.map(\.rawValue) == ["follow", "manual", "error"])
         #expect(BodyKind.allCases.filter(\.takesBody) == [.echo, .value, .http])

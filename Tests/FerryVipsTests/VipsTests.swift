@@ -1,4 +1,5 @@
 import FerryImages
+import FerryProtocol
 import Foundation
 import Testing
 @testable import FerryVips

@@ -39,7 +39,8 @@ Endpoints:
               unsatisfiable -> 416; cut_at=K: the first 200 of this exact URL sends K bytes of its body, then
               closes; retag=1: the ETag changes with every request ("<tag>-<n>"); notag=1: no ETag;
               pace_ms=T: a pause after each MiB. Its log entry's "sent" is the body bytes written
-  /file/NAME  a file under --files DIR (type from mimetypes); 403 if NAME contains "..", 404 if missing
+  /file/NAME  a file under --files DIR (type from mimetypes); 403 if NAME contains "..", 404 if missing;
+              content_etag=1: ETag "<first 16 hex of the file's SHA-256>", so it changes when the file does
   /__count?path=/x  (path without query) or ?url=/x%3Fa%3D1 (exact path+query, as sent) -> {"count": N}
   /__log      last 1000 requests: {method, path, query, headers, body_len, time, status, aborted}
   /__reset    POST: zero counters and log
@@ -652,6 +653,9 @@ class OriginHandler(BaseHTTPRequestHandler):
             raise Problem(404, f"no file {name!r}")
         with open(full, "rb") as f:
             data = f.read()
+        if self.params.flag("content_etag"):
+            # The file's own ETag: it changes when the file does (conditionals compare with it).
+            self.params.pairs.append(("etag", '"' + hashlib.sha256(data).hexdigest()[:16] + '"'))
         ct = mimetypes.guess_type(full)[0] or "application/octet-stream"
         self.reply(200, [("Content-Type", ct)], data, conditional=True)
 

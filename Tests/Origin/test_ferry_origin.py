@@ -447,6 +447,11 @@ class StreamingTests(OriginTestCase):
         self.assertEqual((resp.getheader("ETag"), resp.getheader("Cache-Control")), ('"f1"', "max-age=9"))
         resp, body = self.get("/file/data.json?etag=%22f1%22", {"If-None-Match": '"f1"'})
         self.assertEqual((resp.status, body), (304, b""))
+        # content_etag=1: the ETag is the file's digest, and a conditional request with it is answered 304.
+        resp, body = self.get("/file/data.json?content_etag=1")
+        tag = '"' + hashlib.sha256(b'{"a": 1}').hexdigest()[:16] + '"'
+        self.assertEqual((resp.status, resp.getheader("ETag")), (200, tag))
+        self.assertEqual(self.get("/file/data.json?content_etag=1", {"If-None-Match": tag})[0].status, 304)
         self.assertEqual(self.get("/file/missing.txt")[0].status, 404)
         self.assertEqual(self.get("/file/../etc/passwd")[0].status, 403)
         self.assertEqual(self.get("/file/%2e%2e/x")[0].status, 403)

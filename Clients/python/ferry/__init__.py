@@ -52,12 +52,12 @@ from .framing import (
 )
 from .image import Image
 from .paths import default_socket_path
-from .wire import BodyKind, CacheMode, CacheStatus, ErrorCode, EventName, ImageSource, RedirectMode
+from .wire import BodyKind, CacheMode, CacheStatus, ErrorCode, EventName, ImageFit, ImageOutputFormat, ImageSource, RedirectMode
 
 __all__ = [
     "BodyFile", "CacheEntry", "CacheKey", "Client", "FerryError", "FerryProtocolError", "FetchResponse", "FrameDecoder", "Image",
     "check_request", "decode_envelope", "default_socket_path", "encode_frame", "encode_json", "split_request",
     "PROTOCOL_VERSION", "ERROR_CODES", "MIN_BODY_PART_BYTES",
     "DEFAULT_HANDSHAKE_FRAME_BYTES", "DEFAULT_MAX_FRAME_BYTES", "DEFAULT_MAX_JSON_BYTES", "DEFAULT_MAX_NESTING",
-    "BodyKind", "CacheMode", "CacheStatus", "ErrorCode", "EventName", "ImageSource", "RedirectMode",
+    "BodyKind", "CacheMode", "CacheStatus", "ErrorCode", "EventName", "ImageFit", "ImageOutputFormat", "ImageSource", "RedirectMode",
 ]

@@ -43,17 +43,25 @@ class ImageMixin:
 
     def image(self, url: str, headers: Optional[Union[Mapping[str, str], Iterable[Tuple[str, str]]]] = None, *,
               cache: Optional[str] = None, timeout_ms: Optional[int] = None,
-              request_timeout_ms: Optional[int] = None) -> Image:
+              request_timeout_ms: Optional[int] = None, width: Optional[int] = None, height: Optional[int] = None,
+              fit: Optional[str] = None, format: Optional[str] = None, quality: Optional[int] = None,
+              density: Optional[int] = None) -> Image:
         """An image through the daemon's shared image loader (memory, disk, or one download shared by every client
         asking at once). A body that is not an image raises ``FerryError("invalid_image")``.
 
         ``cache`` is a ``fetch`` cache mode (a str or a ``CacheMode`` member), ``timeout_ms`` the limit of each
         exchange with the origin (as for ``fetch``), ``request_timeout_ms`` the deadline of the whole request.
 
+        ``width``, ``height``, ``fit`` (an ``ImageFit``: inside, cover, contain, fill, outside), ``format`` (an
+        ``ImageOutputFormat``: original, jpeg, png, webp, avif), ``quality`` (1-100) and ``density`` (1-4) ask for
+        a variant, made once by the daemon for every client and kept while the original is unchanged
+        (``img.source == "made"`` when it was made for this request).
+
         ::
 
             img = ferry.image("https://img.example.com/a.png")
             open("a." + img.format, "wb").write(img.bytes)
+            thumb = ferry.image("https://img.example.com/a.png", width=200, height=200, fit="cover", format="webp")
         """
         if not isinstance(url, str):
             raise ValueError("url must be a str")
@@ -65,6 +73,10 @@ class ImageMixin:
             args["cache"] = cache
         if timeout_ms is not None:
             args["timeout_ms"] = timeout_ms
+        for name, value in (("width", width), ("height", height), ("fit", fit), ("format", format),
+                            ("quality", quality), ("density", density)):
+            if value is not None:
+                args[name] = value
         result, body = self.call("image.get", args, timeout_ms=request_timeout_ms)
         return Image(body, result.get("format", ""), int(result.get("width", 0)), int(result.get("height", 0)),
                      result.get("source", ""), result.get("url", url), int(result.get("orientation", 1)),

@@ -15,8 +15,8 @@ section 9); ``CacheStatus("new-word")`` raises ValueError, so convert only where
 
 import enum
 
-__all__ = ["WireWord", "CacheStatus", "ImageSource", "EventName", "CacheMode", "RedirectMode", "BodyKind",
-           "ErrorCode"]
+__all__ = ["WireWord", "CacheStatus", "ImageSource", "ImageFit", "ImageOutputFormat", "EventName", "CacheMode",
+           "RedirectMode", "BodyKind", "ErrorCode"]
 
 
 class WireWord(str, enum.Enum):
@@ -47,6 +47,25 @@ class ImageSource(WireWord):
     memory = "memory"              # the loader's memory tier
     disk = "disk"                  # the HTTP cache answered
     network = "network"            # downloaded now, or shared with another client's download
+    made = "made"                  # a variant made now from its original
+
+
+class ImageFit(WireWord):
+    """``image.get`` ``fit``: how a variant fills its box (CSS object-fit's and sharp's words)."""
+    inside = "inside"              # as large as fits inside, aspect kept (the default)
+    cover = "cover"                # fills the box, aspect kept, the overflow cropped around the centre
+    contain = "contain"            # exactly the box, the image inside it, the rest transparent (white for JPEG)
+    fill = "fill"                  # exactly the box, stretched
+    outside = "outside"            # as small as covers the box, aspect kept, nothing cropped
+
+
+class ImageOutputFormat(WireWord):
+    """``image.get`` ``format``: the encoding of a variant."""
+    original = "original"          # the original's format when it can be written, PNG otherwise
+    jpeg = "jpeg"
+    png = "png"
+    webp = "webp"
+    avif = "avif"
 
 
 class EventName(WireWord):

@@ -34,6 +34,16 @@ class ImageDaemonTests(DaemonWithOrigin):
         self.assertEqual(self.client.image(self.url("webp-alpha-31x17.webp")).source, "disk",
                          "evicted from the loader's memory, still in the HTTP cache")
 
+    def test_variants(self):
+        thumb = self.client.image(self.url("webp-alpha-31x17.webp"), width=10, height=10, fit="cover", format="png")
+        self.assertEqual((thumb.format, thumb.width, thumb.height, thumb.source), ("png", 10, 10, "made"))
+        self.assertTrue(thumb.bytes.startswith(b"\x89PNG"))
+        again = self.client.image(self.url("webp-alpha-31x17.webp"), width=10, height=10, fit="cover", format="png")
+        self.assertEqual((again.source, again.bytes), ("memory", thumb.bytes))
+        with self.assertRaises(FerryError) as cm:
+            self.client.image(self.url("webp-alpha-31x17.webp"), width=10, fit="sideways")
+        self.assertEqual(cm.exception.code, "invalid_argument")
+
     def test_not_an_image(self):
         with self.assertRaises(FerryError) as cm:
             self.client.image(self.url("page.html"))

@@ -120,7 +120,7 @@ enum FetchArguments {
         return mode
     }
 
-    private static func int(_ args: JSONObject, _ name: String, _ range: ClosedRange<Int>) throws(FetchFailure) -> Int? {
+    static func int(_ args: JSONObject, _ name: String, _ range: ClosedRange<Int>) throws(FetchFailure) -> Int? {
         guard let v = args[name], v != .null else { return nil }
         guard case .int(let n) = v, n >= range.lowerBound, n <= range.upperBound else {
             throw .invalidArgument("\"\(name)\" must be an integer from \(range.lowerBound) to \(range.upperBound)")
@@ -128,7 +128,7 @@ enum FetchArguments {
         return Int(n)
     }
 
-    private static func string(_ args: JSONObject, _ name: String) throws(FetchFailure) -> String? {
+    static func string(_ args: JSONObject, _ name: String) throws(FetchFailure) -> String? {
         guard let v = args[name], v != .null else { return nil }
         guard case .string(let s) = v else { throw .invalidArgument("\"\(name)\" must be a string") }
         return s

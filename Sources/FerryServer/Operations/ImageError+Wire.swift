@@ -43,6 +43,9 @@ extension ImageStats {
          "coalesced": .int(Int64(coalesced)), "cancelled": .int(Int64(cancelled)), "oversized": .int(Int64(oversized)),
          "invalid": .int(Int64(invalid)), "prefetched": .int(Int64(prefetched)),
          "decodes": .int(Int64(decodes)), "decode_failures": .int(Int64(decodeFailures)), "decode_ms": .double(decodeMs),
+         "variants_made": .int(Int64(variantsMade)), "variant_store_hits": .int(Int64(variantStoreHits)),
+         "variant_memory_hits": .int(Int64(variantMemoryHits)), "variant_failures": .int(Int64(variantFailures)),
+         "variant_ms": .double(variantMs),
          "bytes_downloaded": .int(Int64(bytesDownloaded)), "bytes": .int(Int64(bytes)), "entries": .int(Int64(entries)),
          "evictions": .int(Int64(memoryEvictions)), "in_flight": .int(Int64(inFlight)), "queued": .int(Int64(queued)),
          "budget": .int(Int64(budget)), "max_entries": .int(Int64(maxEntries))]

@@ -119,7 +119,9 @@ enum ImageArguments {
             // In fetch's order, so both refuse the first problem alike.
             let url = try FetchArguments.url(args), headers = try FetchArguments.headers(args)
             let timeoutMs = try FetchArguments.timeoutMs(args), cache = try FetchArguments.cacheMode(args)
-            return .success(ImageRequest(url: url, headers: headers, cache: cache, timeoutMs: timeoutMs))
+            var request = ImageRequest(url: url, headers: headers, cache: cache, timeoutMs: timeoutMs)
+            request.variant = try ImageVariantArguments.variant(args)
+            return .success(request)
         } catch {
             return .failure(error)
         }

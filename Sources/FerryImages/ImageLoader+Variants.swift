@@ -1,0 +1,116 @@
+import FerryProtocol
+
+/// One variant being made: everyone waiting for it, and the task that gets its original and makes it.
+final class VariantJob {
+    let key: String
+    var subscribers: [ImageSubscriber: CheckedContinuation<Result<LoadedImage, ImageError>, Never>] = [:]
+    var task: Task<Void, Never>?
+    /// The loader's own subscription to the original's download, while the job waits for it.
+    var originalSubscriber: ImageSubscriber?
+
+    init(key: String) { self.key = key }
+}
+
+/// Variants: made once for every client. A request with a variant is answered from the memory tier, else by one
+/// job per variant key that every concurrent request joins: the job loads the original through the same path as
+/// any request (so the original's download is shared too, and its HTTP rules apply), then finds the variant in the
+/// store under the original's validator, or makes it on the decoder's pool and stores it. An original whose
+/// validator changed has new variants; storing one drops the old version's.
+extension ImageLoader {
+    func loadVariant(_ request: ImageRequest, subscriber: ImageSubscriber) async throws(ImageError) -> LoadedImage {
+        let key = request.variantKey
+        if request.cache.readsMemory, let image = memory.image(for: key, nowMs: now()) {
+            stats.memoryHits += 1
+            stats.variantMemoryHits += 1
+            return LoadedImage(bytes: image.bytes, info: image.info, source: .memory, url: image.url, validator: image.validator)
+        }
+        let outcome: Result<LoadedImage, ImageError> = await withCheckedContinuation { continuation in
+            variantSubscriptions[subscriber] = key
+            if let job = variantJobs[key] {
+                stats.coalesced += 1
+                job.subscribers[subscriber] = continuation
+                return
+            }
+            let job = VariantJob(key: key)
+            job.subscribers[subscriber] = continuation
+            variantJobs[key] = job
+            job.task = Task { await self.make(job, request) }
+        }
+        return try outcome.get()
+    }
+
+    /// Ends one subscriber's wait for a variant; the job stops (and leaves the original's download) when nobody else
+    /// waits. A resize already running on the pool finishes there, unused.
+    func cancelVariant(_ subscriber: ImageSubscriber) {
+        guard let key = variantSubscriptions.removeValue(forKey: subscriber), let job = variantJobs[key],
+              let continuation = job.subscribers.removeValue(forKey: subscriber) else { return }
+        stats.cancelled += 1
+        continuation.resume(returning: .failure(.cancelled))
+        guard job.subscribers.isEmpty else { return }
+        variantJobs[key] = nil
+        job.task?.cancel()
+        if let original = job.originalSubscriber { cancel(original) }
+    }
+
+    /// The job: original, then the stored variant or a new one. Every step after an `await` checks that the job is
+    /// still the current one (its subscribers may all have gone).
+    private func make(_ job: VariantJob, _ request: ImageRequest) async {
+        guard let variant = request.variant else { return }
+        var originalRequest = request
+        originalRequest.variant = nil
+        let subscriber = ImageSubscriber(id: nextInternalSubscriber)
+        nextInternalSubscriber += 1
+        job.originalSubscriber = subscriber
+        let original: LoadedImage
+        do throws(ImageError) {
+            original = try await load(originalRequest, subscriber: subscriber)
+        } catch {
+            return finish(job, .failure(error))
+        }
+        job.originalSubscriber = nil
+        guard variantJobs[job.key] === job else { return }
+        let storeKey = VariantKey(originalKey: request.key, validator: original.validator, variant: variant)
+        let freshUntil = memory.image(for: request.key, nowMs: now())?.freshUntilMs ?? now()
+        // An original nobody may keep (no-store, private, no-cache, or a no-store request) has no kept variants.
+        let store = original.mayKeep ? variantStore : nil
+        if let stored = await store?.variant(storeKey) {
+            stats.variantStoreHits += 1
+            return finish(job, .success(keep(stored, request, original, freshUntil: freshUntil, source: .disk)))
+        }
+        guard variantJobs[job.key] === job else { return }
+        let started = ContinuousClock.now
+        let made: StoredVariant
+        do throws(ImageDecodeError) {
+            made = try await decoder.variant(of: original.bytes, variant, maxPixels: config.maxPixels)
+        } catch {
+            stats.variantFailures += 1
+            return finish(job, .failure(.decode(error)))
+        }
+        let elapsed = ContinuousClock.now - started
+        stats.variantsMade += 1
+        stats.variantMs += Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        await store?.keep(made, storeKey)
+        finish(job, .success(keep(made, request, original, freshUntil: freshUntil, source: .made)))
+    }
+
+    /// Into the memory tier (fresh as long as its original is), as the answer.
+    private func keep(_ variant: StoredVariant, _ request: ImageRequest, _ original: LoadedImage, freshUntil: Int64,
+                      source: ImageSource) -> LoadedImage {
+        let image = CachedImage(bytes: variant.bytes, info: variant.info, url: original.url, freshUntilMs: freshUntil,
+                                validator: original.validator)
+        if original.mayKeep, freshUntil > now(), memory.insert(image, for: request.variantKey) == .oversized {
+            stats.oversized += 1
+        }
+        return LoadedImage(bytes: variant.bytes, info: variant.info, source: source, url: original.url, validator: original.validator)
+    }
+
+    private func finish(_ job: VariantJob, _ outcome: Result<LoadedImage, ImageError>) {
+        guard variantJobs[job.key] === job else { return }
+        variantJobs[job.key] = nil
+        for (subscriber, continuation) in job.subscribers {
+            variantSubscriptions[subscriber] = nil
+            continuation.resume(returning: outcome)
+        }
+        job.subscribers.removeAll()
+    }
+}

@@ -1,0 +1,128 @@
+import FerryProtocol
+import Synchronization
+import Testing
+@testable import FerryImages
+
+/// A variant store in memory that counts, and drops other versions' variants as the daemon's does.
+final class CountingVariantStore: VariantStoring, @unchecked Sendable {
+    private let state = Mutex<(values: [String: StoredVariant], reads: Int, keeps: Int)>(([:], 0, 0))
+    var keys: [String] { state.withLock { Array($0.values.keys) } }
+    var reads: Int { state.withLock { $0.reads } }
+    var keeps: Int { state.withLock { $0.keeps } }
+
+    func variant(_ key: VariantKey) async -> StoredVariant? {
+        state.withLock { s in
+            s.reads += 1
+            return s.values[key.storeKey]
+        }
+    }
+
+    func keep(_ variant: StoredVariant, _ key: VariantKey) async {
+        state.withLock { s in
+            s.keeps += 1
+            s.values = s.values.filter { !$0.key.hasPrefix(key.originalPrefix) || $0.key.hasPrefix(key.versionPrefix) }
+            s.values[key.storeKey] = variant
+        }
+    }
+}
+
+@Suite struct ImageVariantTests {
+    let url = "http://a.test/poster.png"
+
+    func request(_ width: Int, fit: ImageFit = .cover, density: Int = 1) -> ImageRequest {
+        var r = ImageRequest(url: url)
+        r.variant = ImageVariant(width: width, height: width, fit: fit, format: .webp, density: density)
+        return r
+    }
+
+    func setup(delay: Duration = .zero) -> (FakeImageFetcher, CountingDecoder, CountingVariantStore, ImageLoader) {
+        let fetcher = FakeImageFetcher(body: ImageLoaderTests.png)
+        let decoder = CountingDecoder(variantDelay: delay)
+        let store = CountingVariantStore()
+        let clock = fetcher.clock
+        let loader = ImageLoader(fetcher: fetcher, decoder: decoder, variantStore: store, config: ImageLoader.Config(), now: { clock.now })
+        return (fetcher, decoder, store, loader)
+    }
+
+    /// 50 clients asking one variant at once: one download, one decode, one resize; the next is a memory hit.
+    @Test func fiftyRequestsForOneVariantCostOneDownloadAndOneResize() async throws {
+        let (fetcher, decoder, store, loader) = setup(delay: .milliseconds(50))
+        let tasks = (0..<50).map { k in Task { try await loader.load(request(64), subscriber: ImageSubscriber(id: UInt64(k + 1))) } }
+        await fetcher.waitStarted(1)
+        try await Task.sleep(for: .milliseconds(20))
+        fetcher.release(url)
+        var sources: [ImageSource] = []
+        for t in tasks {
+            let image = try await t.value
+            #expect(image.info.width == 64 && image.info.format == "webp")
+            sources.append(image.source)
+        }
+        #expect(sources.allSatisfy { $0 == .made })
+        #expect(fetcher.started == [url] && decoder.calls == 1 && decoder.variants == 1 && store.keeps == 1)
+        let again = try await loader.load(request(64), subscriber: ImageSubscriber(id: 99))
+        #expect(again.source == .memory)
+        // 100 at density 2 and 200 at density 1 are one variant; another size is another.
+        _ = try await loader.load(request(32, density: 2), subscriber: ImageSubscriber(id: 100))
+        #expect(decoder.variants == 1)
+        _ = try await loader.load(request(65), subscriber: ImageSubscriber(id: 101))
+        #expect(decoder.variants == 2)
+        let stats = await loader.snapshot()
+        #expect(stats.variantsMade == 2 && stats.variantMemoryHits == 2 && stats.downloads == 1)
+    }
+
+    /// Out of memory, a variant is found in the store while its original's validator is the same; once the origin
+    /// has a new version, a new variant is made and the old version's are dropped from the store.
+    @Test func variantsFollowTheOriginalsValidator() async throws {
+        let (fetcher, decoder, store, loader) = setup()
+        fetcher.validator = "etag \"v1\""
+        func fetchAgain(_ id: UInt64, started: Int) async throws -> LoadedImage {
+            _ = await loader.evict(url: url)
+            let t = Task { try await loader.load(request(64), subscriber: ImageSubscriber(id: id)) }
+            await fetcher.waitStarted(started)
+            fetcher.release(url)
+            return try await t.value
+        }
+        #expect(try await fetchAgain(1, started: 1).source == .made)
+        let first = store.keys
+        #expect(first.count == 1)
+        // The original again, same validator (as a 304 would keep it): the stored variant, no resize.
+        let second = try await fetchAgain(2, started: 2)
+        #expect(second.source == .disk && decoder.variants == 1)
+        // A new version at the origin.
+        fetcher.validator = "etag \"v2\""
+        #expect(try await fetchAgain(3, started: 3).source == .made)
+        #expect(decoder.variants == 2)
+        #expect(store.keys.count == 1 && store.keys != first, "the old version's variant was dropped")
+    }
+
+    /// Every waiter gone: the job ends and the original's download, which nobody else wanted, stops.
+    @Test func cancellingEveryWaiterStopsTheJobAndTheDownload() async throws {
+        let (fetcher, decoder, _, loader) = setup()
+        let a = Task { try await loader.load(request(64), subscriber: ImageSubscriber(id: 1)) }
+        let b = Task { try await loader.load(request(64), subscriber: ImageSubscriber(id: 2)) }
+        await fetcher.waitStarted(1)
+        try await Task.sleep(for: .milliseconds(20))
+        await loader.cancel(ImageSubscriber(id: 1))
+        #expect(fetcher.cancelled.isEmpty, "one still waits")
+        await loader.cancel(ImageSubscriber(id: 2))
+        await #expect(throws: ImageError.self) { try await a.value }
+        await #expect(throws: ImageError.self) { try await b.value }
+        for _ in 0..<200 where fetcher.cancelled.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(fetcher.cancelled == [url])
+        #expect(decoder.variants == 0)
+        let stats = await loader.snapshot()
+        #expect(stats.inFlight == 0)
+    }
+
+    /// An original nobody may keep (no-store, private): its variant is made for the request and kept nowhere.
+    @Test func variantsOfAnOriginalNobodyMayKeepAreNotKept() async throws {
+        let (fetcher, decoder, store, loader) = setup()
+        fetcher.mayKeep = false
+        let t = Task { try await loader.load(request(64), subscriber: ImageSubscriber(id: 1)) }
+        await fetcher.waitStarted(1)
+        fetcher.release(url)
+        #expect(try await t.value.source == .made)
+        #expect(store.keeps == 0 && store.reads == 0 && decoder.variants == 1)
+        #expect(await loader.snapshot().entries == 0)
+    }
+}
