@@ -7,7 +7,8 @@
 #       answering each request with 10 MB);
 #   (c) 100 concurrent identical cold requests (ferry-bench fetch-storm): requests the origin saw;
 #   (d) the miss path: `ferry fetch --cache no-store` of nginx's file beside `curl` straight to nginx (hyperfine);
-#   (e)-(g) images (memory hits, disk hits, peak RSS under budgets); (h) a client that pipelines 64 cache.gets of a
+#   (e)-(g) images (memory hits, variant memory hits, disk hits, peak RSS under budgets), (j) variants made per
+#   second beside vipsthumbnail and ImageMagick; (h) a client that pipelines 64 cache.gets of a
 #   16 MiB value and never reads: ferryd's RSS growth and a bystander's ping latency (bench/hostile.py); (i) a 1 GiB
 #   miss streamed to a file by `ferry fetch -o` beside `curl -o`, and ferryd's peak RSS meanwhile; (j) a download
 #   cut by the origin at 150 of 200 MiB, asked again: the bytes the origin sent each time.
@@ -36,6 +37,8 @@ command -v nginx >/dev/null 2>&1 || [[ -x /usr/sbin/nginx ]] || need+=(nginx-lig
 command -v wrk >/dev/null 2>&1 || need+=(wrk)
 command -v hyperfine >/dev/null 2>&1 || need+=(hyperfine)
 command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v vipsthumbnail >/dev/null 2>&1 || need+=(libvips-tools)
+[[ -x /usr/bin/mogrify ]] || need+=(imagemagick)
 if [[ ${#need[@]} -gt 0 ]]; then
     [[ $(id -u) == 0 ]] || { echo "bench/fetch.sh needs ${need[*]} (apt-get install, as root)" >&2; exit 1; }
     log "installing ${need[*]} (apt-get)"
@@ -193,6 +196,32 @@ for ((k = 1; k <= REPEATS; k++)); do
         --conns 50 --seconds "$BENCH_SECONDS"
     measured "$FERRYD_PID" fetch-hit-image "${CLIENT_CPU[@]}" "$BIN/ferry-bench" fetch --socket "$SOCK" --url "$IMG_URL" \
         --conns 50 --seconds "$BENCH_SECONDS"
+    measured "$FERRYD_PID" image-variant-memory "${CLIENT_CPU[@]}" "$BIN/ferry-bench" image --socket "$SOCK" --url "$IMG_URL" \
+        --variant 64x64:cover:webp --conns 50 --seconds "$BENCH_SECONDS"
+done
+
+# Variants made per second, beside the same library's own tool and ImageMagick's, each on one core: 300 different
+# variants (widths 200…499, 350 on average) of one 1600×1200 JPEG already in the loader's memory, through 2 clients
+# (ferryd's 2 decoder threads share its core); vipsthumbnail and mogrify make 300 thumbnails 350 pixels wide of 300
+# copies of the file.
+log "(j) variants made per second: ferryd vs vipsthumbnail vs ImageMagick (mogrify -thumbnail), one core each"
+mkdir -p "$TMP/thumbs/in" "$TMP/thumbs/vips" "$TMP/thumbs/magick"
+/usr/bin/convert -seed 7 -size 1600x1200 plasma:fractal -quality 85 "$TMP/www/photo.jpg"
+for i in $(seq 300); do cp "$TMP/www/photo.jpg" "$TMP/thumbs/in/p$i.jpg"; done
+PHOTO_URL="http://127.0.0.1:$NGINX_PORT/photo.jpg?v=1"
+timed_batch() {  # LABEL COMMAND...: 300 images, one RESULT line with images per second
+    local label=$1 t0 t1
+    shift
+    t0=$(date +%s%N)
+    "${SERVER_CPU[@]}" "$@" >/dev/null 2>&1
+    t1=$(date +%s%N)
+    awk -v t=$((t1 - t0)) -v l="$label" 'BEGIN { printf "RESULT mode=%s ops_per_s=%.1f seconds=%.3f images=300\n", l, 300 / (t / 1e9), t / 1e9 }' | tee -a "$RESULTS"
+}
+for ((k = 1; k <= REPEATS; k++)); do
+    measured "$FERRYD_PID" variants-made "${CLIENT_CPU[@]}" "$BIN/ferry-bench" image --socket "$SOCK" \
+        --url "$PHOTO_URL&run=$k" --variant "200x0:jpeg" --distinct --count 300 --conns 2 --warmup 0
+    timed_batch vipsthumbnail vipsthumbnail -s 350x350 -o "$TMP/thumbs/vips/%s.jpg" "$TMP/thumbs/in/"*.jpg
+    timed_batch magick /usr/bin/mogrify -path "$TMP/thumbs/magick" -thumbnail 350x350 "$TMP/thumbs/in/"*.jpg
 done
 
 log "(f) disk hits after a restart: 2,000 distinct image URLs cached, ferryd restarted, each asked for once"
@@ -274,6 +303,7 @@ fbd=$(by_ops fetch-hit-10m-fd); fbm=$(by_ops fetch-hit-10m-map); fbh=$(by_ops fe
 raw_mb=$(awk -v o="$(field "$rw" ops_per_s)" 'BEGIN { printf "%.1f", o * 10 }')
 fm=$(grep 'mode=miss-ferry ' "$RESULTS"); cm=$(grep 'mode=miss-curl ' "$RESULTS")
 im=$(by_ops image-memory); fhi=$(by_ops fetch-hit-image); id=$(grep 'mode=image-disk ' "$RESULTS" | head -1)
+ivm=$(by_ops image-variant-memory); vm=$(by_ops variants-made); vt=$(by_ops vipsthumbnail); mg=$(by_ops magick)
 rs=$(grep 'mode=image-rss ' "$RESULTS")
 storms=$(grep 'mode=storm ' "$RESULTS" | sed -n 's/.* origin_requests=\([0-9]*\).*/\1/p' | tr '\n' ' ')
 TABLE=$TMP/table.md
@@ -291,6 +321,8 @@ TABLE=$TMP/table.md
     echo "| **(c) 100 identical cold requests**: origin requests per round | $storms| 100 (no coalescing) | |"
     echo "| **(e) $IMG_BYTES-byte image, memory hit, 50 clients** images/s | $(field "$im" ops_per_s) ($(field "$im" mb_per_s) MB/s) | $(field "$fhi" ops_per_s) ($(field "$fhi" mb_per_s) MB/s, fetch cache hit) | $(ratio "$(field "$im" ops_per_s)" "$(field "$fhi" ops_per_s)") |"
     echo "| … p50 / p99 µs | $(field "$im" p50_us) / $(field "$im" p99_us) | $(field "$fhi" p50_us) / $(field "$fhi" p99_us) | |"
+    echo "| … a 64×64 cover WebP variant of it, memory hit, images/s | $(field "$ivm" ops_per_s) | $(field "$im" ops_per_s) (the original, memory hit) | $(ratio "$(field "$ivm" ops_per_s)" "$(field "$im" ops_per_s)") |"
+    echo "| **(j) variants made per second** (350 pixels wide on average, of a 1600×1200 JPEG, one core) | $(field "$vm" ops_per_s) | $(field "$vt" ops_per_s) (vipsthumbnail); $(field "$mg" ops_per_s) (ImageMagick mogrify) | $(ratio "$(field "$vm" ops_per_s)" "$(field "$vt" ops_per_s)") / $(ratio "$(field "$vm" ops_per_s)" "$(field "$mg" ops_per_s)") |"
     echo "| **(f) disk hits after a restart** (2,000 distinct images, 50 clients) images/s | $(field "$id" ops_per_s) ($(field "$id" mb_per_s) MB/s) | | |"
     echo "| **(g) peak RSS, 2,000 distinct images, 64 MiB budgets** | $(field "$rs" peak_kib) KiB (idle $(field "$rs" idle_kib) KiB) | 2 × 65,536 KiB of budgets | |"
     for tier in disk memory; do

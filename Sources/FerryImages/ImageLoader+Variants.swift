@@ -86,9 +86,8 @@ extension ImageLoader {
             stats.variantFailures += 1
             return finish(job, .failure(.decode(error)))
         }
-        let elapsed = ContinuousClock.now - started
         stats.variantsMade += 1
-        stats.variantMs += Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        stats.variantMs += (ContinuousClock.now - started).milliseconds
         await store?.keep(made, storeKey)
         finish(job, .success(keep(made, request, original, freshUntil: freshUntil, source: .made)))
     }

@@ -1,4 +1,3 @@
-import FerryBytes
 import FerryImageFormat
 import FerryProtocol
 
@@ -192,60 +191,19 @@ public actor ImageLoader {
                 runningPrefetches += 1
             }
             stats.downloads += 1
-            let fetcher = self.fetcher, decoder = self.decoder, maxPixels = config.maxPixels, maxBytes = config.maxBytes
+            let verifier = ImageVerifier(fetcher: fetcher, decoder: decoder, store: variantStore, maxPixels: config.maxPixels,
+                                         maxBytes: config.maxBytes)
             download.task = Task {
-                let result = await ImageLoader.fetchAndVerify(download.request, fetcher: fetcher, decoder: decoder,
-                                                              maxPixels: maxPixels, maxBytes: maxBytes)
+                let result = await verifier.download(download.request)
                 self.completed(download, result)
             }
         }
     }
 
-    /// What one download brought, verified (or why not), and what the decode cost.
-    private struct Verified: Sendable {
-        var outcome: Result<(CachedImage, FetchedImage), ImageError>
-        var decodeMs: Double?
-    }
-
-    /// Off the actor: the download, the sniffer's checks (a bomb is refused from its header, a cut PNG or GIF by
-    /// its missing end), then one decode of every pixel.
-    private nonisolated static func fetchAndVerify(_ request: ImageRequest, fetcher: ImageFetching, decoder: ImageDecoding,
-                                                   maxPixels: Int, maxBytes: Int) async -> Verified {
-        let fetched: FetchedImage
-        do throws(ImageError) { fetched = try await fetcher.fetch(request, maxBytes: maxBytes) } catch {
-            return Verified(outcome: .failure(error))
-        }
-        // The sniffer knows seven formats: for those it checks size and completeness before any decode. What it
-        // does not know goes to the decoder, whose header check applies the same pixel limit.
-        var hint: String?
-        do {
-            let sniffed = try ImageSniffer.sniff(fetched.body, maxPixels: maxPixels)
-            if let problem = ImageCompleteness.problem(in: fetched.body, format: sniffed.format) {
-                return Verified(outcome: .failure(.invalidImage(.truncated(problem))))
-            }
-        } catch .notAnImage(let why) {
-            hint = why
-        } catch {
-            return Verified(outcome: .failure(.invalidImage(error)))
-        }
-        let started = ContinuousClock.now
-        let decoded: DecodedImage
-        do throws(ImageDecodeError) {
-            decoded = try await decoder.verify(fetched.body, maxPixels: maxPixels)
-        } catch {
-            let ms = (ContinuousClock.now - started).milliseconds
-            if case .unknownFormat(let why) = error { return Verified(outcome: .failure(.invalidImage(.notAnImage(hint ?? why))), decodeMs: ms) }
-            return Verified(outcome: .failure(.decode(error)), decodeMs: ms)
-        }
-        let validator = fetched.validator ?? "digest " + String(Checksum64.of(fetched.body), radix: 16)
-        let image = CachedImage(bytes: fetched.body, info: decoded, url: fetched.url, freshUntilMs: fetched.freshUntilMs,
-                                validator: validator)
-        return Verified(outcome: .success((image, fetched)), decodeMs: (ContinuousClock.now - started).milliseconds)
-    }
-
     /// Back on the actor: store, then answer every subscriber, then let the next download start.
-    private func completed(_ download: Download, _ verified: Verified) {
+    private func completed(_ download: Download, _ verified: ImageVerifier.Verified) {
         running -= 1
+        if verified.verdictReused { stats.verdictsReused += 1 }
         if let ms = verified.decodeMs {
             stats.decodes += 1
             stats.decodeMs += ms
@@ -293,5 +251,5 @@ public actor ImageLoader {
 
 extension Duration {
     /// `Duration.milliseconds(1500).milliseconds == 1500.0`
-    fileprivate var milliseconds: Double { Double(components.seconds) * 1000 + Double(components.attoseconds) / 1e15 }
+    var milliseconds: Double { Double(components.seconds) * 1000 + Double(components.attoseconds) / 1e15 }
 }

@@ -17,6 +17,8 @@ public struct ImageStats: Sendable {
     public var decodeFailures: UInt64 = 0
     /// Milliseconds spent decoding, summed over the pool's threads.
     public var decodeMs: Double = 0
+    /// Downloads answered by the HTTP cache whose bytes had decoded before (their stored verdict): no decode.
+    public var verdictsReused: UInt64 = 0
     /// Variants made (one resize each), found in the store, served from memory; milliseconds spent making them.
     public var variantsMade: UInt64 = 0
     public var variantStoreHits: UInt64 = 0

@@ -18,8 +18,19 @@ public struct VariantKey: Sendable, Equatable {
     public let storeKey: String
 
     public init(originalKey: String, validator: String, variant: ImageVariant) {
+        self.init(originalKey: originalKey, validator: validator, part: variant.keyPart)
+    }
+
+    /// Where an original's verdict is kept: that these bytes (by their `Checksum64`) of this version decoded, and
+    /// what they are (a `StoredVariant` without bytes). A disk hit of the original then costs no decode.
+    public static func verdict(originalKey: String, validator: String, bytes: [UInt8]) -> VariantKey {
+        VariantKey(originalKey: originalKey, validator: validator,
+                   part: "verdict \(bytes.count) " + String(Checksum64.of(bytes), radix: 16))
+    }
+
+    private init(originalKey: String, validator: String, part: String) {
         originalPrefix = SHA256.hex(of: Array(originalKey.utf8)) + "/"
         versionPrefix = originalPrefix + String(Checksum64.of(Array(validator.utf8)), radix: 16) + "/"
-        storeKey = versionPrefix + variant.keyPart
+        storeKey = versionPrefix + part
     }
 }

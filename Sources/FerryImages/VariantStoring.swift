@@ -13,7 +13,8 @@ public protocol VariantStoring: Sendable {
 }
 
 /// A variant's bytes with what decoding them would say, stored as one value: a first line
-/// `ferry-variant 1 FORMAT WIDTH HEIGHT\n`, then the bytes.
+/// `ferry-variant 1 FORMAT WIDTH HEIGHT ORIENTATION PAGES\n`, then the bytes. An original's verdict (it decoded,
+/// and what it is) is one without bytes, under `VariantKey.verdict`.
 ///
 /// ```swift
 /// let v = StoredVariant(bytes: webp, info: DecodedImage(format: "webp", width: 200, height: 120))
@@ -31,7 +32,7 @@ public struct StoredVariant: Sendable, Equatable {
     private static let magic = "ferry-variant 1 "
 
     public var encoded: [UInt8] {
-        Array("\(StoredVariant.magic)\(info.format) \(info.width) \(info.height)\n".utf8) + bytes
+        Array("\(StoredVariant.magic)\(info.format) \(info.width) \(info.height) \(info.orientation) \(info.pages)\n".utf8) + bytes
     }
 
     /// Nil for bytes that are not a stored variant of this version (another version's, or damaged).
@@ -40,7 +41,9 @@ public struct StoredVariant: Sendable, Equatable {
         let line = String(decoding: encoded[..<newline], as: UTF8.self)
         guard line.hasPrefix(StoredVariant.magic) else { return nil }
         let fields = line.dropFirst(StoredVariant.magic.count).split(separator: " ")
-        guard fields.count == 3, let width = Int(fields[1]), let height = Int(fields[2]), width > 0, height > 0 else { return nil }
-        self.init(bytes: Array(encoded[(newline + 1)...]), info: DecodedImage(format: String(fields[0]), width: width, height: height))
+        guard fields.count == 5, let width = Int(fields[1]), let height = Int(fields[2]), let orientation = Int(fields[3]),
+              let pages = Int(fields[4]), width > 0, height > 0, (1...8).contains(orientation), pages > 0 else { return nil }
+        self.init(bytes: Array(encoded[(newline + 1)...]),
+                  info: DecodedImage(format: String(fields[0]), width: width, height: height, orientation: orientation, pages: pages))
     }
 }

@@ -45,8 +45,10 @@ struct BenchOptions {
     var valueBytes = 100
     /// fetch, fetch-storm: the URL to fetch through ferryd.
     var url: String?
-    /// image: a URL of its own for every request.
+    /// image: a URL of its own for every request (with `variant`: a variant of its own, of the one URL).
     var distinct = false
+    /// image: a variant instead of the original (`--variant 200x200:cover:webp`).
+    var variant: ImageVariant?
     /// fetch: how the body reaches the client.
     var body = BodyPath.read
     /// cache-*: a Redis server's Unix socket to load instead of ferryd (RESP, the same requests redis-benchmark sends).
@@ -66,7 +68,8 @@ struct BenchOptions {
         OptionSpec("redis", takesValue: true, help: "cache-*: load the Redis server on this Unix socket instead of ferryd (SET/GET)"),
         OptionSpec("url", takesValue: true, help: "fetch, fetch-storm, image: the URL to fetch through ferryd"),
         OptionSpec("body", takesValue: true, help: "fetch: socket (bytes through the socket), read (a descriptor read into memory; the default), map (mapped) or fd (only held)"),
-        OptionSpec("distinct", help: "image: every request asks for a URL of its own (url&n=K)"),
+        OptionSpec("distinct", help: "image: every request asks for a URL of its own (url&n=K); with --variant, a variant of its own (width + K)"),
+        OptionSpec("variant", takesValue: true, help: "image: ask for a variant, WxH[:fit][:format] (0 for a free side), e.g. 200x200:cover:webp"),
         OptionSpec("tasks", takesValue: true, help: "client: concurrent tasks sharing one FerryClient (default: 50)"),
         OptionSpec("help", short: "h", help: "print this help"),
     ])
@@ -130,6 +133,7 @@ struct BenchOptions {
         options.redis = args.value("redis").flatMap { $0.isEmpty ? nil : $0 }
         options.url = args.value("url")
         options.distinct = args.has("distinct")
+        if let spec = args.value("variant") { options.variant = try variant(spec) }
         if let b = args.value("body") {
             guard let path = BodyPath(rawValue: b) else { throw UsageError("--body must be socket, read, map or fd, not \"\(b)\"") }
             options.body = path
@@ -154,5 +158,25 @@ struct BenchOptions {
             throw UsageError("\(name) needs a whole number, not \"\(text)\"")
         }
         return v
+    }
+
+    /// `WxH[:fit][:format]`, 0 for a side left free: `200x200:cover:webp`, `300x0`.
+    private static func variant(_ spec: String) throws(UsageError) -> ImageVariant {
+        let parts = spec.split(separator: ":").map(String.init)
+        let sides = parts.first?.split(separator: "x").compactMap { Int($0) } ?? []
+        guard sides.count == 2, sides.allSatisfy({ $0 >= 0 }), parts.count <= 3 else {
+            throw UsageError("--variant needs WxH[:fit][:format], e.g. 200x200:cover:webp, not \"\(spec)\"")
+        }
+        var variant = ImageVariant(width: sides[0] > 0 ? sides[0] : nil, height: sides[1] > 0 ? sides[1] : nil)
+        for word in parts.dropFirst() {
+            if let fit = ImageFit(rawValue: word) {
+                variant.fit = fit
+            } else if let format = ImageOutputFormat(rawValue: word) {
+                variant.format = format
+            } else {
+                throw UsageError("--variant: \"\(word)\" is neither a fit nor a format")
+            }
+        }
+        return variant
     }
 }

@@ -92,13 +92,24 @@ func runFetchStorm(socket: String, url: String, connections: Int) async throws -
 /// it). With `--distinct`, every request asks for a URL of its own (`url&n=K`, K counting up across clients), which
 /// measures disk hits after a restart, or streams many different images through the loader. Every reply is checked
 /// against the first one's format and size.
-func runImage(socket: String, url: String, budget: Budget, connections: Int, distinct: Bool) async throws -> BenchResult {
+///
+/// With a `variant`, every request asks for it; `--distinct` then varies the variant (its width grows by one each
+/// request) of the one URL, which measures variants made per second from an original in memory.
+func runImage(socket: String, url: String, budget: Budget, connections: Int, distinct: Bool,
+              variant: ImageVariant?) async throws -> BenchResult {
     let clients = try await connectClients(socket: socket, count: connections)
     defer { for c in clients { c.close() } }
     let separator = url.contains("?") ? "&" : "?"
     let counter = Tickets()
-    func target() -> String { distinct ? url + separator + "n=\(counter.next.add(1, ordering: .relaxed).oldValue)" : url }
-    let first = try await clients[0].image(distinct ? url + separator + "n=probe" : url)
+    let distinctURLs = distinct && variant == nil, distinctVariants = distinct && variant != nil
+    func target() -> (String, ImageVariant?) {
+        guard distinct else { return (url, variant) }
+        let n = counter.next.add(1, ordering: .relaxed).oldValue
+        guard var v = variant else { return (url + separator + "n=\(n)", nil) }
+        v.width = (v.width ?? 100) + n % 4000
+        return (url, v)
+    }
+    let first = try await clients[0].image(distinctURLs ? url + separator + "n=probe" : url, variant: variant)
     let size = first.bytes.count
     let start = monoNanos()
     let running = budget.started(at: start)
@@ -109,8 +120,9 @@ func runImage(socket: String, url: String, budget: Budget, connections: Int, dis
                 var sources: [String: Int] = [:]
                 while running.allowsMore(issued: distinct ? counter.next.load(ordering: .relaxed) : samples.count * connections) {
                     let t0 = monoNanos()
-                    let image = try await client.image(target())
-                    guard image.bytes.count == size, image.format == first.format else {
+                    let (u, v) = target()
+                    let image = try await client.image(u, variant: v)
+                    guard (distinctVariants && image.format == first.format) || (image.bytes.count == size && image.format == first.format) else {
                         throw BenchError("image of \(image.bytes.count) bytes (\(image.format)), expected \(size) (\(first.format))")
                     }
                     samples.record(monoNanos() - t0)

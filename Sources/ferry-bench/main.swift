@@ -29,7 +29,8 @@ func measure(_ mode: BenchMode, _ budget: Budget, _ o: BenchOptions) async throw
         return try await runFetchRaw(socket: o.socket, url: o.url!, budget: budget, connections: o.connections, pipeline: o.pipeline)
     case .fetchStorm: return try await runFetchStorm(socket: o.socket, url: o.url!, connections: o.connections)
     case .image:
-        return try await runImage(socket: o.socket, url: o.url!, budget: budget, connections: o.connections, distinct: o.distinct)
+        return try await runImage(socket: o.socket, url: o.url!, budget: budget, connections: o.connections, distinct: o.distinct,
+                                  variant: o.variant)
     case .cacheSet, .cacheGet:
         return try runCacheMode(socket: o.socket, redis: o.redis, budget: budget, op: mode == .cacheSet ? .set : .get,
                                 connections: o.connections, pipeline: o.pipeline, keySpace: o.keySpace,

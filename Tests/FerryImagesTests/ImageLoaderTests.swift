@@ -26,6 +26,8 @@ final class FakeImageFetcher: ImageFetching, @unchecked Sendable {
     var mayKeep = true
     /// The ETag (or Last-Modified) the fetches report; nil: none (the loader digests the body).
     var validator: String?
+    /// Where the fetches say the bytes came from (`.disk`: the HTTP cache).
+    var source = ImageSource.network
 
     init(body: [UInt8], clock: ManualClock = ManualClock()) {
         self.body = body
@@ -57,7 +59,7 @@ final class FakeImageFetcher: ImageFetching, @unchecked Sendable {
     /// Lets the fetches of `url` finish with `body` (or `bytes`).
     func release(_ url: String, bytes: [UInt8]? = nil) {
         let waiting = state.withLock { $0.waiting.removeValue(forKey: url) ?? [] }
-        let image = FetchedImage(body: bytes ?? body, url: url, source: .network, freshUntilMs: clock.now + 60_000, mayKeep: mayKeep,
+        let image = FetchedImage(body: bytes ?? body, url: url, source: source, freshUntilMs: clock.now + 60_000, mayKeep: mayKeep,
                                  validator: validator)
         for c in waiting { c.resume(returning: .success(image)) }
     }

@@ -6,7 +6,8 @@ import Testing
 /// A variant store in memory that counts, and drops other versions' variants as the daemon's does.
 final class CountingVariantStore: VariantStoring, @unchecked Sendable {
     private let state = Mutex<(values: [String: StoredVariant], reads: Int, keeps: Int)>(([:], 0, 0))
-    var keys: [String] { state.withLock { Array($0.values.keys) } }
+    /// The variants' keys (not the originals' verdicts).
+    var keys: [String] { state.withLock { $0.values.keys.filter { !$0.contains("/verdict ") } } }
     var reads: Int { state.withLock { $0.reads } }
     var keeps: Int { state.withLock { $0.keeps } }
 
@@ -58,7 +59,8 @@ final class CountingVariantStore: VariantStoring, @unchecked Sendable {
             sources.append(image.source)
         }
         #expect(sources.allSatisfy { $0 == .made })
-        #expect(fetcher.started == [url] && decoder.calls == 1 && decoder.variants == 1 && store.keeps == 1)
+        #expect(fetcher.started == [url] && decoder.calls == 1 && decoder.variants == 1)
+        #expect(store.keeps == 2, "the original's verdict and the variant")
         let again = try await loader.load(request(64), subscriber: ImageSubscriber(id: 99))
         #expect(again.source == .memory)
         // 100 at density 2 and 200 at density 1 are one variant; another size is another.
@@ -114,6 +116,30 @@ final class CountingVariantStore: VariantStoring, @unchecked Sendable {
         #expect(stats.inFlight == 0)
     }
 
+    /// The bytes of a disk hit decoded before (their verdict is in the store): no second decode. Other bytes under
+    /// the same validator are decoded again.
+    @Test func aDiskHitReusesTheVerdictOfTheSameBytes() async throws {
+        let (fetcher, decoder, _, loader) = setup()
+        fetcher.validator = "etag \"v1\""
+        let plain = ImageRequest(url: url)
+        func load(_ id: UInt64, started: Int, bytes: [UInt8]? = nil) async throws -> LoadedImage {
+            _ = await loader.evict(url: url)
+            let t = Task { try await loader.load(plain, subscriber: ImageSubscriber(id: id)) }
+            await fetcher.waitStarted(started)
+            fetcher.release(url, bytes: bytes)
+            return try await t.value
+        }
+        _ = try await load(1, started: 1)
+        fetcher.source = .disk
+        let again = try await load(2, started: 2)
+        #expect(again.info.width == 37 && decoder.calls == 1)
+        #expect(await loader.snapshot().verdictsReused == 1)
+        var other = ImageLoaderTests.png
+        other[other.count - 1] ^= 1  // the IEND CRC: other bytes, still whole
+        _ = try await load(3, started: 3, bytes: other)
+        #expect(decoder.calls == 2, "other bytes under the same ETag are decoded")
+    }
+
     /// An original nobody may keep (no-store, private): its variant is made for the request and kept nowhere.
     @Test func variantsOfAnOriginalNobodyMayKeepAreNotKept() async throws {
         let (fetcher, decoder, store, loader) = setup()
@@ -122,7 +148,7 @@ final class CountingVariantStore: VariantStoring, @unchecked Sendable {
         await fetcher.waitStarted(1)
         fetcher.release(url)
         #expect(try await t.value.source == .made)
-        #expect(store.keeps == 0 && store.reads == 0 && decoder.variants == 1)
+        #expect(store.keeps == 0 && store.reads == 0 && decoder.variants == 1, "neither variant nor verdict")
         #expect(await loader.snapshot().entries == 0)
     }
 }

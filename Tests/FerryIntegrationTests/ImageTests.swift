@@ -175,6 +175,8 @@ extension IntegrationTests {
             #expect(again.source == .disk && again.bytes == others[0].bytes)
             stats = try await s.client.stats()["image"]?.objectValue
             #expect(stats?["variants_made"]?.intValue == 6 && stats?["variant_store_hits"]?.intValue == 1)
+            #expect(stats?["verdicts_reused"]?.intValue == 1 && stats?["decodes"]?.intValue == 1,
+                    "the revalidated original's bytes decoded before: not again")
             // The origin's file changes (a new ETag): a new variant, of the new picture.
             try FileManager.default.removeItem(atPath: path)
             try FileManager.default.copyItem(atPath: s.files.path + "/png-37x21.png", toPath: path)

@@ -41,7 +41,7 @@ extension ImageStats {
     func json(budget: Int, maxEntries: Int) -> JSONObject {
         ["memory_hits": .int(Int64(memoryHits)), "disk_hits": .int(Int64(diskHits)), "downloads": .int(Int64(downloads)),
          "coalesced": .int(Int64(coalesced)), "cancelled": .int(Int64(cancelled)), "oversized": .int(Int64(oversized)),
-         "invalid": .int(Int64(invalid)), "prefetched": .int(Int64(prefetched)),
+         "invalid": .int(Int64(invalid)), "prefetched": .int(Int64(prefetched)), "verdicts_reused": .int(Int64(verdictsReused)),
          "decodes": .int(Int64(decodes)), "decode_failures": .int(Int64(decodeFailures)), "decode_ms": .double(decodeMs),
          "variants_made": .int(Int64(variantsMade)), "variant_store_hits": .int(Int64(variantStoreHits)),
          "variant_memory_hits": .int(Int64(variantMemoryHits)), "variant_failures": .int(Int64(variantFailures)),
