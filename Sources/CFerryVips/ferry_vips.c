@@ -238,21 +238,26 @@ static void thumbnail_box(const ferry_vips_variant *v, const ferry_vips_info *in
     *height = h;
 }
 
+/// Encodes `image` as `format`; quality 0 keeps the encoder's own default (libvips: 75 for JPEG and WebP, 50 for
+/// HEIF), as vipsthumbnail does.
 static int save(VipsImage *image, const char *format, int quality, void **out, size_t *out_size) {
     int q = quality > 0 ? quality : 0;
     if (strcmp(format, "jpeg") == 0) {
-        return vips_jpegsave_buffer(image, out, out_size, "Q", q ? q : 80, "strip", TRUE, NULL);
+        return q ? vips_jpegsave_buffer(image, out, out_size, "Q", q, "strip", TRUE, NULL)
+                 : vips_jpegsave_buffer(image, out, out_size, "strip", TRUE, NULL);
     }
     if (strcmp(format, "png") == 0) return vips_pngsave_buffer(image, out, out_size, "strip", TRUE, NULL);
     if (strcmp(format, "webp") == 0) {
-        return vips_webpsave_buffer(image, out, out_size, "Q", q ? q : 80, "strip", TRUE, NULL);
+        return q ? vips_webpsave_buffer(image, out, out_size, "Q", q, "strip", TRUE, NULL)
+                 : vips_webpsave_buffer(image, out, out_size, "strip", TRUE, NULL);
     }
     if (strcmp(format, "gif") == 0) return vips_gifsave_buffer(image, out, out_size, "strip", TRUE, NULL);
-    if (strcmp(format, "avif") == 0) {
-        return vips_heifsave_buffer(image, out, out_size, "Q", q ? q : 50, "compression",
-                                    VIPS_FOREIGN_HEIF_COMPRESSION_AV1, "strip", TRUE, NULL);
+    if (strcmp(format, "avif") == 0 || strcmp(format, "heic") == 0) {
+        VipsForeignHeifCompression compression =
+            strcmp(format, "avif") == 0 ? VIPS_FOREIGN_HEIF_COMPRESSION_AV1 : VIPS_FOREIGN_HEIF_COMPRESSION_HEVC;
+        return q ? vips_heifsave_buffer(image, out, out_size, "Q", q, "compression", compression, "strip", TRUE, NULL)
+                 : vips_heifsave_buffer(image, out, out_size, "compression", compression, "strip", TRUE, NULL);
     }
-    if (strcmp(format, "heic") == 0) return vips_heifsave_buffer(image, out, out_size, "Q", q ? q : 50, "strip", TRUE, NULL);
     if (strcmp(format, "tiff") == 0) return vips_tiffsave_buffer(image, out, out_size, "strip", TRUE, NULL);
     vips_error("ferry_vips", "no saver for \"%s\"", format);
     return -1;
@@ -292,6 +297,12 @@ static VipsImage *contain(VipsImage *image, const ferry_vips_variant *v, const c
     vips_area_unref(VIPS_AREA(bg));
     if (with_alpha) g_object_unref(with_alpha);
     return rc == 0 ? padded : NULL;
+}
+
+/// libvips emits "eval" as it computes an image's tiles: a set cancel flag kills the computation there.
+static void on_eval(VipsImage *image, VipsProgress *progress, void *flag) {
+    (void)progress;
+    if (*(const volatile int *)flag) vips_image_set_kill(image, TRUE);
 }
 
 ferry_vips_status ferry_vips_make_variant(const void *data, size_t size, int64_t max_pixels,
@@ -340,10 +351,19 @@ ferry_vips_status ferry_vips_make_variant(const void *data, size_t size, int64_t
         }
     }
     // Made in memory first (the variant, not the original: shrink-on-load keeps that small), so that a decode
-    // failure is told from an encoder's.
+    // failure is told from an encoder's, and a cancel stops the costly part.
+    if (variant->cancel) {
+        vips_image_set_progress(final, TRUE);
+        g_signal_connect(final, "eval", G_CALLBACK(on_eval), (void *)variant->cancel);
+    }
     VipsImage *made = vips_image_copy_memory(final);
     g_object_unref(final);
     if (!made) {
+        if (variant->cancel && *variant->cancel) {
+            take_error(message, message_size, "cancelled");
+            set_message(message, message_size, "cancelled");
+            return FERRY_VIPS_CANCELLED;
+        }
         take_error(message, message_size, "the image does not decode");
         return FERRY_VIPS_UNDECODABLE;
     }

@@ -16,6 +16,8 @@ public protocol ImageDecoding: Sendable {
     func verify(_ bytes: [UInt8], maxPixels: Int) async throws(ImageDecodeError) -> DecodedImage
 
     /// Makes `variant` of an original that verified (shrink-on-load, orientation applied, first frame or page).
+    /// Cancelling the calling task stops the work where the decoder can (libvips: between tiles), freeing its
+    /// thread, and throws `.cancelled`.
     func variant(of bytes: [UInt8], _ variant: ImageVariant, maxPixels: Int) async throws(ImageDecodeError) -> StoredVariant
 }
 
@@ -56,4 +58,6 @@ public enum ImageDecodeError: Error, Sendable, Equatable {
     case undecodable(String)
     /// The decoder could not run (its pool stopped, a variant's format cannot be written).
     case unavailable(String)
+    /// The caller went away while it ran, and the work stopped.
+    case cancelled
 }

@@ -82,6 +82,8 @@ extension ImageLoader {
         let made: StoredVariant
         do throws(ImageDecodeError) {
             made = try await decoder.variant(of: original.bytes, variant, maxPixels: config.maxPixels)
+        } catch .cancelled {
+            return finish(job, .failure(.cancelled))
         } catch {
             stats.variantFailures += 1
             return finish(job, .failure(.decode(error)))

@@ -15,6 +15,9 @@ final class LoopVariantStore: VariantStoring, @unchecked Sendable {
     /// Touched on the loop thread only.
     private unowned(unsafe) let store: CacheStore
     static let ttlMs: Int64 = 30 * 24 * 3600 * 1000
+    /// The version last kept of each original (loop thread only): other versions' variants are looked for only when
+    /// it changes (or was not seen since start), not at every variant kept. Bounded: forgotten whole past 10,000.
+    private var keptVersions: [String: String] = [:]
 
     init(store: CacheStore, post: @escaping LoopPost) {
         self.store = store
@@ -38,6 +41,9 @@ final class LoopVariantStore: VariantStoring, @unchecked Sendable {
                 let now = WallClock.nowMs()
                 store.set(CacheKey(trusted: VariantKey.namespace, key.storeKey), value: variant.encoded, ttlMs: LoopVariantStore.ttlMs,
                           ifAbsent: false, now: now) { _ in continuation.resume() }
+                guard keptVersions[key.originalPrefix] != key.versionPrefix else { return }
+                if keptVersions.count >= 10_000 { keptVersions.removeAll() }
+                keptVersions[key.originalPrefix] = key.versionPrefix
                 dropOtherVersions(of: key, now: now)
             }
         }

@@ -44,10 +44,12 @@ public enum Vips {
 
     /// Makes `variant` of `bytes` with libvips's thumbnail path (shrink-on-load, EXIF orientation applied, first
     /// frame or page); refuses originals over `maxPixels` from the header first.
-    public static func variant(of bytes: [UInt8], _ variant: ImageVariant, maxPixels: Int) throws(ImageDecodeError) -> StoredVariant {
+    public static func variant(of bytes: [UInt8], _ variant: ImageVariant, maxPixels: Int,
+                               cancel: CancelFlag? = nil) throws(ImageDecodeError) -> StoredVariant {
         try start()
         var spec = ferry_vips_variant(width: Int32(variant.boxWidth), height: Int32(variant.boxHeight), fit: fit(variant.fit),
-                                      format: format(variant.format), quality: Int32(variant.quality ?? 0))
+                                      format: format(variant.format), quality: Int32(variant.quality ?? 0),
+                                      cancel: cancel.map { UnsafePointer($0.flag) })
         var out: UnsafeMutableRawPointer?
         var size = 0
         var info = ferry_vips_info()
@@ -108,6 +110,7 @@ public enum Vips {
         case FERRY_VIPS_TOO_LARGE:
             throw .tooLarge(width: Int(info.width), height: Int(info.height), pages: Int(info.pages), limit: limit)
         case FERRY_VIPS_UNDECODABLE: throw .undecodable(text)
+        case FERRY_VIPS_CANCELLED: throw .cancelled
         default: throw .unavailable(text)
         }
     }
@@ -118,4 +121,16 @@ public enum Vips {
             String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
         }
     }
+}
+
+/// A flag one thread sets and libvips, working on another, reads between tiles (`ferry_vips_variant.cancel`): set,
+/// the work stops. An `Int32` at a fixed address, written once; a stale read costs one more tile.
+public final class CancelFlag: @unchecked Sendable {
+    let flag = UnsafeMutablePointer<Int32>.allocate(capacity: 1)
+
+    public init() { flag.initialize(to: 0) }
+    deinit { flag.deallocate() }
+
+    public func set() { flag.pointee = 1 }
+    public var isSet: Bool { flag.pointee != 0 }
 }

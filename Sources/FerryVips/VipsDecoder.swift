@@ -19,9 +19,16 @@ public final class VipsDecoder: ImageDecoding {
         try await pool.run { Result { () throws(ImageDecodeError) in try Vips.verify(bytes, maxPixels: maxPixels) } }.get()
     }
 
+    /// A cancelled caller stops the resize between tiles: its pool thread is free for the next job at once.
     public func variant(of bytes: [UInt8], _ variant: ImageVariant, maxPixels: Int) async throws(ImageDecodeError) -> StoredVariant {
-        try await pool.run {
-            Result { () throws(ImageDecodeError) in try Vips.variant(of: bytes, variant, maxPixels: maxPixels) }
+        let cancel = CancelFlag()
+        return try await withTaskCancellationHandler {
+            await pool.run {
+                if cancel.isSet { return Result<StoredVariant, ImageDecodeError>.failure(.cancelled) }  // before it began
+                return Result { () throws(ImageDecodeError) in try Vips.variant(of: bytes, variant, maxPixels: maxPixels, cancel: cancel) }
+            }
+        } onCancel: {
+            cancel.set()
         }.get()
     }
 }

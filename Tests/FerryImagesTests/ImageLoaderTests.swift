@@ -76,7 +76,7 @@ final class FakeImageFetcher: ImageFetching, @unchecked Sendable {
 /// A decoder that counts its calls and answers from the sniffer (or with the failure the test sets), so the
 /// loader's rules are tested without libvips (FerryVipsTests test the real one).
 final class CountingDecoder: ImageDecoding, @unchecked Sendable {
-    private let state = Mutex<(calls: Int, failure: ImageDecodeError?, variants: Int)>((0, nil, 0))
+    private let state = Mutex<(calls: Int, failure: ImageDecodeError?, variants: Int, cancelled: Int)>((0, nil, 0, 0))
     var calls: Int { state.withLock { $0.calls } }
     /// Variants made.
     var variants: Int { state.withLock { $0.variants } }
@@ -86,10 +86,17 @@ final class CountingDecoder: ImageDecoding, @unchecked Sendable {
 
     init(variantDelay: Duration = .zero) { self.variantDelay = variantDelay }
 
+    /// Variants whose caller went away while they were being made.
+    var cancelledVariants: Int { state.withLock { $0.cancelled } }
+
     /// A variant's bytes name the variant and the original they were made of.
     func variant(of bytes: [UInt8], _ variant: ImageVariant, maxPixels: Int) async throws(ImageDecodeError) -> StoredVariant {
         state.withLock { $0.variants += 1 }
         try? await Task.sleep(for: variantDelay)
+        if Task.isCancelled {
+            state.withLock { $0.cancelled += 1 }
+            throw .cancelled
+        }
         return StoredVariant(bytes: Array("\(variant.keyPart) of \(Checksum64.of(bytes))".utf8),
                              info: DecodedImage(format: "webp", width: variant.boxWidth, height: max(1, variant.boxHeight)))
     }

@@ -116,6 +116,21 @@ final class CountingVariantStore: VariantStoring, @unchecked Sendable {
         #expect(stats.inFlight == 0)
     }
 
+    /// Every waiter gone while the variant is being made: the resize is told to stop (its thread freed), nothing
+    /// is kept, and a later request makes it afresh.
+    @Test func cancellingDuringTheResizeStopsIt() async throws {
+        let (fetcher, decoder, store, loader) = setup(delay: .seconds(30))
+        let t = Task { try await loader.load(request(64), subscriber: ImageSubscriber(id: 1)) }
+        await fetcher.waitStarted(1)
+        fetcher.release(url)
+        for _ in 0..<400 where decoder.variants == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        await loader.cancel(ImageSubscriber(id: 1))
+        await #expect(throws: ImageError.self) { try await t.value }
+        for _ in 0..<400 where decoder.cancelledVariants == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(decoder.cancelledVariants == 1 && store.keys.isEmpty)
+        #expect(await loader.snapshot().variantFailures == 0, "a cancel is not a failure")
+    }
+
     /// The bytes of a disk hit decoded before (their verdict is in the store): no second decode. Other bytes under
     /// the same validator are decoded again.
     @Test func aDiskHitReusesTheVerdictOfTheSameBytes() async throws {

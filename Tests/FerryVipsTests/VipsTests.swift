@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import FerryImages
 import FerryProtocol
 import Foundation
@@ -98,6 +101,25 @@ struct SplitMix {
         url.deleteLastPathComponent()
         let bmp = Array(try Data(contentsOf: url.appendingPathComponent("FerryImageFormatTests/Fixtures/bmp-15x9.bmp")))
         #expect(try Vips.verify(bmp, maxPixels: 1_000_000) == DecodedImage(format: "bmp", width: 15, height: 9))
+    }
+
+    /// An animated GIF (made by ImageMagick: three 20×10 frames) is verified frame by frame and reports its frames;
+    /// its variant is the first frame, a still GIF.
+    @Test func anAnimatedGIFHasItsFramesAndItsVariantIsTheFirst() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-anim-\(getpid()).gif").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let convert = Process()
+        // /usr/bin: ImageMagick's own (Debian's imagemagick, which the Makefile installs), not a stand-in on the PATH.
+        convert.executableURL = URL(fileURLWithPath: "/usr/bin/convert")
+        convert.arguments = ["-size", "20x10", "xc:red", "xc:green", "xc:blue", "-loop", "0", path]
+        try convert.run()
+        convert.waitUntilExit()
+        #expect(convert.terminationStatus == 0)
+        let gif = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        #expect(try Vips.verify(gif, maxPixels: 1_000_000) == DecodedImage(format: "gif", width: 20, height: 10, pages: 3))
+        #expect(throws: ImageDecodeError.tooLarge(width: 20, height: 10, pages: 3, limit: 599)) { try Vips.verify(gif, maxPixels: 599) }
+        let made = try Vips.variant(of: gif, ImageVariant(width: 10, height: nil), maxPixels: 1_000_000)
+        #expect(try Vips.verify(made.bytes, maxPixels: 1_000_000) == DecodedImage(format: "gif", width: 10, height: 5, pages: 1))
     }
 
     /// libvips reads CSV and matrix text files as images; bytes from the web never reach those loaders.

@@ -52,6 +52,19 @@ import Testing
         #expect(try Vips.verify(made.bytes, maxPixels: 1_000_000) == DecodedImage(format: "png", width: 400, height: 100))
     }
 
+    /// A set flag stops a resize between tiles: a large variant of a large original ends `.cancelled`.
+    @Test func aCancelledResizeStops() throws {
+        let original = try Vips.testImage(width: 6000, height: 4000, format: "jpeg")
+        let flag = CancelFlag()
+        flag.set()
+        #expect(throws: ImageDecodeError.cancelled) {
+            try Vips.variant(of: original, ImageVariant(width: 5000, height: 3000, fit: .fill, format: .png), maxPixels: 100_000_000,
+                             cancel: flag)
+        }
+        let made = try Vips.variant(of: original, ImageVariant(width: 60, height: nil), maxPixels: 100_000_000, cancel: CancelFlag())
+        #expect(made.info.width == 60, "an unset flag changes nothing")
+    }
+
     @Test func aCorruptOriginalMakesNoVariant() throws {
         let original = try Vips.testImage(width: 300, height: 200, format: "jpeg")
         #expect {

@@ -32,6 +32,7 @@ typedef enum ferry_vips_status {
     FERRY_VIPS_UNDECODABLE = 3,     // truncated, corrupt, or padded with garbage: the decode failed
     FERRY_VIPS_UNSAVABLE = 4,       // the output format cannot be written by this libvips
     FERRY_VIPS_BAD_ARGUMENT = 5,
+    FERRY_VIPS_CANCELLED = 6,       // `*cancel` was set while it ran: stopped between tiles
 } ferry_vips_status;
 
 /// How a variant fills its box (sharp's and CSS object-fit's words).
@@ -58,6 +59,7 @@ typedef struct ferry_vips_variant {
     ferry_vips_fit fit;
     ferry_vips_format format;
     int quality;          // 1…100; 0: the format's default
+    const volatile int *cancel;  // NULL, or a flag another thread sets to stop the work between tiles
 } ferry_vips_variant;
 
 /// Starts libvips once per process: its operation cache off (Ferry keeps what it makes, in its own budgets),

@@ -26,6 +26,7 @@ extension ImageError {
                 return WireError(.invalidImage, "the image is \(w)×\(h)\(frames) pixels, more than the limit of \(limit)",
                                  details: ["width": .int(Int64(w)), "height": .int(Int64(h)), "max_pixels": .int(Int64(limit))])
             case .unavailable(let m): return WireError(.unavailable, "images cannot be decoded: \(m)")
+            case .cancelled: return WireError(.cancelled, "cancelled")
             }
         case .fetch(let e): return e
         case .httpStatus(let status, let url):
