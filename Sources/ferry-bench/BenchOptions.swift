@@ -45,8 +45,10 @@ struct BenchOptions {
     var valueBytes = 100
     /// fetch, fetch-storm: the URL to fetch through ferryd.
     var url: String?
-    /// image: a URL of its own for every request (with `variant`: a variant of its own, of the one URL).
+    /// image: a URL of its own for every request.
     var distinct = false
+    /// image, with `variant`: a variant of its own for every request, of the one URL.
+    var distinctVariants = false
     /// image: a variant instead of the original (`--variant 200x200:cover:webp`).
     var variant: ImageVariant?
     /// fetch: how the body reaches the client.
@@ -68,7 +70,8 @@ struct BenchOptions {
         OptionSpec("redis", takesValue: true, help: "cache-*: load the Redis server on this Unix socket instead of ferryd (SET/GET)"),
         OptionSpec("url", takesValue: true, help: "fetch, fetch-storm, image: the URL to fetch through ferryd"),
         OptionSpec("body", takesValue: true, help: "fetch: socket (bytes through the socket), read (a descriptor read into memory; the default), map (mapped) or fd (only held)"),
-        OptionSpec("distinct", help: "image: every request asks for a URL of its own (url&n=K); with --variant, a variant of its own (width + 1 … 100)"),
+        OptionSpec("distinct", help: "image: every request asks for a URL of its own (url&n=K)"),
+        OptionSpec("distinct-variants", help: "image, with --variant: every request asks for a variant of its own of the one URL (width + 1 … 100)"),
         OptionSpec("variant", takesValue: true, help: "image: ask for a variant, WxH[:fit][:format] (0 for a free side), e.g. 200x200:cover:webp"),
         OptionSpec("tasks", takesValue: true, help: "client: concurrent tasks sharing one FerryClient (default: 50)"),
         OptionSpec("help", short: "h", help: "print this help"),
@@ -133,7 +136,10 @@ struct BenchOptions {
         options.redis = args.value("redis").flatMap { $0.isEmpty ? nil : $0 }
         options.url = args.value("url")
         options.distinct = args.has("distinct")
+        options.distinctVariants = args.has("distinct-variants")
+        if options.distinct && options.distinctVariants { throw UsageError("--distinct and --distinct-variants: one or the other") }
         if let spec = args.value("variant") { options.variant = try variant(spec) }
+        if options.distinctVariants && options.variant == nil { throw UsageError("--distinct-variants needs --variant") }
         if let b = args.value("body") {
             guard let path = BodyPath(rawValue: b) else { throw UsageError("--body must be socket, read, map or fd, not \"\(b)\"") }
             options.body = path

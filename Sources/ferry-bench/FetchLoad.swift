@@ -93,19 +93,20 @@ func runFetchStorm(socket: String, url: String, connections: Int) async throws -
 /// measures disk hits after a restart, or streams many different images through the loader. Every reply is checked
 /// against the first one's format and size.
 ///
-/// With a `variant`, every request asks for it; `--distinct` then varies the variant (widths 1…100 above the one
-/// asked, in turn) of the one URL, which measures variants made per second from an original in memory.
-func runImage(socket: String, url: String, budget: Budget, connections: Int, distinct: Bool,
-              variant: ImageVariant?) async throws -> BenchResult {
+/// With a `variant`, every request asks for it (of its own URL with `--distinct`); `--distinct-variants` varies the
+/// variant instead (widths 1…100 above the one asked, in turn) of the one URL, which measures variants made per
+/// second from an original in memory.
+func runImage(socket: String, url: String, budget: Budget, connections: Int, distinct distinctURLs: Bool,
+              distinctVariants: Bool, variant: ImageVariant?) async throws -> BenchResult {
     let clients = try await connectClients(socket: socket, count: connections)
     defer { for c in clients { c.close() } }
     let separator = url.contains("?") ? "&" : "?"
     let counter = Tickets()
-    let distinctURLs = distinct && variant == nil, distinctVariants = distinct && variant != nil
+    let distinct = distinctURLs || distinctVariants
     func target() -> (String, ImageVariant?) {
         guard distinct else { return (url, variant) }
         let n = counter.next.add(1, ordering: .relaxed).oldValue
-        guard var v = variant else { return (url + separator + "n=\(n)", nil) }
+        guard distinctVariants, var v = variant else { return (url + separator + "n=\(n)", variant) }
         // 100 widths above the one asked: one shrink-on-load factor for all of them, as a fixed-size tool has.
         v.width = (v.width ?? 100) + 1 + n % 100
         return (url, v)

@@ -30,7 +30,7 @@ func measure(_ mode: BenchMode, _ budget: Budget, _ o: BenchOptions) async throw
     case .fetchStorm: return try await runFetchStorm(socket: o.socket, url: o.url!, connections: o.connections)
     case .image:
         return try await runImage(socket: o.socket, url: o.url!, budget: budget, connections: o.connections, distinct: o.distinct,
-                                  variant: o.variant)
+                                  distinctVariants: o.distinctVariants, variant: o.variant)
     case .cacheSet, .cacheGet:
         return try runCacheMode(socket: o.socket, redis: o.redis, budget: budget, op: mode == .cacheSet ? .set : .get,
                                 connections: o.connections, pipeline: o.pipeline, keySpace: o.keySpace,
@@ -62,7 +62,7 @@ for mode in options.modes {
         // The warm-up runs the same code on its own connections and is thrown away: it brings the CPUs out of
         // their idle states and lets both processes' allocators reach a steady size before anything is counted.
         // (A storm is one round by nature: its warm-up would warm the very cache it is meant to find cold.)
-        if options.warmup.seconds > 0 && mode != .fetchStorm && !(mode == .image && options.distinct) { _ = try await measure(mode, options.warmup, options) }
+        if options.warmup.seconds > 0 && mode != .fetchStorm && !(mode == .image && (options.distinct || options.distinctVariants)) { _ = try await measure(mode, options.warmup, options) }
         let result = try await measure(mode, options.budget, options)
         emit(result.machineLine)
         emit("# " + result.humanLine)
