@@ -100,6 +100,9 @@ public final class FetchEngine {
         return group
     }
 
+    /// Whether a transfer for `key` is in flight (a request may join it).
+    func hasTransfer(for key: String) -> Bool { groups[key] != nil }
+
     /// The group is done or abandoned: later identical requests start a new transfer.
     func forget(_ group: TransferGroup) {
         if let key = group.key, groups[key] === group { groups[key] = nil }

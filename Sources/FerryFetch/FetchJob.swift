@@ -47,6 +47,8 @@ public final class FetchJob {
 
     /// The request's credential partition, made once per hop (a redirect may drop the credentials).
     private var partitionOfHop: String??
+    /// The store's placement mark and the keys of this hop's lookup, until its miss reaches the origin (`network`).
+    private var lookedUp: (mark: UInt64, primaries: [String])?
     private var partition: String? {
         if let p = partitionOfHop { return p }
         let p = engine.partition(for: spec)
@@ -60,6 +62,7 @@ public final class FetchJob {
         // The keys once: each is the URL parsed and normalised.
         let keys = creq.mode.consultsCache ? creq.lookupKeys : []
         guard !keys.isEmpty else { return network(creq, stored: nil, validating: nil) }
+        lookedUp = (engine.responses.placements, keys.map(\.description))
         engine.responses.lookup(creq, keys: keys) { [self] found in
             guard !finished else { return }
             decide(creq, found)
@@ -161,6 +164,16 @@ public final class FetchJob {
     /// To the origin: joins an identical transfer in flight when the request may share one.
     private func network(_ creq: CacheRequest, stored: ResponseStore.Found?, validating conditional: HTTPFields?, alone: Bool = false,
                          resume: (fields: HTTPFields, spool: BodySpool, stored: StoredResponse)? = nil) {
+        let key = alone ? nil : coalescingKey(creq, conditional).map { k in resume.map { k + "\nresume:\($0.spool.prefilled)" } ?? k }
+        // The lookup that found nothing ran while an identical transfer may have ended and begun storing its
+        // response: that transfer is gone from the groups, and its response may not be in what the lookup read.
+        // Look again instead of asking the origin a second time (again only if yet another one was stored).
+        if let key, stored == nil, conditional == nil, resume == nil, let (mark, primaries) = lookedUp,
+           !engine.hasTransfer(for: key), engine.responses.placed(since: mark, anyOf: primaries) {
+            lookedUp = nil
+            return hop()
+        }
+        lookedUp = nil
         var headers = HTTPFields(spec.headers)
         if let conditional {
             // Our validators replace the client's; the client's own condition is answered afterwards.
@@ -201,7 +214,6 @@ public final class FetchJob {
         }
         waiter.progress = { [weak self] received, total in self?.onProgress?(received, total) }
         self.waiter = waiter
-        let key = alone ? nil : coalescingKey(creq, conditional).map { k in resume.map { k + "\nresume:\($0.spool.prefilled)" } ?? k }
         group = engine.join(waiter, request: outgoing, coalescingKey: key, resuming: resume.map { ($0.spool, $0.stored) })
         group?.catchUp(waiter)
     }

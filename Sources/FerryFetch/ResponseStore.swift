@@ -214,7 +214,26 @@ public final class ResponseStore {
 
     static func partialKey(_ primary: String) -> String { primary + "\u{0}partial" }
 
-    private func beginPlacing(_ primary: String) { placing[primary, default: (0, [])].count += 1 }
+    private func beginPlacing(_ primary: String) {
+        placing[primary, default: (0, [])].count += 1
+        placements += 1
+        if recentPlacements.count >= ResponseStore.recentPlacementsLimit { recentPlacements.removeAll(keepingCapacity: true) }
+        recentPlacements[primary] = placements
+    }
+
+    /// Responses whose storing began since start: a mark a lookup takes, to learn afterwards whether a response for
+    /// its keys began to be stored while it looked (`placed(since:anyOf:)`).
+    private(set) var placements: UInt64 = 0
+    /// The mark of the last storing that began, by primary key: the last `recentPlacementsLimit` keys (forgotten all
+    /// at once past that: a lookup then may not learn of one, as before this was kept).
+    private var recentPlacements: [String: UInt64] = [:]
+    static let recentPlacementsLimit = 4096
+
+    /// Whether a response for any of `primaries` began to be stored after `mark` (a `placements` value): a miss
+    /// looked up before then may be stale.
+    func placed(since mark: UInt64, anyOf primaries: [String]) -> Bool {
+        mark < placements && primaries.contains { (recentPlacements[$0] ?? 0) > mark }
+    }
 
     private func endPlacing(_ primary: String) {
         guard var entry = placing[primary] else { return }

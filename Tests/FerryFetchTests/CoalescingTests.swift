@@ -18,6 +18,22 @@ import FerryProtocol
         #expect(c.outcome?.cache == .hit && c.text == "wisdom" && h.origin.exchanges.count == 1, "then stored")
     }
 
+    /// A request whose lookup was still reading when an identical transfer ended (the transfer gone from the
+    /// groups, its response being stored) must not ask the origin again: it looks again and gets the stored
+    /// response. (Seen in an integration run under load: a third client of a 1 GiB download, arriving at its end,
+    /// made a second origin request.)
+    @Test func aMissReadWhileTheTransferEndedLooksAgainInsteadOfFetchingTwice() {
+        let h = EngineHarness()
+        let a = h.fetch("http://o.test/late")
+        h.storage.deferReads = true
+        let b = h.fetch("http://o.test/late")   // its lookup reads the store as it is now: nothing
+        h.origin.exchanges[0].respond(200, [("Cache-Control", "max-age=60")], body: "once")
+        #expect(a.text == "once")
+        for _ in 0..<4 { h.storage.answerReads() }
+        #expect(h.origin.exchanges.count == 1, "no second exchange")
+        #expect(b.text == "once" && b.outcome?.cache == .hit)
+    }
+
     @Test func anUnstorableResponseIsNeverHandedToAnotherRequest() {
         let h = EngineHarness()
         let a = h.fetch("http://o.test/random")
