@@ -7,6 +7,8 @@ final class VariantJob {
     var task: Task<Void, Never>?
     /// The loader's own subscription to the original's download, while the job waits for it.
     var originalSubscriber: ImageSubscriber?
+    /// Its place in the line for a resize slot, while it waits for one.
+    var resizeTicket: UInt64?
 
     init(key: String) { self.key = key }
 }
@@ -50,6 +52,11 @@ extension ImageLoader {
         variantJobs[key] = nil
         job.task?.cancel()
         if let original = job.originalSubscriber { cancel(original) }
+        if let ticket = job.resizeTicket {
+            job.resizeTicket = nil
+            resizeSlots.leave(ticket: ticket)
+            resizeWaiters.removeValue(forKey: ticket)?.resume(returning: false)
+        }
     }
 
     /// The job: original, then the stored variant or a new one. Every step after an `await` checks that the job is
@@ -77,14 +84,17 @@ extension ImageLoader {
             stats.variantStoreHits += 1
             return finish(job, .success(keep(stored, request, original, freshUntil: freshUntil, source: .disk)))
         }
-        guard variantJobs[job.key] === job else { return }
+        guard variantJobs[job.key] === job, await takeResizeSlot(owner: request.owner, job) else { return }
         let started = ContinuousClock.now
         let made: StoredVariant
         do throws(ImageDecodeError) {
             made = try await decoder.variant(of: original.bytes, variant, maxPixels: config.maxPixels)
+            releaseResizeSlot(owner: request.owner)
         } catch .cancelled {
+            releaseResizeSlot(owner: request.owner)
             return finish(job, .failure(.cancelled))
         } catch {
+            releaseResizeSlot(owner: request.owner)
             stats.variantFailures += 1
             return finish(job, .failure(.decode(error)))
         }
@@ -92,6 +102,23 @@ extension ImageLoader {
         stats.variantMs += (ContinuousClock.now - started).milliseconds
         await store?.keep(made, storeKey)
         finish(job, .success(keep(made, request, original, freshUntil: freshUntil, source: .made)))
+    }
+
+    /// A resize slot for the job (`ResizeSlots`): at once, or after waiting its turn; false when the job was
+    /// cancelled meanwhile.
+    private func takeResizeSlot(owner: UInt64, _ job: VariantJob) async -> Bool {
+        if resizeSlots.acquire(owner: owner) { return true }
+        let ticket = nextResizeTicket
+        nextResizeTicket += 1
+        resizeSlots.wait(owner: owner, ticket: ticket)
+        job.resizeTicket = ticket
+        let granted = await withCheckedContinuation { resizeWaiters[ticket] = $0 }
+        job.resizeTicket = nil
+        return granted
+    }
+
+    private func releaseResizeSlot(owner: UInt64) {
+        for ticket in resizeSlots.release(owner: owner) { resizeWaiters.removeValue(forKey: ticket)?.resume(returning: true) }
     }
 
     /// Into the memory tier (fresh as long as its original is), as the answer.

@@ -48,6 +48,8 @@ public actor ImageLoader {
         /// never answer cannot hold the slots a direct request needs.
         public var maxPrefetching: Int?
         public var maxBytes = 64 * 1024 * 1024
+        /// Variants made at once (the decoders' threads); an owner takes at most half while others wait.
+        public var maxResizing = 2
         public init() {}
     }
 
@@ -66,6 +68,10 @@ public actor ImageLoader {
     var variantSubscriptions: [ImageSubscriber: String] = [:]
     /// Subscribers the loader makes for itself (a variant job waiting for its original), apart from clients'.
     var nextInternalSubscriber: UInt64 = 1 << 62
+    /// Who may resize now, and the jobs waiting for a slot (by ticket).
+    var resizeSlots: ResizeSlots
+    var resizeWaiters: [UInt64: CheckedContinuation<Bool, Never>] = [:]
+    var nextResizeTicket: UInt64 = 1
     private var queue = DownloadQueue()
     private var running = 0
     /// Downloads running per owner (client), for fair shares: one client holds at most half the slots.
@@ -84,6 +90,7 @@ public actor ImageLoader {
         self.config = config
         self.now = now
         memory = ImageMemoryCache(budget: config.memoryBudget, maxEntries: config.maxEntries)
+        resizeSlots = ResizeSlots(limit: config.maxResizing)
     }
 
     /// The image, from memory, or through one shared download.
@@ -148,6 +155,7 @@ public actor ImageLoader {
         s.memoryEvictions = memory.evictions
         s.inFlight = inFlight.count
         s.queued = queue.count
+        s.variantsWaiting = resizeSlots.waitingCount
         return s
     }
 

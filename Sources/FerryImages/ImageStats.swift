@@ -25,6 +25,8 @@ public struct ImageStats: Sendable {
     public var variantMemoryHits: UInt64 = 0
     public var variantFailures: UInt64 = 0
     public var variantMs: Double = 0
+    /// Variants waiting for a decoder (`ResizeSlots`).
+    public var variantsWaiting = 0
     public var prefetched: UInt64 = 0
     public var bytesDownloaded: UInt64 = 0
     public var bytes = 0

@@ -111,6 +111,7 @@ enum Wiring {
         imageConfig.maxEntries = config.imageMaxEntries
         imageConfig.maxPixels = config.imageMaxPixels
         imageConfig.maxConcurrent = config.imageDownloads
+        imageConfig.maxResizing = config.imageDecoders
         let pool = WorkerPool(threads: config.imageDecoders, name: "ferry-image")
         let loader = ImageLoader(fetcher: LoopImageFetcher(engine: fetch, post: post), decoder: VipsDecoder(pool: pool),
                                  variantStore: LoopVariantStore(store: store, post: post), config: imageConfig, now: WallClock.nowMs)

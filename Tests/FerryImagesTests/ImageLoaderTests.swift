@@ -76,7 +76,7 @@ final class FakeImageFetcher: ImageFetching, @unchecked Sendable {
 /// A decoder that counts its calls and answers from the sniffer (or with the failure the test sets), so the
 /// loader's rules are tested without libvips (FerryVipsTests test the real one).
 final class CountingDecoder: ImageDecoding, @unchecked Sendable {
-    private let state = Mutex<(calls: Int, failure: ImageDecodeError?, variants: Int, cancelled: Int)>((0, nil, 0, 0))
+    private let state = Mutex<(calls: Int, failure: ImageDecodeError?, variants: Int, cancelled: Int, widths: [Int])>((0, nil, 0, 0, []))
     var calls: Int { state.withLock { $0.calls } }
     /// Variants made.
     var variants: Int { state.withLock { $0.variants } }
@@ -86,12 +86,24 @@ final class CountingDecoder: ImageDecoding, @unchecked Sendable {
 
     init(variantDelay: Duration = .zero) { self.variantDelay = variantDelay }
 
+    /// While closed, variants wait before they begin their work (each already counted as begun).
+    private let gate = Mutex(true)
+    func closeGate() { gate.withLock { $0 = false } }
+    func openGate() { gate.withLock { $0 = true } }
+
+    /// The box widths of the variants, in the order they were begun.
+    var variantWidths: [Int] { state.withLock { $0.widths } }
+
     /// Variants whose caller went away while they were being made.
     var cancelledVariants: Int { state.withLock { $0.cancelled } }
 
     /// A variant's bytes name the variant and the original they were made of.
     func variant(of bytes: [UInt8], _ variant: ImageVariant, maxPixels: Int) async throws(ImageDecodeError) -> StoredVariant {
-        state.withLock { $0.variants += 1 }
+        state.withLock {
+            $0.variants += 1
+            $0.widths.append(variant.boxWidth)
+        }
+        while !gate.withLock({ $0 }) && !Task.isCancelled { try? await Task.sleep(for: .milliseconds(1)) }
         try? await Task.sleep(for: variantDelay)
         if Task.isCancelled {
             state.withLock { $0.cancelled += 1 }

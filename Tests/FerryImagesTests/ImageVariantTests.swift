@@ -131,6 +131,35 @@ final class CountingVariantStore: VariantStoring, @unchecked Sendable {
         #expect(await loader.snapshot().variantFailures == 0, "a cancel is not a failure")
     }
 
+    /// One client asking twenty variants cannot hold back another's one: with two resize slots, the other's
+    /// starts among the first three made.
+    @Test func aClientAskingManyVariantsDoesNotHoldBackAnothersOne() async throws {
+        let (fetcher, decoder, _, loader) = setup(delay: .milliseconds(20))
+        // The original first, so that every job goes straight to its resize.
+        let warm = Task { try await loader.load(ImageRequest(url: url), subscriber: ImageSubscriber(id: 1000)) }
+        await fetcher.waitStarted(1)
+        fetcher.release(url)
+        _ = try await warm.value
+        func owned(_ width: Int, owner: UInt64) -> ImageRequest {
+            var r = request(width)
+            r.owner = owner
+            return r
+        }
+        decoder.closeGate()
+        let many = (0..<20).map { k in Task { try await loader.load(owned(100 + k, owner: 1), subscriber: ImageSubscriber(id: UInt64(k + 1))) } }
+        // Both decoders busy with the first client's, and the rest of its twenty in line.
+        for _ in 0..<2000 where await loader.snapshot().variantsWaiting < 18 { try await Task.sleep(for: .milliseconds(2)) }
+        #expect(decoder.variants == 2)
+        let one = Task { try await loader.load(owned(50, owner: 2), subscriber: ImageSubscriber(id: 500)) }
+        for _ in 0..<2000 where await loader.snapshot().variantsWaiting < 19 { try await Task.sleep(for: .milliseconds(2)) }
+        decoder.openGate()
+        #expect(try await one.value.info.width == 50)
+        let order = decoder.variantWidths
+        #expect(order.firstIndex(of: 50) == 2, "begun third, right after the two running: \(order.prefix(5))")
+        for t in many { _ = try await t.value }
+        #expect(decoder.variants == 21)
+    }
+
     /// The bytes of a disk hit decoded before (their verdict is in the store): no second decode. Other bytes under
     /// the same validator are decoded again.
     @Test func aDiskHitReusesTheVerdictOfTheSameBytes() async throws {

@@ -46,7 +46,7 @@ extension ImageStats {
          "decodes": .int(Int64(decodes)), "decode_failures": .int(Int64(decodeFailures)), "decode_ms": .double(decodeMs),
          "variants_made": .int(Int64(variantsMade)), "variant_store_hits": .int(Int64(variantStoreHits)),
          "variant_memory_hits": .int(Int64(variantMemoryHits)), "variant_failures": .int(Int64(variantFailures)),
-         "variant_ms": .double(variantMs),
+         "variant_ms": .double(variantMs), "variants_waiting": .int(Int64(variantsWaiting)),
          "bytes_downloaded": .int(Int64(bytesDownloaded)), "bytes": .int(Int64(bytes)), "entries": .int(Int64(entries)),
          "evictions": .int(Int64(memoryEvictions)), "in_flight": .int(Int64(inFlight)), "queued": .int(Int64(queued)),
          "budget": .int(Int64(budget)), "max_entries": .int(Int64(maxEntries))]
