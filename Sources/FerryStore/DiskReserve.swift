@@ -65,6 +65,7 @@ struct DiskReserve {
     @discardableResult
     mutating func hold() -> Bool {
         guard !isHeld else { return true }
+        unlink(path)  // a smaller one kept at a stop (`holdAtStop`): its room joins the whole reserve's
         let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { return false }
         defer { close(fd) }
@@ -74,6 +75,34 @@ struct DiskReserve {
         }
         isHeld = true
         return true
+    }
+
+    /// At a clean stop: the reserve, or, when the disk has no room for all of it, the largest half, quarter, … of
+    /// it (at least 64 KiB) that fits, so that the next start on a full disk has room to open the index in (its
+    /// shared-memory file alone takes 32 KiB). A smaller file is not held (`isHeld` stays false): the next start
+    /// gives it back (`giveBackAny`) if it must, or replaces it with the whole reserve.
+    mutating func holdAtStop() {
+        guard !hold() else { return }
+        var bytes = size / 2
+        while bytes >= 64 << 10 {
+            let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+            guard fd >= 0 else { return }
+            let placed = posix_fallocate(fd, 0, off_t(bytes)) == 0 && ftruncate(fd, off_t(bytes)) == 0
+            close(fd)
+            if placed { return }
+            unlink(path)
+            bytes /= 2
+        }
+    }
+
+    /// Frees the reserve file whatever its size (a whole reserve, or what `holdAtStop` could keep); false when
+    /// there was none.
+    @discardableResult
+    mutating func giveBackAny() -> Bool {
+        if giveBack() { return true }
+        var st = stat()
+        guard lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return false }
+        return unlink(path) == 0
     }
 
     /// Frees the reserve's bytes at once (the store enters full mode). False when it was not held.

@@ -24,7 +24,7 @@ final class StoreEngine {
     /// Small sets acknowledged through the journal and not yet in the index: the latest value per key. Reads look
     /// here first; every other kind of job applies them to the index before it runs, so the index is current
     /// whenever anything but a small set or a get touches it.
-    private var pending: [CacheKey: CacheEntry] = [:]
+    private(set) var pending: [CacheKey: CacheEntry] = [:]
     /// The highest sequence number handed over; `applied_seq` in the index once `pending` is applied.
     private var pendingSeq: UInt64 = 0
     /// Journal files sealed by the loop, deleted once everything pending is in the index.
@@ -90,9 +90,9 @@ final class StoreEngine {
         return outcome
     }
 
-    /// At a clean stop (the worker stopped): the reserve is taken back if it fits at all, so that the next start on
-    /// a disk something else filled meanwhile still has room to free.
-    func retakeReserveForStop() { _ = reserve.hold() }
+    /// At a clean stop (the worker stopped): the reserve is taken back if it fits, else as much of it as fits (at
+    /// least 64 KiB), so that the next start on a disk something else filled meanwhile still has room to open in.
+    func retakeReserveForStop() { reserve.holdAtStop() }
 
     /// Gives the reserve back (false when it already was): from now on new values are refused.
     private func enterFullMode(_ why: String, _ outcome: inout BatchOutcome) -> Bool {
@@ -120,7 +120,7 @@ final class StoreEngine {
             defer { index.resetStatements() }
             return perform(job, &outcome)  // no transaction: a file removed, a damaged row dropped
         case .retireJournal:
-            do { try applyPendingFreeingJournals() } catch { return .failed(error) }
+            if let failure = applyPendingOrEnterFullMode(&outcome) { return .failed(failure) }
             return .swept
         case .put where !reserve.isHeld, .adopt where !reserve.isHeld:
             if case .adopt(_, let file) = job { unlink(file.path) }
@@ -134,8 +134,19 @@ final class StoreEngine {
             file.checksum = sum
             return runOne(.adopt(key, file), &outcome)
         default:
-            do { try applyPendingFreeingJournals() } catch { return .failed(error) }
+            if let failure = applyPendingOrEnterFullMode(&outcome) {
+                // Too full even for the reserve's room: a listing still answers, from the index and the pending sets.
+                if case .list(let namespace, let prefix, let cursor, let limit, let now) = job, case .diskFull = failure {
+                    return listWithPending(namespace: namespace, prefix: prefix, cursor: cursor, limit: limit, now: now)
+                }
+                return .failed(failure)
+            }
             let result = runTransaction([job], &outcome)[0]
+            if case .failed(.diskFull(let why)) = result, enterFullMode(why, &outcome) {
+                // The disk filled before the store knew: in full mode now, a new value is refused and a delete,
+                // touch or clear runs again in the reserve's room (which is what the reserve is for).
+                return runOne(job, &outcome)
+            }
             // In full mode every write folds the WAL back at once: otherwise each delete's frames would take the
             // room the reserve gave before the next sweep, and deletes would stop freeing space.
             if !reserve.isHeld {
@@ -204,6 +215,21 @@ final class StoreEngine {
         maybeUnreferenced.removeAll()
         index.resetStatements()
         deleteSealedJournals()
+    }
+
+    /// `applyPendingFreeingJournals`; on a disk still full, full mode (the reserve given back) and once more. The
+    /// failure when the pending sets cannot be applied even so.
+    private func applyPendingOrEnterFullMode(_ outcome: inout BatchOutcome) -> StoreError? {
+        do throws(StoreError) {
+            try applyPendingFreeingJournals()
+            return nil
+        } catch .diskFull(let why) {
+            guard enterFullMode(why, &outcome) else { return .diskFull(why) }
+            do throws(StoreError) { try applyPendingFreeingJournals() } catch { return error }
+            return nil
+        } catch {
+            return error
+        }
     }
 
     /// `applyPending`; on a full disk, the WAL is folded back and the sealed journals whose records are all in the

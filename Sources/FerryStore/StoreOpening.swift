@@ -26,7 +26,7 @@ enum StoreOpening {
         do {
             do {
                 return try openLocked(config, lockFD: lockFD, reserve: reserve, mayHold: true)
-            } catch .diskFull(let why) where reserve.giveBack() {
+            } catch .diskFull(let why) where reserve.giveBackAny() {
                 // A full disk (a clean stop left it so): the reserve's room lets the index open and the journal
                 // replay; the store starts in full mode, serving reads and refusing new values until there is room.
                 var opened = try openLocked(config, lockFD: lockFD, reserve: reserve, mayHold: false)
