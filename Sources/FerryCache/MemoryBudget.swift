@@ -1,5 +1,5 @@
 /// The daemon's one budget for bytes in transit: replies not yet written, request bodies still arriving, values
-/// waiting for the disk, bodies of transfers in flight. The memory tiers (cache and images) have budgets of their
+/// waiting for the disk, bodies of transfers in flight, pixels being decoded. The memory tiers (cache and images) have budgets of their
 /// own and are reported beside it; together they are what the daemon may hold.
 ///
 /// A part that can wait (a streamed reply) checks `hasRoom` before it makes more; a part that must take all or
@@ -15,7 +15,7 @@
 /// ```
 public final class MemoryBudget {
     public enum Account: Int, CaseIterable, Sendable {
-        case replies, uploads, storeQueue, fetchBodies
+        case replies, uploads, storeQueue, fetchBodies, decoding
 
         /// The name in `stats`.
         public var name: String {
@@ -24,6 +24,7 @@ public final class MemoryBudget {
             case .uploads: return "uploads"
             case .storeQueue: return "store_queue"
             case .fetchBodies: return "fetch_bodies"
+            case .decoding: return "decoding"
             }
         }
     }

@@ -61,3 +61,16 @@ public enum ImageDecodeError: Error, Sendable, Equatable {
     /// The caller went away while it ran, and the work stopped.
     case cancelled
 }
+
+/// Where a decoder counts the memory its work takes while it runs (the daemon's memory budget, account
+/// `decoding`): `taking` before a decode or resize, `giving` the same bytes back after. Called from the decoders'
+/// threads.
+///
+/// ```swift
+/// memory.taking(1_200_000); defer { memory.giving(1_200_000) }   // a 500×600 WebP decoded whole
+/// ```
+public protocol DecodeMemory: Sendable {
+    func taking(_ bytes: Int)
+    func giving(_ bytes: Int)
+}
+

@@ -85,7 +85,7 @@ public final class Server {
         self.store = store
         let fetch = try Wiring.startFetch(config, loop: loop, store: store)
         self.fetch = fetch
-        let (images, imagePool) = Wiring.startImages(config, fetch: fetch, store: store, post: mailbox.post)
+        let (images, imagePool) = Wiring.startImages(config, fetch: fetch, store: store, budget: budget, post: mailbox.post)
         self.imagePool = imagePool
         let stats = ServerStats()
         let router = Router()

@@ -104,7 +104,7 @@ enum Wiring {
 
     /// The image loader, with libvips decoding on a pool of `imageDecoders` threads (stopped by the caller), and
     /// its variants kept in the cache store.
-    static func startImages(_ config: ServerConfig, fetch: FetchEngine, store: CacheStore,
+    static func startImages(_ config: ServerConfig, fetch: FetchEngine, store: CacheStore, budget: MemoryBudget,
                             post: @escaping LoopPost) -> (ImageLoader, WorkerPool) {
         var imageConfig = ImageLoader.Config()
         imageConfig.memoryBudget = config.imageMemoryLimit
@@ -113,7 +113,8 @@ enum Wiring {
         imageConfig.maxConcurrent = config.imageDownloads
         imageConfig.maxResizing = config.imageDecoders
         let pool = WorkerPool(threads: config.imageDecoders, name: "ferry-image")
-        let loader = ImageLoader(fetcher: LoopImageFetcher(engine: fetch, post: post), decoder: VipsDecoder(pool: pool),
+        let decoder = VipsDecoder(pool: pool, memory: LoopDecodeMemory(budget: budget, post: post))
+        let loader = ImageLoader(fetcher: LoopImageFetcher(engine: fetch, post: post), decoder: decoder,
                                  variantStore: LoopVariantStore(store: store, post: post), config: imageConfig, now: WallClock.nowMs)
         return (loader, pool)
     }

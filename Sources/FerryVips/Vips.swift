@@ -97,6 +97,16 @@ public enum Vips {
         return Array(UnsafeRawBufferPointer(start: out, count: size))
     }
 
+    /// About what decoding an image with this header holds at once, for the daemon's memory budget: the formats
+    /// libvips reads in strips (JPEG, PNG, TIFF, PNM) a band of 256 rows; the others (WebP, HEIF, GIF, SVG, PDF,
+    /// JPEG XL, JPEG 2000, ImageMagick's) the whole picture; 4 bytes a pixel, one frame at a time.
+    ///
+    /// `Vips.workingBytes(of: DecodedImage(format: "webp", width: 500, height: 600)) == 1_200_000`
+    public static func workingBytes(of image: DecodedImage) -> Int {
+        let inStrips = ["jpeg", "png", "tiff", "pnm"].contains(image.format)
+        return image.width * (inStrips ? min(image.height, 256) : image.height) * 4
+    }
+
     static func decoded(_ info: ferry_vips_info) -> DecodedImage {
         DecodedImage(format: string(info.format), width: Int(info.display_width), height: Int(info.display_height),
                      orientation: Int(info.orientation), pages: Int(info.pages))

@@ -20,6 +20,6 @@ import Testing
         budget.adjust(by: -20, account: .replies)
         budget.adjust(by: 3, account: .uploads)
         #expect(budget.used == 8 && budget.peak == 25 && budget.hasRoom)
-        #expect(MemoryBudget.Account.allCases.map(\.name) == ["replies", "uploads", "store_queue", "fetch_bodies"])
+        #expect(MemoryBudget.Account.allCases.map(\.name) == ["replies", "uploads", "store_queue", "fetch_bodies", "decoding"])
     }
 }

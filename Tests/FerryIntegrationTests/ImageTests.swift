@@ -186,6 +186,8 @@ extension IntegrationTests {
             #expect(changed.source == .made && changed.height == 11 && changed.bytes != others[0].bytes)
             stats = try await s.client.stats()["image"]?.objectValue
             #expect(stats?["variants_made"]?.intValue == 7)
+            // Decoding was counted in the memory budget while it ran, and nothing of it is left.
+            #expect(try await s.client.stats()["memory"]?["accounts"]?["decoding"]?.intValue == 0)
             // Bad variant arguments are refused before anything is fetched.
             for bad: ImageVariant in [.init(width: 0, height: nil), .init(width: 9000, height: nil), .init(width: 10, height: nil, fit: .contain),
                                       .init(width: 4096, height: nil, density: 3), .init(width: nil, height: nil, quality: 101)] {
