@@ -235,26 +235,25 @@ measured "$FERRYD_PID" image-disk "${CLIENT_CPU[@]}" "$BIN/ferry-bench" image --
     --distinct --count 2000 --conns 50 --warmup 0
 
 log "(g) peak RSS while 2,000 distinct images stream through, 64 MiB budgets (image loader and store memory tier)"
-kill "$FERRYD_PID"; wait "$FERRYD_PID" 2>/dev/null || true
-start_bg "${SERVER_CPU[@]}" "$BIN/ferryd" --socket "$SOCK" --cache-dir "$TMP/cache-rss" --log-level warn \
-    --image-memory-limit 64MiB --memory-limit 64MiB
-FERRYD_PID=$STARTED_PID
-wait_for ferryd test -S "$SOCK"
-idle_kib=$(awk '/^VmRSS:/ { print $2 }' "/proc/$FERRYD_PID/status")
+# restart_budgeted DIR: a fresh ferryd on cache directory DIR with 64 MiB budgets; its idle RSS in idle_kib.
+restart_budgeted() {
+    kill "$FERRYD_PID"; wait "$FERRYD_PID" 2>/dev/null || true
+    start_bg "${SERVER_CPU[@]}" "$BIN/ferryd" --socket "$SOCK" --cache-dir "$1" --log-level warn \
+        --image-memory-limit 64MiB --memory-limit 64MiB
+    FERRYD_PID=$STARTED_PID
+    wait_for ferryd test -S "$SOCK"
+    idle_kib=$(awk '/^VmRSS:/ { print $2 }' "/proc/$FERRYD_PID/status")
+}
+restart_budgeted "$TMP/cache-rss"
 measured "$FERRYD_PID" image-stream "${CLIENT_CPU[@]}" "$BIN/ferry-bench" image --socket "$SOCK" --url "$IMG_URL" \
     --distinct --count 2000 --conns 50 --warmup 0
 peak_kib=$(awk '/^VmHWM:/ { print $2 }' "/proc/$FERRYD_PID/status")
-# What of it is the daemon's own memory (anonymous), beside the code of the libraries it maps (libvips brings ~30).
+# What of it is the daemon's own memory (anonymous), beside the code of the libraries it maps (libvips brings ~13 MB).
 anon_kib=$(awk '/^RssAnon:/ { print $2 }' "/proc/$FERRYD_PID/status")
 image_stats=$("$BIN/ferry" stats --json | python3 -c 'import json, sys; i = json.load(sys.stdin)["image"]; print(i["bytes"], i["entries"], i["evictions"])')
 echo "RESULT mode=image-rss idle_kib=$idle_kib peak_kib=$peak_kib anon_kib=$anon_kib loader_bytes_entries_evictions=${image_stats// /,}" | tee -a "$RESULTS"
 # The same with a 64×64 WebP variant of each: 2,000 downloads, 2,000 decodes, 2,000 resizes.
-kill "$FERRYD_PID"; wait "$FERRYD_PID" 2>/dev/null || true
-start_bg "${SERVER_CPU[@]}" "$BIN/ferryd" --socket "$SOCK" --cache-dir "$TMP/cache-rss-variants" --log-level warn \
-    --image-memory-limit 64MiB --memory-limit 64MiB
-FERRYD_PID=$STARTED_PID
-wait_for ferryd test -S "$SOCK"
-idle_kib=$(awk '/^VmRSS:/ { print $2 }' "/proc/$FERRYD_PID/status")
+restart_budgeted "$TMP/cache-rss-variants"
 measured "$FERRYD_PID" variant-stream "${CLIENT_CPU[@]}" "$BIN/ferry-bench" image --socket "$SOCK" --url "$IMG_URL?variants=1" \
     --variant 64x64:cover:webp --distinct --count 2000 --conns 50 --warmup 0
 echo "RESULT mode=variant-rss idle_kib=$idle_kib peak_kib=$(awk '/^VmHWM:/ { print $2 }' "/proc/$FERRYD_PID/status") anon_kib=$(awk '/^RssAnon:/ { print $2 }' "/proc/$FERRYD_PID/status")" | tee -a "$RESULTS"
