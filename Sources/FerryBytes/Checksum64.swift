@@ -9,6 +9,8 @@
 public enum Checksum64 {
     public static func of(_ bytes: [UInt8]) -> UInt64 { bytes.withUnsafeBytes { of($0) } }
 
+    public static func of(_ bytes: ArraySlice<UInt8>) -> UInt64 { bytes.withUnsafeBytes { of($0) } }
+
     public static func of(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
         var running = Running(count: bytes.count)
         running.add(bytes)

@@ -83,7 +83,19 @@ public final class BodySpool {
     public var memoryBytes: Int { memory.count + pending.count }
     public var isSpilled: Bool { fd >= 0 }
     /// The whole body, when it is complete and never left memory.
-    public var completeInMemory: ArraySlice<UInt8>? { state == .complete && fd < 0 ? memory[...] : nil }
+    public var completeInMemory: ArraySlice<UInt8>? { state == .complete && fd < 0 ? (shared ?? memory[...]) : nil }
+    /// A complete in-memory body's bytes inside the store's record, once the store keeps them (`share`).
+    private var shared: ArraySlice<UInt8>?
+
+    /// The store keeps this complete in-memory body inside its record (`ResponseStore.store`): from now on the spool
+    /// reads from there and lets its own copy go. Why: a reader that keeps the body (the image loader's memory
+    /// tier) and the store's memory tier then hold one copy of it, not two. Ignored unless `bytes` has this body's
+    /// length.
+    public func share(_ bytes: ArraySlice<UInt8>) {
+        guard state == .complete, fd < 0, shared == nil, bytes.count == memory.count else { return }
+        shared = bytes
+        memory = []
+    }
 
     /// The length the origin announced (`Content-Length`), so the body's checksum is made as it arrives; a body of
     /// another length (or one resumed from a partial) has its checksum made by the store instead.
@@ -187,20 +199,26 @@ public final class BodySpool {
     }
 
     /// The transfer ended: the last bytes are written and every reader woken (a failure voids what they read).
-    public func finish(_ result: Result<Void, FetchFailure>) {
+    /// `beforeWaking` runs once the state is final and before any reader is woken (the store keeps the body
+    /// then, so that readers finish with the bytes the store holds).
+    public func finish(_ result: Result<Void, FetchFailure>, beforeWaking: () -> Void = {}) {
         // Failed already (a write inside libcurl's callback, where nobody may be woken): the readers learn it now.
-        guard state == .receiving else { return wake() }
+        guard state == .receiving else {
+            beforeWaking()
+            return wake()
+        }
         if case .failure(let f) = result {
             _ = flush()  // what arrived stays a valid prefix (kept as a partial body to resume from)
-            return wake(after: fail(f))
+            _ = fail(f)
+        } else if let failure = flush() {
+            _ = fail(failure)
+        } else {
+            state = .complete
+            pending = []
         }
-        if let failure = flush() { return wake(after: fail(failure)) }
-        state = .complete
-        pending = []
+        beforeWaking()
         wake()
     }
-
-    private func wake(after _: FetchFailure) { wake() }
 
     /// Up to `max` bytes from `offset` (one read of the file, or a copy from memory).
     public func read(at offset: Int, max: Int) -> Step {
@@ -215,7 +233,10 @@ public final class BodySpool {
         }
         if case .failed = state { return .failed(failure ?? .internalError("the body failed")) }
         let want = min(max, length - offset)
-        guard fd >= 0 else { return .bytes(Array(memory[offset..<offset + want])) }
+        guard fd >= 0 else {
+            let source = shared ?? memory[...], from = source.startIndex + offset
+            return .bytes(Array(source[from..<from + want]))
+        }
         guard let out = FileRead.exactly(fd, count: want, at: offset) else {
             return .failed(.spoolFailed("the spooled body could not be read back (\(String(cString: strerror(errno))))"))
         }

@@ -50,11 +50,12 @@ public enum FetchBody {
     }
 
     /// The whole body in memory once it is complete, at most `limit` bytes (more: `.tooLarge`). Loop thread; a
-    /// spool is followed as it grows, a stored body read from its file.
-    public func collect(limit: Int, _ done: @escaping (Result<[UInt8], FetchFailure>) -> Void) {
+    /// spool is followed as it grows, a stored body read from its file. Bytes already in memory are not copied:
+    /// a body the store's memory tier holds stays one copy, however long the caller keeps it.
+    public func collect(limit: Int, _ done: @escaping (Result<ArraySlice<UInt8>, FetchFailure>) -> Void) {
         switch self {
         case .bytes(let b):
-            done(b.count <= limit ? .success(Array(b)) : .failure(.tooLarge(limit: limit)))
+            done(b.count <= limit ? .success(b) : .failure(.tooLarge(limit: limit)))
         case .stored, .storedRange:
             let (blob, range): (StoredBlob, Range<Int>)
             if case .storedRange(let b, let r) = self { (blob, range) = (b, r) } else if case .stored(let b) = self { (blob, range) = (b, 0..<b.size) } else { return }
@@ -68,25 +69,32 @@ public enum FetchBody {
                 switch reader.next(max: 1 << 20) {
                 case .piece(let bytes, let isLast):
                     out += bytes
-                    if isLast { return done(.success(out)) }
+                    if isLast { return done(.success(out[...])) }
                 case .damaged:
                     return done(.failure(.unavailable(curlCode: 0, message: "the stored body was damaged on disk")))
                 }
             }
         case .spool(let spool):
+            if let whole = spool.completeInMemory {
+                return done(whole.count <= limit ? .success(whole) : .failure(.tooLarge(limit: limit)))
+            }
             FetchBody.follow(spool, from: [], limit: limit, done)
         }
     }
 
     private static func follow(_ spool: BodySpool, from start: [UInt8], limit: Int,
-                               _ done: @escaping (Result<[UInt8], FetchFailure>) -> Void) {
+                               _ done: @escaping (Result<ArraySlice<UInt8>, FetchFailure>) -> Void) {
         var out = start
         while true {
             switch spool.read(at: out.count, max: 1 << 20) {
             case .bytes(let piece):
                 out += piece
                 if out.count > limit { return done(.failure(.tooLarge(limit: limit))) }
-            case .end: return done(.success(out))
+            case .end:
+                // A body that stayed in memory: its own bytes (the store's record, once stored), not the copy
+                // gathered here.
+                if let whole = spool.completeInMemory, whole.count == out.count { return done(.success(whole)) }
+                return done(.success(out[...]))
             case .failed(let failure): return done(.failure(failure))
             case .wait:
                 return spool.whenGrows { follow(spool, from: out, limit: limit, done) }

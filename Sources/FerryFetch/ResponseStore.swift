@@ -119,7 +119,9 @@ public final class ResponseStore {
         let primary = key.description
         beginPlacing(primary)
         if let bytes = body.completeInMemory {
-            place(response, StoredRecord.encode(response, body: bytes), primary: primary)
+            let record = StoredRecord.encode(response, body: bytes)
+            body.share(record[(record.count - bytes.count)...])  // the body's readers and the store: one copy
+            place(response, record, primary: primary)
             if let replacing { storage.delete(replacing) }
             return
         }

@@ -61,7 +61,11 @@ final class TransferGroup {
     private var exchange: OriginExchange?
     private var isFinished = false
     private(set) var head: OriginHead?
-    var storePlan: StorePlan?
+    /// How the complete body is stored, chosen at the head by the first waiter. A body that came whole with its
+    /// head is stored as soon as the plan is made, before that waiter is served: every reader then gets the
+    /// store's bytes, so the body is in memory once (the store's record), not once more in each reader.
+    var storePlan: StorePlan? { didSet { storeIfComplete() } }
+    private var stored = false
     /// An origin's 206 for a client's range, kept once complete as a part of the body (`PartKeeper`).
     var partPlan: PartPlan?
     /// A resumed download (its spool holds the bytes kept from an interrupted one): the stored head of the 200 it
@@ -161,17 +165,25 @@ final class TransferGroup {
         switch result {
         case .success(let timing):
             spool.timing = timing
-            spool.finish(.success(()))
-            engine.stats.bytesFromOrigin += UInt64(spool.length)
-            if let storePlan {
-                engine.responses.store(storePlan.entry, body: spool, key: storePlan.key, replacing: storePlan.replacing)
-            } else if let partPlan, spool.length == partPlan.part.range.count {
-                engine.parts.keep(partPlan.part, body: spool, key: partPlan.key)
+            // Stored before the readers wake: a body the store keeps in memory is then the same bytes to them.
+            spool.finish(.success(())) { [self] in
+                engine.stats.bytesFromOrigin += UInt64(spool.length)
+                if storePlan != nil {
+                    storeIfComplete()
+                } else if let partPlan, spool.length == partPlan.part.range.count {
+                    engine.parts.keep(partPlan.part, body: spool, key: partPlan.key)
+                }
             }
         case .failure(let failure):
             spool.finish(.failure(failure))
             keepPartial()
         }
+    }
+
+    private func storeIfComplete() {
+        guard !stored, let storePlan, spool.state == .complete else { return }
+        stored = true
+        engine.responses.store(storePlan.entry, body: spool, key: storePlan.key, replacing: storePlan.replacing)
     }
 
     /// Progress to the waiters that asked for it, at most every 100 ms.

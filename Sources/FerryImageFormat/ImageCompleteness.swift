@@ -11,6 +11,15 @@
 /// ```
 public enum ImageCompleteness {
     public static func problem(in bytes: [UInt8], format: ImageFormat) -> String? {
+        bytes.withUnsafeBytes { problem(in: $0, format: format) }
+    }
+
+    /// The same for a slice (an image kept inside a larger buffer, as the HTTP cache's record holds it).
+    public static func problem(in bytes: ArraySlice<UInt8>, format: ImageFormat) -> String? {
+        bytes.withUnsafeBytes { problem(in: $0, format: format) }
+    }
+
+    static func problem(in bytes: UnsafeRawBufferPointer, format: ImageFormat) -> String? {
         switch format {
         case .png: pngProblem(bytes)
         case .gif: gifProblem(bytes)
@@ -21,7 +30,7 @@ public enum ImageCompleteness {
     }
 
     /// Walks the chunks from the signature: each is length (4), type (4), data, CRC (4), until `IEND`.
-    private static func pngProblem(_ bytes: [UInt8]) -> String? {
+    private static func pngProblem(_ bytes: UnsafeRawBufferPointer) -> String? {
         var at = 8
         while at + 8 <= bytes.count {
             let length = Int(bytes[at]) << 24 | Int(bytes[at + 1]) << 16 | Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
@@ -37,7 +46,7 @@ public enum ImageCompleteness {
     }
 
     /// A GIF ends with the trailer byte 0x3B; encoders may pad after it with zeros.
-    private static func gifProblem(_ bytes: [UInt8]) -> String? {
+    private static func gifProblem(_ bytes: UnsafeRawBufferPointer) -> String? {
         guard let last = bytes.lastIndex(where: { $0 != 0 }), bytes[last] == 0x3B else {
             return "GIF ends without its trailer byte (\(bytes.count) bytes)"
         }
@@ -45,7 +54,7 @@ public enum ImageCompleteness {
     }
 
     /// A WebP is one RIFF chunk: its size field (little-endian, at 4) counts every byte after the first 8.
-    private static func webpProblem(_ bytes: [UInt8]) -> String? {
+    private static func webpProblem(_ bytes: UnsafeRawBufferPointer) -> String? {
         guard bytes.count >= 12 else { return "WebP ends inside its RIFF header (\(bytes.count) bytes)" }
         let declared = littleEndian(bytes, at: 4) + 8
         if bytes.count < declared { return "WebP ends before its RIFF container does (\(bytes.count) of \(declared) bytes)" }
@@ -56,7 +65,7 @@ public enum ImageCompleteness {
     }
 
     /// A BMP's file header declares its size (at 2); 0 there means unknown, and writers may pad to 4 bytes.
-    private static func bmpProblem(_ bytes: [UInt8]) -> String? {
+    private static func bmpProblem(_ bytes: UnsafeRawBufferPointer) -> String? {
         guard bytes.count >= 6 else { return "BMP ends inside its file header (\(bytes.count) bytes)" }
         let declared = littleEndian(bytes, at: 2)
         guard declared > 0 else { return nil }
@@ -67,7 +76,7 @@ public enum ImageCompleteness {
         return nil
     }
 
-    private static func littleEndian(_ bytes: [UInt8], at i: Int) -> Int {
+    private static func littleEndian(_ bytes: UnsafeRawBufferPointer, at i: Int) -> Int {
         Int(bytes[i]) | Int(bytes[i + 1]) << 8 | Int(bytes[i + 2]) << 16 | Int(bytes[i + 3]) << 24
     }
 }

@@ -13,12 +13,12 @@ public protocol ImageDecoding: Sendable {
     /// Decodes every pixel once (every frame of an animation) and says what the image is as displayed; throws
     /// `.undecodable` for truncated, corrupt or garbage-padded bytes and `.tooLarge` over `maxPixels`, from the
     /// header, before decoding. A cancelled caller stops waiting; the decode it started finishes on its thread.
-    func verify(_ bytes: [UInt8], maxPixels: Int) async throws(ImageDecodeError) -> DecodedImage
+    func verify(_ bytes: ArraySlice<UInt8>, maxPixels: Int) async throws(ImageDecodeError) -> DecodedImage
 
     /// Makes `variant` of an original that verified (shrink-on-load, orientation applied, first frame or page).
     /// Cancelling the calling task stops the work where the decoder can (libvips: between tiles), freeing its
     /// thread, and throws `.cancelled`.
-    func variant(of bytes: [UInt8], _ variant: ImageVariant, maxPixels: Int) async throws(ImageDecodeError) -> StoredVariant
+    func variant(of bytes: ArraySlice<UInt8>, _ variant: ImageVariant, maxPixels: Int) async throws(ImageDecodeError) -> StoredVariant
 }
 
 /// What decoding an image found: its format and its size as displayed.

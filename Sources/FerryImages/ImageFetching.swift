@@ -13,7 +13,7 @@ public protocol ImageFetching: Sendable {
 
 /// What the fetch brought back for an image.
 public struct FetchedImage: Sendable {
-    public var body: [UInt8]
+    public var body: ArraySlice<UInt8>
     /// The URL the bytes came from (after redirects).
     public var url: String
     /// `.disk` (the HTTP cache had it) or `.network`.
@@ -27,7 +27,7 @@ public struct FetchedImage: Sendable {
     /// uses a digest of the body). Variants are stored under it.
     public var validator: String?
 
-    public init(body: [UInt8], url: String, source: ImageSource, freshUntilMs: Int64, mayKeep: Bool, validator: String? = nil) {
+    public init(body: ArraySlice<UInt8>, url: String, source: ImageSource, freshUntilMs: Int64, mayKeep: Bool, validator: String? = nil) {
         self.validator = validator
         self.body = body
         self.url = url

@@ -124,12 +124,12 @@ extension ImageLoader {
     /// Into the memory tier (fresh as long as its original is), as the answer.
     private func keep(_ variant: StoredVariant, _ request: ImageRequest, _ original: LoadedImage, freshUntil: Int64,
                       source: ImageSource) -> LoadedImage {
-        let image = CachedImage(bytes: variant.bytes, info: variant.info, url: original.url, freshUntilMs: freshUntil,
+        let image = CachedImage(bytes: variant.bytes[...], info: variant.info, url: original.url, freshUntilMs: freshUntil,
                                 validator: original.validator)
         if original.mayKeep, freshUntil > now(), memory.insert(image, for: request.variantKey) == .oversized {
             stats.oversized += 1
         }
-        return LoadedImage(bytes: variant.bytes, info: variant.info, source: source, url: original.url, validator: original.validator)
+        return LoadedImage(bytes: variant.bytes[...], info: variant.info, source: source, url: original.url, validator: original.validator)
     }
 
     private func finish(_ job: VariantJob, _ outcome: Result<LoadedImage, ImageError>) {

@@ -10,7 +10,7 @@ public struct ImageSubscriber: Hashable, Sendable {
 
 /// What `image.get` answers with.
 public struct LoadedImage: Sendable {
-    public var bytes: [UInt8]
+    public var bytes: ArraySlice<UInt8>
     /// Format and size as displayed, from decoding it once.
     public var info: DecodedImage
     public var source: ImageSource

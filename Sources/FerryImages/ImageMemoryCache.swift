@@ -4,7 +4,7 @@ import FerryImageFormat
 /// A decoded-size-aware image as the loader keeps it: the bytes, what sniffing found, and until when HTTP says it
 /// may be used without asking the origin again.
 struct CachedImage: Sendable {
-    var bytes: [UInt8]
+    var bytes: ArraySlice<UInt8>
     /// What decoding found (once, when it was downloaded).
     var info: DecodedImage
     /// The URL the bytes came from (after redirects).

@@ -23,7 +23,7 @@ public struct VariantKey: Sendable, Equatable {
 
     /// Where an original's verdict is kept: that these bytes (by their `Checksum64`) of this version decoded, and
     /// what they are (a `StoredVariant` without bytes). A disk hit of the original then costs no decode.
-    public static func verdict(originalKey: String, validator: String, bytes: [UInt8]) -> VariantKey {
+    public static func verdict(originalKey: String, validator: String, bytes: ArraySlice<UInt8>) -> VariantKey {
         VariantKey(originalKey: originalKey, validator: validator,
                    part: "verdict \(bytes.count) " + String(Checksum64.of(bytes), radix: 16))
     }

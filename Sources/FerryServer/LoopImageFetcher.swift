@@ -68,7 +68,7 @@ final class LoopImageFetcher: ImageFetching, @unchecked Sendable {
 
     /// A fetch outcome as an image download: an HTTP error status is an error here, and the response's freshness
     /// says how long the memory tier may keep serving it.
-    static func image(from result: Result<FetchOutcome, FetchFailure>, body: [UInt8]) -> Result<FetchedImage, ImageError> {
+    static func image(from result: Result<FetchOutcome, FetchFailure>, body: ArraySlice<UInt8>) -> Result<FetchedImage, ImageError> {
         switch result {
         case .failure(let failure): return .failure(.fetch(failure.wireError))
         case .success(let outcome):

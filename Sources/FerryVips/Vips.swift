@@ -20,8 +20,18 @@ public enum Vips {
     /// Starts libvips (once; later calls return the first outcome).
     public static func start() throws(ImageDecodeError) { try started.get() }
 
+    /// `header`, `verify` and `variant` of a whole array (a file read, a test image).
+    public static func header(_ bytes: [UInt8]) throws(ImageDecodeError) -> DecodedImage { try header(bytes[...]) }
+    public static func verify(_ bytes: [UInt8], maxPixels: Int) throws(ImageDecodeError) -> DecodedImage {
+        try verify(bytes[...], maxPixels: maxPixels)
+    }
+    public static func variant(of bytes: [UInt8], _ variant: ImageVariant, maxPixels: Int,
+                               cancel: CancelFlag? = nil) throws(ImageDecodeError) -> StoredVariant {
+        try self.variant(of: bytes[...], variant, maxPixels: maxPixels, cancel: cancel)
+    }
+
     /// The header only: format, stored size, pages, orientation. No pixel decoded.
-    public static func header(_ bytes: [UInt8]) throws(ImageDecodeError) -> DecodedImage {
+    public static func header(_ bytes: ArraySlice<UInt8>) throws(ImageDecodeError) -> DecodedImage {
         try start()
         var info = ferry_vips_info()
         var message = [CChar](repeating: 0, count: 512)
@@ -31,7 +41,7 @@ public enum Vips {
     }
 
     /// Decodes every pixel once; refuses images over `maxPixels` from the header first.
-    public static func verify(_ bytes: [UInt8], maxPixels: Int) throws(ImageDecodeError) -> DecodedImage {
+    public static func verify(_ bytes: ArraySlice<UInt8>, maxPixels: Int) throws(ImageDecodeError) -> DecodedImage {
         try start()
         var info = ferry_vips_info()
         var message = [CChar](repeating: 0, count: 512)
@@ -44,7 +54,7 @@ public enum Vips {
 
     /// Makes `variant` of `bytes` with libvips's thumbnail path (shrink-on-load, EXIF orientation applied, first
     /// frame or page); refuses originals over `maxPixels` from the header first.
-    public static func variant(of bytes: [UInt8], _ variant: ImageVariant, maxPixels: Int,
+    public static func variant(of bytes: ArraySlice<UInt8>, _ variant: ImageVariant, maxPixels: Int,
                                cancel: CancelFlag? = nil) throws(ImageDecodeError) -> StoredVariant {
         try start()
         var spec = ferry_vips_variant(width: Int32(variant.boxWidth), height: Int32(variant.boxHeight), fit: fit(variant.fit),

@@ -20,7 +20,7 @@ public final class VipsDecoder: ImageDecoding {
     }
 
     /// Runs `work` with the memory its image's decode holds counted for its duration. On a pool thread.
-    private static func counted<T>(_ bytes: [UInt8], maxPixels: Int, _ memory: DecodeMemory?,
+    private static func counted<T>(_ bytes: ArraySlice<UInt8>, maxPixels: Int, _ memory: DecodeMemory?,
                                    _ work: () throws(ImageDecodeError) -> T) throws(ImageDecodeError) -> T {
         guard let memory else { return try work() }
         let header = try Vips.header(bytes)
@@ -30,7 +30,7 @@ public final class VipsDecoder: ImageDecoding {
         return try work()
     }
 
-    public func verify(_ bytes: [UInt8], maxPixels: Int) async throws(ImageDecodeError) -> DecodedImage {
+    public func verify(_ bytes: ArraySlice<UInt8>, maxPixels: Int) async throws(ImageDecodeError) -> DecodedImage {
         let memory = self.memory
         return try await pool.run {
             Result { () throws(ImageDecodeError) in
@@ -42,7 +42,7 @@ public final class VipsDecoder: ImageDecoding {
     }
 
     /// A cancelled caller stops the resize between tiles: its pool thread is free for the next job at once.
-    public func variant(of bytes: [UInt8], _ variant: ImageVariant, maxPixels: Int) async throws(ImageDecodeError) -> StoredVariant {
+    public func variant(of bytes: ArraySlice<UInt8>, _ variant: ImageVariant, maxPixels: Int) async throws(ImageDecodeError) -> StoredVariant {
         let cancel = CancelFlag(), memory = self.memory
         return try await withTaskCancellationHandler {
             await pool.run {

@@ -230,6 +230,41 @@ import FerryBytes
         #expect(Array(bytes) == Array("hello".utf8))
         try? FileManager.default.removeItem(atPath: dir)
     }
+
+    /// Whether `body`'s bytes lie inside the buffer of `record` (the same memory, not an equal copy).
+    static func lies(_ body: ArraySlice<UInt8>, inside record: [UInt8]) -> Bool {
+        record.withUnsafeBytes { r in
+            body.withUnsafeBytes { b in
+                guard let rb = r.baseAddress, let bb = b.baseAddress else { return false }
+                return bb >= rb && bb + b.count <= rb + r.count
+            }
+        }
+    }
+
+    /// The image loader keeps what it collects for as long as it likes; the store keeps the record in its memory
+    /// tier. They must hold one copy between them: whole at the head, or streamed, the collected body is the
+    /// stored record's bytes.
+    @Test func aBodyTheStoreKeepsInMemoryIsCollectedAsTheStoresOwnBytes() throws {
+        let (h, dir) = StreamingFetchTests.harness()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let whole = h.fetch("http://o.test/whole")
+        h.origin.exchanges[0].respond(200, [("Cache-Control", "max-age=600")], body: "a whole picture")
+        let streamed = h.fetch("http://o.test/streamed")
+        h.origin.exchanges[1].sendHead(200, [("Cache-Control", "max-age=600")])
+        var collected: [String: ArraySlice<UInt8>] = [:]
+        for (name, pending) in [("whole", whole), ("streamed", streamed)] {
+            try #require(pending.outcome).body.collect(limit: 1 << 20) { collected[name] = try? $0.get() }
+        }
+        #expect(collected["whole"] != nil && collected["streamed"] == nil, "the streamed body is not complete yet")
+        h.origin.exchanges[1].send(Array("a streamed one".utf8))
+        h.origin.exchanges[1].end()
+        for (name, text) in [("whole", "a whole picture"), ("streamed", "a streamed one")] {
+            let body = try #require(collected[name], "\(name) collected")
+            let record = try #require(h.storage.records["GET http://o.test/\(name)"], "\(name) stored")
+            #expect(Array(body) == Array(text.utf8))
+            #expect(StreamingFetchTests.lies(body, inside: record), "\(name): the record's bytes, not a copy of them")
+        }
+    }
 }
 
 @Suite struct SpoolCleanupTests {

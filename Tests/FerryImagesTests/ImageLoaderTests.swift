@@ -59,7 +59,7 @@ final class FakeImageFetcher: ImageFetching, @unchecked Sendable {
     /// Lets the fetches of `url` finish with `body` (or `bytes`).
     func release(_ url: String, bytes: [UInt8]? = nil) {
         let waiting = state.withLock { $0.waiting.removeValue(forKey: url) ?? [] }
-        let image = FetchedImage(body: bytes ?? body, url: url, source: source, freshUntilMs: clock.now + 60_000, mayKeep: mayKeep,
+        let image = FetchedImage(body: (bytes ?? body)[...], url: url, source: source, freshUntilMs: clock.now + 60_000, mayKeep: mayKeep,
                                  validator: validator)
         for c in waiting { c.resume(returning: .success(image)) }
     }
@@ -98,7 +98,7 @@ final class CountingDecoder: ImageDecoding, @unchecked Sendable {
     var cancelledVariants: Int { state.withLock { $0.cancelled } }
 
     /// A variant's bytes name the variant and the original they were made of.
-    func variant(of bytes: [UInt8], _ variant: ImageVariant, maxPixels: Int) async throws(ImageDecodeError) -> StoredVariant {
+    func variant(of bytes: ArraySlice<UInt8>, _ variant: ImageVariant, maxPixels: Int) async throws(ImageDecodeError) -> StoredVariant {
         state.withLock {
             $0.variants += 1
             $0.widths.append(variant.boxWidth)
@@ -113,7 +113,7 @@ final class CountingDecoder: ImageDecoding, @unchecked Sendable {
                              info: DecodedImage(format: "webp", width: variant.boxWidth, height: max(1, variant.boxHeight)))
     }
 
-    func verify(_ bytes: [UInt8], maxPixels: Int) async throws(ImageDecodeError) -> DecodedImage {
+    func verify(_ bytes: ArraySlice<UInt8>, maxPixels: Int) async throws(ImageDecodeError) -> DecodedImage {
         let failure = state.withLock { s -> ImageDecodeError? in
             s.calls += 1
             return s.failure
@@ -339,7 +339,7 @@ final class CountingDecoder: ImageDecoding, @unchecked Sendable {
     @Test func theMemoryTierKeepsItsByteBudgetEntryCountAndSizeRule() {
         var cache = ImageMemoryCache(budget: 10_000, maxEntries: 3)
         func image(_ size: Int) -> CachedImage {
-            CachedImage(bytes: [UInt8](repeating: 1, count: size), info: .init(format: "png", width: 1, height: 1),
+            CachedImage(bytes: [UInt8](repeating: 1, count: size)[...], info: .init(format: "png", width: 1, height: 1),
                         url: "u", freshUntilMs: 1_000)
         }
         #expect(cache.insert(image(100), for: "a") == .stored)
@@ -357,12 +357,12 @@ final class CountingDecoder: ImageDecoding, @unchecked Sendable {
 
 /// A decoder that reads only SVG (by its first bytes) and says it is 8×4.
 struct SVGDecoder: ImageDecoding {
-    func verify(_ bytes: [UInt8], maxPixels: Int) async throws(ImageDecodeError) -> DecodedImage {
+    func verify(_ bytes: ArraySlice<UInt8>, maxPixels: Int) async throws(ImageDecodeError) -> DecodedImage {
         guard bytes.starts(with: Array("<svg".utf8)) else { throw .unknownFormat("not svg") }
         return DecodedImage(format: "svg", width: 8, height: 4)
     }
 
-    func variant(of bytes: [UInt8], _ variant: ImageVariant, maxPixels: Int) async throws(ImageDecodeError) -> StoredVariant {
+    func variant(of bytes: ArraySlice<UInt8>, _ variant: ImageVariant, maxPixels: Int) async throws(ImageDecodeError) -> StoredVariant {
         throw .unavailable("no variants here")
     }
 }

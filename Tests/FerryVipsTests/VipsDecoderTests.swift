@@ -33,10 +33,10 @@ final class CountingMemory: DecodeMemory, Sendable {
         let decoder = VipsDecoder(pool: pool, memory: memory)
         let webp = try Vips.testImage(width: 300, height: 600, format: "webp")
         let jpeg = try Vips.testImage(width: 300, height: 600, format: "jpeg")
-        _ = try await decoder.verify(webp, maxPixels: 1_000_000)
-        _ = try await decoder.verify(jpeg, maxPixels: 1_000_000)
-        _ = try await decoder.variant(of: webp, ImageVariant(width: 30, height: nil), maxPixels: 1_000_000)
-        await #expect(throws: ImageDecodeError.self) { try await decoder.verify(Array(jpeg.prefix(jpeg.count / 2)), maxPixels: 1_000_000) }
+        _ = try await decoder.verify(webp[...], maxPixels: 1_000_000)
+        _ = try await decoder.verify(jpeg[...], maxPixels: 1_000_000)
+        _ = try await decoder.variant(of: webp[...], ImageVariant(width: 30, height: nil), maxPixels: 1_000_000)
+        await #expect(throws: ImageDecodeError.self) { try await decoder.verify(jpeg.prefix(jpeg.count / 2), maxPixels: 1_000_000) }
         let s = memory.state.withLock { $0 }
         #expect(s.taken == [720_000, 307_200, 720_000, 307_200])
         #expect(s.now == 0, "every byte taken was given back")
