@@ -120,7 +120,7 @@ let package = Package(
         .testTarget(name: "FerryFetchTests", dependencies: ["FerryFetch", "FerryHTTPCache", "FerryProtocol"]),
         .testTarget(name: "FerryImagesTests", dependencies: ["FerryImages", "FerryImageFormat", "FerryProtocol", "FerryBytes"]),
         .testTarget(name: "FerryClientTests", dependencies: ["FerryClient"]),
-        .testTarget(name: "FerryVipsTests", dependencies: ["FerryVips", "FerryImages", "FerryImageFormat", "FerryProtocol"]),
+        .testTarget(name: "FerryVipsTests", dependencies: ["FerryVips", "CFerryVips", "FerryImages", "FerryImageFormat", "FerryProtocol"]),
         .testTarget(
             name: "FerryIntegrationTests",
             dependencies: ["FerryClient", "FerryCodable", "FerryProtocol"]

@@ -105,21 +105,15 @@ static void fill_info(VipsImage *image, const char *loader, ferry_vips_info *inf
 
 /// Bytes from the web go only to the loaders of image formats: not to libvips's loaders of data files (CSV,
 /// matrices, FITS, its own format, raw) nor to ImageMagick's, which reads almost anything, except for the formats
-/// only it reads here, recognised by their signatures (BMP, ICO and CUR, Photoshop).
+/// only it reads here, recognised by their signatures (`ferry_vips_magick_format`).
 static int is_allowed(const char *loader, const void *data, size_t size) {
-    static const char *formats[] = {"jpeg", "png", "webp", "gif", "avif", "heic", "tiff", "svg", "pdf", "jxl", "jp2", "pnm"};
+    static const char *formats[] = {"jpeg", "png", "webp", "gif", "avif", "heic", "tiff", "svg", "pdf", "jxl", "jp2", "pnm", "hdr"};
     char format[32];
     format_of(loader, NULL, format, sizeof format);
-    if (strcmp(format, "heic") == 0) return 1;  // HEIF: avif or heic once the header is read
     for (size_t k = 0; k < sizeof formats / sizeof formats[0]; k++) {
         if (strcmp(format, formats[k]) == 0) return 1;
     }
-    if (strcmp(format, "magick") != 0 || size < 4) return 0;
-    const unsigned char *b = data;
-    int bmp = b[0] == 'B' && b[1] == 'M';
-    int ico = b[0] == 0 && b[1] == 0 && (b[2] == 1 || b[2] == 2) && b[3] == 0;
-    int psd = memcmp(b, "8BPS", 4) == 0;
-    return bmp || ico || psd;
+    return strcmp(format, "magick") == 0 && ferry_vips_magick_format(data, size) != NULL;
 }
 
 /// Opens the header of `data` with its loader (lazy: no pixel decoded yet). NULL with the status set on failure.
@@ -127,14 +121,26 @@ static VipsImage *open_header(const void *data, size_t size, int all_frames, con
                               ferry_vips_status *status, char *message, size_t message_size) {
     const char *loader = vips_foreign_find_load_buffer(data, size);
     if (!loader) {
-        take_error(message, message_size, "not an image this libvips reads");
+        vips_error_clear();  // its words ("buffer is not in a known format") add nothing to these
+        set_message(message, message_size, "no format Ferry decodes: not one libvips reads, nor a BMP, ICO, PSD, DDS, "
+                                            "PNM, EXR, SGI, Sun raster or TGA file");
         *status = FERRY_VIPS_UNKNOWN_FORMAT;
         return NULL;
     }
     *loader_out = loader;
     if (!is_allowed(loader, data, size)) {
-        set_message(message, message_size, "not an image format Ferry decodes");
-        *status = FERRY_VIPS_UNKNOWN_FORMAT;
+        char format[32];
+        format_of(loader, NULL, format, sizeof format);
+        if (strcmp(format, "magick") == 0) {
+            // ImageMagick claims almost any bytes (it reads what it cannot place as a TGA): to Ferry, bytes without
+            // a signature it trusts are bytes nothing reads.
+            set_message(message, message_size, "no format Ferry decodes: not one libvips reads, nor a BMP, ICO, PSD, "
+                                               "DDS, PNM, EXR, SGI, Sun raster or TGA file");
+            *status = FERRY_VIPS_UNKNOWN_FORMAT;
+        } else {
+            snprintf(message, message_size, "libvips reads these bytes as %s, not an image format Ferry decodes", format);
+            *status = FERRY_VIPS_REFUSED_FORMAT;
+        }
         return NULL;
     }
     VipsImage *image = NULL;
@@ -171,9 +177,16 @@ ferry_vips_status ferry_vips_header(const void *data, size_t size, ferry_vips_in
     fill_info(image, loader, info);
     g_object_unref(image);
     if (strcmp(info->format, "magick") == 0) {
-        // Read by ImageMagick, let in by its signature (is_allowed): named by it.
-        const unsigned char *b = data;
-        g_strlcpy(info->format, b[0] == 'B' ? "bmp" : b[0] == '8' ? "psd" : b[2] == 2 ? "cur" : "ico", sizeof info->format);
+        // Read by ImageMagick, let in by its signature (is_allowed): named by it. ImageMagick hands over the first
+        // image only (a PSD's layers and an ICO's other sizes are not frames), with its rows already upright: the
+        // orientation it reports (a TGA stored bottom-up says 4) is where the file's rows start, and applying it
+        // again would turn the picture upside down.
+        g_strlcpy(info->format, ferry_vips_magick_format(data, size), sizeof info->format);
+        info->via_magick = 1;
+        info->pages = 1;
+        info->orientation = 1;
+        info->display_width = info->width;
+        info->display_height = info->height;
     }
     return FERRY_VIPS_OK;
 }
@@ -333,10 +346,12 @@ ferry_vips_status ferry_vips_make_variant(const void *data, size_t size, int64_t
     VipsImage *thumb = NULL;
     // fail_on=error as in verify: a variant is never made of a half-decoded original.
     // The loader's own options go through option_string: thumbnail's `fail_on` alone does not reach every loader.
+    // no_rotate for ImageMagick's images: their rows are upright already (ferry_vips_header).
     int rc = crop ? vips_thumbnail_buffer((void *)data, size, &thumb, width, "height", height, "size", mode, "crop",
-                                          VIPS_INTERESTING_CENTRE, "option_string", "fail_on=error", NULL)
+                                          VIPS_INTERESTING_CENTRE, "no_rotate", in.via_magick, "option_string",
+                                          "fail_on=error", NULL)
                   : vips_thumbnail_buffer((void *)data, size, &thumb, width, "height", height, "size", mode,
-                                          "option_string", "fail_on=error", NULL);
+                                          "no_rotate", in.via_magick, "option_string", "fail_on=error", NULL);
     if (rc != 0) {
         take_error(message, message_size, "the image does not decode");
         return FERRY_VIPS_UNDECODABLE;

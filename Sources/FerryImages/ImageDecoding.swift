@@ -52,6 +52,9 @@ public struct DecodedImage: Sendable, Equatable, CustomStringConvertible {
 public enum ImageDecodeError: Error, Sendable, Equatable {
     /// No decoder of this daemon reads these bytes.
     case unknownFormat(String)
+    /// A loader of this daemon's library reads it, but not one that may read bytes from the web (a data file: CSV,
+    /// a matrix, libvips's own format). The message names it.
+    case refusedFormat(String)
     /// Over the pixel limit (width × height × pages), from the header.
     case tooLarge(width: Int, height: Int, pages: Int, limit: Int)
     /// Truncated, corrupt or padded with garbage: the decode failed. The message is the decoder's.

@@ -241,7 +241,7 @@ public actor ImageLoader {
         case .failure(let error):
             if current { inFlight[download.key] = nil }
             switch error {
-            case .invalidImage, .decode(.undecodable), .decode(.tooLarge), .decode(.unknownFormat): stats.invalid += 1
+            case .invalidImage, .decode(.undecodable), .decode(.tooLarge), .decode(.unknownFormat), .decode(.refusedFormat): stats.invalid += 1
             default: break
             }
             finish(download, .failure(error))

@@ -31,6 +31,7 @@ struct ImageVerifier: Sendable {
         do throws(ImageError) { fetched = try await fetcher.fetch(request, maxBytes: maxBytes) } catch {
             return Verified(outcome: .failure(error))
         }
+        guard !fetched.body.isEmpty else { return Verified(outcome: .failure(.invalidImage(.notAnImage("empty body (0 bytes)")))) }
         // The sniffer knows seven formats: for those it checks size and completeness before any decode. What it
         // does not know goes to the decoder, whose header check applies the same pixel limit.
         var hint: String?
@@ -56,12 +57,25 @@ struct ImageVerifier: Sendable {
             decoded = try await decoder.verify(fetched.body, maxPixels: maxPixels)
         } catch {
             let ms = (ContinuousClock.now - started).milliseconds
-            if case .unknownFormat(let why) = error { return Verified(outcome: .failure(.invalidImage(.notAnImage(hint ?? why))), decodeMs: ms) }
+            if case .unknownFormat(let why) = error {
+                return Verified(outcome: .failure(.invalidImage(.notAnImage(ImageVerifier.notAnImage(hint: hint, decoder: why)))), decodeMs: ms)
+            }
             return Verified(outcome: .failure(.decode(error)), decodeMs: ms)
         }
         let ms = (ContinuousClock.now - started).milliseconds
         await kept?.keep(StoredVariant(bytes: [], info: decoded), verdictKey)
         return Verified(outcome: .success((image(fetched, decoded, validator), fetched)), decodeMs: ms)
+    }
+
+    /// Why bytes nothing reads are not an image. The sniffer's words say more than "unknown" when they say what
+    /// the bytes are instead (HTML, JSON, text, compressed data); when they speak of its own seven formats ("TIFF
+    /// is not supported", "not PNG, JPEG, …") they are not true of the daemon, which reads many more: the
+    /// decoder's words then, with the bytes seen.
+    static func notAnImage(hint: String?, decoder why: String) -> String {
+        guard let hint else { return why }
+        let aboutTheSniffer = hint.contains("not supported") || hint.contains("this module") || hint.hasPrefix("unrecognised bytes")
+        guard aboutTheSniffer else { return hint }
+        return hint.hasPrefix("unrecognised bytes") ? "\(hint.prefix { $0 != ":" }): \(why)" : "\(why) (\(hint.prefix { $0 != ":" }))"
     }
 
     private func image(_ fetched: FetchedImage, _ info: DecodedImage, _ validator: String) -> CachedImage {

@@ -127,6 +127,7 @@ public enum Vips {
         switch status {
         case FERRY_VIPS_OK: return
         case FERRY_VIPS_UNKNOWN_FORMAT: throw .unknownFormat(text)
+        case FERRY_VIPS_REFUSED_FORMAT: throw .refusedFormat(text)
         case FERRY_VIPS_TOO_LARGE:
             throw .tooLarge(width: Int(info.width), height: Int(info.height), pages: Int(info.pages), limit: limit)
         case FERRY_VIPS_UNDECODABLE: throw .undecodable(text)

@@ -366,3 +366,45 @@ struct SVGDecoder: ImageDecoding {
         throw .unavailable("no variants here")
     }
 }
+
+/// What a client is told about bytes no decoder reads.
+@Suite struct NotAnImageMessageTests {
+    static let decoder = "no format Ferry decodes"
+
+    @Test func theSniffersWordsStayWhenTheySayWhatTheBytesAre() {
+        let html = ImageVerifier.notAnImage(hint: ImageSnifferHint.of("<!DOCTYPE html><p>404"), decoder: Self.decoder)
+        #expect(html.contains("looks like HTML"))
+        #expect(ImageVerifier.notAnImage(hint: nil, decoder: Self.decoder) == Self.decoder)
+    }
+
+    /// "TIFF is not supported" or "not PNG, JPEG, …" are the sniffer's own limits, not the daemon's.
+    @Test func theSniffersWordsAboutItsOwnFormatsGive() {
+        let unknown = ImageVerifier.notAnImage(hint: ImageSnifferHint.of([0x0A, 5, 1, 8, 0, 0, 0, 0, 9, 9]), decoder: Self.decoder)
+        #expect(unknown == "unrecognised bytes 0A 05 01 08 00 00 00 00: \(Self.decoder)")
+        let ico = ImageVerifier.notAnImage(hint: ImageSnifferHint.of([0, 0, 1, 0, 0, 0, 0, 0, 0, 0]), decoder: Self.decoder)
+        #expect(ico.hasPrefix(Self.decoder) && !ico.contains("not supported"), "\(ico)")
+    }
+
+    @Test func anEmptyBodyIsNotAnImage() async {
+        struct EmptyBody: ImageFetching {
+            func fetch(_ request: ImageRequest, maxBytes: Int) async throws(ImageError) -> FetchedImage {
+                FetchedImage(body: [][...], url: request.url, source: .network, freshUntilMs: 0, mayKeep: true)
+            }
+        }
+        let decoder = CountingDecoder()
+        let verifier = ImageVerifier(fetcher: EmptyBody(), decoder: decoder, store: nil, maxPixels: 1_000_000, maxBytes: 1 << 20)
+        guard case .failure(.invalidImage(.notAnImage(let why))) = await verifier.download(ImageRequest(url: "http://o.test/empty")).outcome else {
+            Issue.record("refused as not an image"); return
+        }
+        #expect(why.contains("empty") && decoder.calls == 0, "not the decoder's business")
+    }
+}
+
+/// The sniffer's hint for bytes that are not one of its seven formats.
+enum ImageSnifferHint {
+    static func of(_ text: String) -> String? { of(Array(text.utf8)) }
+    static func of(_ bytes: [UInt8]) -> String? {
+        do { _ = try ImageSniffer.sniff(bytes) } catch .notAnImage(let why) { return why } catch { return nil }
+        return nil
+    }
+}

@@ -21,6 +21,7 @@ typedef struct ferry_vips_info {
     int display_width;    // as shown: width and height swapped for orientations 5…8
     int display_height;
     int has_alpha;
+    int via_magick;       // 1: read by ImageMagick's loader (one image of the file, rows already upright)
     char format[32];      // "jpeg", "png", "webp", "gif", "avif", "heic", "tiff", "svg", "pdf", "jxl", …
 } ferry_vips_info;
 
@@ -33,6 +34,7 @@ typedef enum ferry_vips_status {
     FERRY_VIPS_UNSAVABLE = 4,       // the output format cannot be written by this libvips
     FERRY_VIPS_BAD_ARGUMENT = 5,
     FERRY_VIPS_CANCELLED = 6,       // `*cancel` was set while it ran: stopped between tiles
+    FERRY_VIPS_REFUSED_FORMAT = 7,  // a loader reads it, but not one Ferry lets decode bytes from the web
 } ferry_vips_status;
 
 /// How a variant fills its box (sharp's and CSS object-fit's words).
@@ -61,6 +63,10 @@ typedef struct ferry_vips_variant {
     int quality;          // 1…100; 0: the format's default
     const volatile int *cancel;  // NULL, or a flag another thread sets to stop the work between tiles
 } ferry_vips_variant;
+
+/// The format of `data` when it is one Ferry lets ImageMagick's loader read, by its signature: "bmp", "ico",
+/// "psd", "dds", "pnm", "exr", "sgi", "sun" or "tga"; NULL otherwise (ferry_signatures.c). Pure: no libvips call.
+const char *ferry_vips_magick_format(const void *data, size_t size);
 
 /// Starts libvips once per process: its operation cache off (Ferry keeps what it makes, in its own budgets),
 /// `threads` worker threads per operation. 0 on success. Which loaders bytes may reach is decided per call: the

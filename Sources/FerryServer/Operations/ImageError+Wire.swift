@@ -20,6 +20,7 @@ extension ImageError {
         case .decode(let e):
             switch e {
             case .unknownFormat(let m): return WireError(.invalidImage, "not an image: \(m)")
+            case .refusedFormat(let m): return WireError(.invalidImage, m)
             case .undecodable(let m): return WireError(.invalidImage, "the image does not decode: \(m)")
             case .tooLarge(let w, let h, let pages, let limit):
                 let frames = pages > 1 ? " × \(pages) frames" : ""
