@@ -1,6 +1,7 @@
 // ferry_vips: the typed calls of ferry_vips.h over libvips's variadic API. Every function validates its arguments
 // before calling libvips, and unrefs every image it made on every path.
 #include "ferry_vips.h"
+#include "ferry_frames.h"
 
 #include <string.h>
 #include <vips/vips.h>
@@ -285,7 +286,7 @@ static const char *format_name(ferry_vips_format format, const char *input) {
     case FERRY_VIPS_FORMAT_GIF: return "gif";
     case FERRY_VIPS_FORMAT_ORIGINAL: break;
     }
-    // The input's own format when libvips writes it (GIF's saver keeps the first frame here), else PNG.
+    // The input's own format when libvips writes it, else PNG.
     static const char *writable[] = {"jpeg", "png", "webp", "gif", "avif", "heic"};
     for (size_t k = 0; k < sizeof writable / sizeof writable[0]; k++) {
         if (strcmp(input, writable[k]) == 0) return writable[k];
@@ -293,8 +294,16 @@ static const char *format_name(ferry_vips_format format, const char *input) {
     return "png";
 }
 
-/// Pads a fitted image to exactly the box, centred: transparent where the output keeps alpha, white otherwise.
-static VipsImage *contain(VipsImage *image, const ferry_vips_variant *v, const char *format) {
+/// What a frame operation needs: the variant asked for and the output's format.
+typedef struct frame_args {
+    const ferry_vips_variant *variant;
+    const char *format;
+} frame_args;
+
+/// Pads a fitted frame to exactly the box, centred: transparent where the output keeps alpha, white otherwise.
+static VipsImage *contain(VipsImage *image, const void *arg) {
+    const ferry_vips_variant *v = ((const frame_args *)arg)->variant;
+    const char *format = ((const frame_args *)arg)->format;
     int keeps_alpha = strcmp(format, "jpeg") != 0;
     VipsImage *base = image, *with_alpha = NULL, *padded = NULL;
     if (keeps_alpha && !vips_image_hasalpha(image)) {
@@ -310,6 +319,22 @@ static VipsImage *contain(VipsImage *image, const ferry_vips_variant *v, const c
     vips_area_unref(VIPS_AREA(bg));
     if (with_alpha) g_object_unref(with_alpha);
     return rc == 0 ? padded : NULL;
+}
+
+/// Crops a frame that covers the box to exactly the box, around the centre (an animation's `cover`: libvips's own
+/// crop sees the frames as one tall image).
+static VipsImage *crop_centre(VipsImage *image, const void *arg) {
+    const ferry_vips_variant *v = ((const frame_args *)arg)->variant;
+    VipsImage *cropped = NULL;
+    int width = VIPS_MIN(v->width, vips_image_get_width(image)), height = VIPS_MIN(v->height, vips_image_get_height(image));
+    return vips_smartcrop(image, &cropped, width, height, "interesting", VIPS_INTERESTING_CENTRE, NULL) == 0 ? cropped : NULL;
+}
+
+/// Whether a variant of `in` in `format` keeps every frame: an animated GIF or WebP made into a GIF or WebP. Other
+/// outputs (JPEG, PNG, AVIF) hold one picture: the first frame.
+static int keeps_frames(const ferry_vips_info *in, const char *format) {
+    int animated_in = in->pages > 1 && (strcmp(in->format, "gif") == 0 || strcmp(in->format, "webp") == 0);
+    return animated_in && (strcmp(format, "gif") == 0 || strcmp(format, "webp") == 0);
 }
 
 /// libvips emits "eval" as it computes an image's tiles: a set cancel flag kills the computation there.
@@ -340,28 +365,34 @@ ferry_vips_status ferry_vips_make_variant(const void *data, size_t size, int64_t
         set_message(message, message_size, "fit contain needs both a width and a height");
         return FERRY_VIPS_BAD_ARGUMENT;
     }
-    int width, height, crop;
+    int width, height, crop, frames = keeps_frames(&in, format);
     VipsSize mode;
-    thumbnail_box(variant, &in, &width, &height, &mode, &crop);
+    // An animation's cover: resized to cover the box (as `outside`), then each frame cropped (crop_centre).
+    ferry_vips_variant box = *variant;
+    int crop_frames = frames && box.fit == FERRY_VIPS_FIT_COVER && box.width > 0 && box.height > 0;
+    if (crop_frames) box.fit = FERRY_VIPS_FIT_OUTSIDE;
+    thumbnail_box(&box, &in, &width, &height, &mode, &crop);
     VipsImage *thumb = NULL;
-    // fail_on=error as in verify: a variant is never made of a half-decoded original.
+    // fail_on=error as in verify: a variant is never made of a half-decoded original; n=-1: every frame.
     // The loader's own options go through option_string: thumbnail's `fail_on` alone does not reach every loader.
     // no_rotate for ImageMagick's images: their rows are upright already (ferry_vips_header).
+    const char *load = frames ? "fail_on=error,n=-1" : "fail_on=error";
     int rc = crop ? vips_thumbnail_buffer((void *)data, size, &thumb, width, "height", height, "size", mode, "crop",
                                           VIPS_INTERESTING_CENTRE, "no_rotate", in.via_magick, "option_string",
-                                          "fail_on=error", NULL)
+                                          load, NULL)
                   : vips_thumbnail_buffer((void *)data, size, &thumb, width, "height", height, "size", mode,
-                                          "no_rotate", in.via_magick, "option_string", "fail_on=error", NULL);
+                                          "no_rotate", in.via_magick, "option_string", load, NULL);
     if (rc != 0) {
         take_error(message, message_size, "the image does not decode");
         return FERRY_VIPS_UNDECODABLE;
     }
     VipsImage *final = thumb;
-    if (variant->fit == FERRY_VIPS_FIT_CONTAIN) {
-        final = contain(thumb, variant, format);
+    frame_args args = {variant, format};
+    if (variant->fit == FERRY_VIPS_FIT_CONTAIN || crop_frames) {
+        final = ferry_each_frame(thumb, crop_frames ? crop_centre : contain, &args);
         g_object_unref(thumb);
         if (!final) {
-            take_error(message, message_size, "padding the variant failed");
+            take_error(message, message_size, "fitting the variant to its box failed");
             return FERRY_VIPS_UNDECODABLE;
         }
     }

@@ -45,7 +45,7 @@ import Testing
         #expect(try Vips.verify(converted.bytes, maxPixels: 1_000_000) == DecodedImage(format: "webp", width: 300, height: 200))
     }
 
-    /// SVG is rendered at the size asked, not scaled from a small bitmap; an animated GIF gives its first frame.
+    /// SVG is rendered at the size asked, not scaled from a small bitmap.
     @Test func vectorsAreRenderedAtTheSizeAsked() throws {
         let svg = Array("<svg xmlns='http://www.w3.org/2000/svg' width='40' height='10'><rect width='40' height='10' fill='red'/></svg>".utf8)
         let made = try Vips.variant(of: svg, ImageVariant(width: 400, height: nil, format: .png), maxPixels: 1_000_000)
