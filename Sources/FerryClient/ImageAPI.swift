@@ -49,10 +49,17 @@ extension FerryClient {
                           source: r["source"]?.stringValue.flatMap(ImageSource.init(rawValue:)), url: r["url"]?.stringValue ?? url)
     }
 
-    /// Queues downloads that warm the daemon's caches; returns how many were queued.
+    /// Queues downloads that warm the daemon's caches, behind every direct request; with a `variant`, that variant
+    /// of each URL is made too (the thumbnails a table is about to show). Returns how many were queued.
+    ///
+    /// ```swift
+    /// try await client.prefetchImages(nextPage.map(\.posterURL), variant: .init(width: 88, height: 88, fit: .cover))
+    /// ```
     @discardableResult
-    public func prefetchImages(_ urls: [String]) async throws -> Int {
-        Int(try await call(.imagePrefetch, ["urls": .array(urls.map { .string($0) })]).result["queued"]?.intValue ?? 0)
+    public func prefetchImages(_ urls: [String], variant: ImageVariant? = nil) async throws -> Int {
+        var args: JSONObject = ["urls": .array(urls.map { .string($0) })]
+        for (name, value) in variant?.arguments ?? [:] { args[name] = value }
+        return Int(try await call(.imagePrefetch, args).result["queued"]?.intValue ?? 0)
     }
 
     /// Drops a URL's image from the loader's memory tier.

@@ -9,6 +9,8 @@ final class VariantJob {
     var originalSubscriber: ImageSubscriber?
     /// Its place in the line for a resize slot, while it waits for one.
     var resizeTicket: UInt64?
+    /// Whether a direct request waits for it (not only a prefetch): its original's download is then direct too.
+    var direct = false
 
     init(key: String) { self.key = key }
 }
@@ -31,14 +33,31 @@ extension ImageLoader {
             if let job = variantJobs[key] {
                 stats.coalesced += 1
                 job.subscribers[subscriber] = continuation
+                // A direct request joining a prefetched variant: its original's download is direct now.
+                if !request.isPrefetch {
+                    job.direct = true
+                    if let original = job.originalSubscriber, let download = download(of: original) { promote(download) }
+                }
                 return
             }
             let job = VariantJob(key: key)
+            job.direct = !request.isPrefetch
             job.subscribers[subscriber] = continuation
             variantJobs[key] = job
             job.task = Task { await self.make(job, request) }
         }
         return try outcome.get()
+    }
+
+    /// Starts making a variant nobody waits for (`prefetch`): its original's download is a prefetch, behind every
+    /// direct request; a request for the variant meanwhile joins the job. False when it is in memory or being made.
+    func prefetchVariant(_ request: ImageRequest) -> Bool {
+        let key = request.variantKey
+        guard variantJobs[key] == nil, memory.image(for: key, nowMs: now()) == nil else { return false }
+        let subscriber = ImageSubscriber(id: nextInternalSubscriber)
+        nextInternalSubscriber += 1
+        Task { _ = try? await self.loadVariant(request, subscriber: subscriber) }
+        return true
     }
 
     /// Ends one subscriber's wait for a variant; the job stops (and leaves the original's download) when nobody else
@@ -65,6 +84,7 @@ extension ImageLoader {
         guard let variant = request.variant else { return }
         var originalRequest = request
         originalRequest.variant = nil
+        originalRequest.isPrefetch = !job.direct
         let subscriber = ImageSubscriber(id: nextInternalSubscriber)
         nextInternalSubscriber += 1
         job.originalSubscriber = subscriber

@@ -128,7 +128,12 @@ public actor ImageLoader {
     /// Queues downloads that warm the caches, behind every direct request; returns how many were queued.
     public func prefetch(_ requests: [ImageRequest]) -> Int {
         var queued = 0
-        for request in requests {
+        for var request in requests {
+            request.isPrefetch = true
+            if request.variant != nil {
+                if prefetchVariant(request) { queued += 1 }
+                continue
+            }
             let key = request.downloadKey
             if inFlight[key] != nil || memory.image(for: request.key, nowMs: now()) != nil { continue }
             let download = Download(request: request, key: key, isPrefetch: true)
@@ -167,25 +172,31 @@ public actor ImageLoader {
         if let download = inFlight[key] {
             stats.coalesced += 1
             download.subscribers[subscriber] = continuation
-            // A direct request for a queued prefetch: it moves to the front line.
-            if download.isPrefetch {
-                download.isPrefetch = false
-                if download.runsAsPrefetch {
-                    // Running already: its slot is a direct request's now, and another prefetch may start.
-                    download.runsAsPrefetch = false
-                    runningPrefetches -= 1
-                    pump()
-                }
-                queue.promote(download)
-            }
+            if !request.isPrefetch { promote(download) }
             return
         }
-        let download = Download(request: request, key: key, isPrefetch: false)
+        let download = Download(request: request, key: key, isPrefetch: request.isPrefetch)
         download.subscribers[subscriber] = continuation
         inFlight[key] = download
         queue.append(download)
         pump()
     }
+
+    /// A direct request for a prefetch: it moves to the front line.
+    func promote(_ download: Download) {
+        guard download.isPrefetch else { return }
+        download.isPrefetch = false
+        if download.runsAsPrefetch {
+            // Running already: its slot is a direct request's now, and another prefetch may start.
+            download.runsAsPrefetch = false
+            runningPrefetches -= 1
+            pump()
+        }
+        queue.promote(download)
+    }
+
+    /// The download a subscriber waits on, if any.
+    func download(of subscriber: ImageSubscriber) -> Download? { subscriptions[subscriber].flatMap { inFlight[$0] } }
 
     /// Starts queued downloads while fewer than `maxConcurrent` run.
     private func pump() {

@@ -22,6 +22,9 @@ public struct ImageRequest: Sendable {
     public var owner: UInt64 = 0
     /// A variant to make of the image (a size, a fit, a format); nil: the original's bytes.
     public var variant: ImageVariant?
+    /// Only warms the caches (`prefetch`): its download waits behind every direct request, and joining a queued
+    /// prefetch does not move it to the front line as a direct request does.
+    public var isPrefetch = false
 
     public init(url: String, headers: [(String, String)] = [], cache: CacheMode = .default, timeoutMs: Int? = nil) {
         self.url = url

@@ -45,9 +45,10 @@ struct ImageVerifier: Sendable {
         } catch {
             return Verified(outcome: .failure(.invalidImage(error)))
         }
-        let validator = fetched.validator ?? "digest " + String(Checksum64.of(fetched.body), radix: 16)
+        let checksum = Checksum64.of(fetched.body)  // once: the verdict's key, and the validator when there is none
+        let validator = fetched.validator ?? "digest " + String(checksum, radix: 16)
         let kept = fetched.mayKeep && request.cache.storesResponses ? store : nil
-        let verdictKey = VariantKey.verdict(originalKey: request.key, validator: validator, bytes: fetched.body)
+        let verdictKey = VariantKey.verdict(originalKey: request.key, validator: validator, count: fetched.body.count, checksum: checksum)
         if fetched.source == .disk, let known = await kept?.variant(verdictKey) {
             return Verified(outcome: .success((image(fetched, known.info, validator), fetched)), verdictReused: true)
         }

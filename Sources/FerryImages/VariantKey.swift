@@ -24,8 +24,12 @@ public struct VariantKey: Sendable, Equatable {
     /// Where an original's verdict is kept: that these bytes (by their `Checksum64`) of this version decoded, and
     /// what they are (a `StoredVariant` without bytes). A disk hit of the original then costs no decode.
     public static func verdict(originalKey: String, validator: String, bytes: ArraySlice<UInt8>) -> VariantKey {
-        VariantKey(originalKey: originalKey, validator: validator,
-                   part: "verdict \(bytes.count) " + String(Checksum64.of(bytes), radix: 16))
+        verdict(originalKey: originalKey, validator: validator, count: bytes.count, checksum: Checksum64.of(bytes))
+    }
+
+    /// The same from the bytes' length and `Checksum64`, when the caller has it already (a digest validator).
+    public static func verdict(originalKey: String, validator: String, count: Int, checksum: UInt64) -> VariantKey {
+        VariantKey(originalKey: originalKey, validator: validator, part: "verdict \(count) " + String(checksum, radix: 16))
     }
 
     private init(originalKey: String, validator: String, part: String) {

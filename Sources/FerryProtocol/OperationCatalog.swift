@@ -190,18 +190,22 @@ public enum OperationCatalog {
                  bodyFDResult],
         events: [.head, .chunk, .progress], body: .http)
 
+    /// The arguments that ask for a variant, shared by `image.get` and `image.prefetch`.
+    static let variantArgs: [FieldDescriptor] = [
+        FieldDescriptor("width", "integer", "a variant: the box's width in points, 1 to 8192"),
+        FieldDescriptor("height", "integer", "a variant: the box's height in points, 1 to 8192"),
+        FieldDescriptor("fit", "string", "a variant: inside (default), cover, contain, fill or outside"),
+        FieldDescriptor("format", "string", "a variant: original (default), jpeg, png, webp or avif"),
+        FieldDescriptor("quality", "integer", "a variant: 1 to 100"),
+        FieldDescriptor("density", "integer", "a variant: pixels per point, 1 to 4 (default 1)"),
+    ]
+
     public static let imageGet = OperationDescriptor(
         op: .imageGet, summary: "An image through the shared image loader (memory, disk, network); the bytes are the reply body.",
         args: [FieldDescriptor("url", "string", required: true, "absolute http or https URL"),
                FieldDescriptor("headers", "array<[string, string]>", "request header fields"),
                FieldDescriptor("cache", "string", "the fetch cache mode (default: default)"),
-               FieldDescriptor("timeout_ms", "integer", "for each exchange with the origin"),
-               FieldDescriptor("width", "integer", "a variant: the box's width in points, 1 to 8192"),
-               FieldDescriptor("height", "integer", "a variant: the box's height in points, 1 to 8192"),
-               FieldDescriptor("fit", "string", "a variant: inside (default), cover, contain, fill or outside"),
-               FieldDescriptor("format", "string", "a variant: original (default), jpeg, png, webp or avif"),
-               FieldDescriptor("quality", "integer", "a variant: 1 to 100"),
-               FieldDescriptor("density", "integer", "a variant: pixels per point, 1 to 4 (default 1)")],
+               FieldDescriptor("timeout_ms", "integer", "for each exchange with the origin")] + variantArgs,
         result: [FieldDescriptor("format", "string", "jpeg, png, gif, webp, avif, heic, tiff, svg, pdf, jxl, bmp, … (from decoding the bytes)"),
                  FieldDescriptor("width", "integer", "pixels, as displayed (EXIF orientation applied)"),
                  FieldDescriptor("height", "integer", "pixels, as displayed"),
@@ -213,9 +217,9 @@ public enum OperationCatalog {
         events: [.chunk], body: .none)
 
     public static let imagePrefetch = OperationDescriptor(
-        op: .imagePrefetch, summary: "Queue downloads that warm the caches, behind direct requests; answers at once.",
-        args: [FieldDescriptor("urls", "array<string>", required: true, "1 to 1000 URLs")],
-        result: [FieldDescriptor("queued", "integer", "downloads queued (URLs already in memory or in flight are skipped)")],
+        op: .imagePrefetch, summary: "Queue downloads (with variant arguments: that variant of every URL) that warm the caches, behind direct requests; answers at once.",
+        args: [FieldDescriptor("urls", "array<string>", required: true, "1 to 1000 URLs")] + variantArgs,
+        result: [FieldDescriptor("queued", "integer", "downloads (or variants) queued; those already in memory or in flight are skipped")],
         events: [], body: .none)
 
     public static let imageEvict = OperationDescriptor(

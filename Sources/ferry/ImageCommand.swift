@@ -12,7 +12,8 @@ struct ImageCommand {
                ferry image URL --info         print e.g. "jpeg 640x360 23.1 KB (memory)"
                ferry image URL --width 200 --height 200 --fit cover --format webp -o thumb.webp
                                               a variant, made once by the daemon for every client
-               ferry image prefetch URL...    queue downloads that warm the caches
+               ferry image prefetch URL...    queue downloads that warm the caches (with variant options: make
+                                              that variant of each)
                ferry image evict URL          drop a URL from the loader's memory
         Options: --cache MODE, --timeout 10s, -H 'Name: value' (repeatable), --json, --socket PATH;
         variants: --width N, --height N, --fit inside|cover|contain|fill|outside, --format original|jpeg|png|webp|avif,
@@ -28,7 +29,8 @@ struct ImageCommand {
         switch first {
         case "prefetch":
             guard words.count > 1 else { throw CommandFailure(code: .usage, message: ImageCommand.usage) }
-            let queued = try await commands.run { try await client.prefetchImages(Array(words.dropFirst())) }
+            let variant = try ImageCommand.variant(args)
+            let queued = try await commands.run { try await client.prefetchImages(Array(words.dropFirst()), variant: variant) }
             print("queued \(queued) of \(words.count - 1)")
         case "evict":
             guard words.count == 2 else { throw CommandFailure(code: .usage, message: ImageCommand.usage) }

@@ -195,4 +195,61 @@ final class CountingVariantStore: VariantStoring, @unchecked Sendable {
         #expect(store.keeps == 0 && store.reads == 0 && decoder.variants == 1, "neither variant nor verdict")
         #expect(await loader.snapshot().entries == 0)
     }
+
+    /// `image.prefetch` with a variant: the original's download waits behind direct requests like any prefetch,
+    /// then the variant is made and kept; a request for it afterwards is a memory hit.
+    @Test func aPrefetchedVariantIsMadeBehindDirectRequests() async throws {
+        let fetcher = FakeImageFetcher(body: ImageLoaderTests.png)
+        let decoder = CountingDecoder()
+        let clock = fetcher.clock
+        var config = ImageLoader.Config()
+        config.maxConcurrent = 1
+        let loader = ImageLoader(fetcher: fetcher, decoder: decoder, variantStore: CountingVariantStore(), config: config, now: { clock.now })
+        let running = Task { try await loader.load(ImageRequest(url: "http://a.test/first.png"), subscriber: ImageSubscriber(id: 1)) }
+        await fetcher.waitStarted(1)
+        #expect(await loader.prefetch([request(64)]) == 1)
+        try await Task.sleep(for: .milliseconds(20))  // the prefetch's job reaches the queue
+        let direct = Task { try await loader.load(ImageRequest(url: "http://a.test/direct.png"), subscriber: ImageSubscriber(id: 2)) }
+        try await Task.sleep(for: .milliseconds(20))
+        fetcher.release("http://a.test/first.png")
+        _ = try await running.value
+        await fetcher.waitStarted(2)
+        #expect(fetcher.started.last == "http://a.test/direct.png", "the direct request before the prefetched variant's original")
+        fetcher.release("http://a.test/direct.png")
+        _ = try await direct.value
+        await fetcher.waitStarted(3)
+        #expect(fetcher.started.last == url)
+        fetcher.release(url)
+        for _ in 0..<200 where decoder.variants == 0 { try await Task.sleep(for: .milliseconds(2)) }
+        for _ in 0..<100 where await loader.snapshot().entries < 4 { try await Task.sleep(for: .milliseconds(2)) }
+        let hit = try await loader.load(request(64), subscriber: ImageSubscriber(id: 3))
+        let prefetched = await loader.snapshot().prefetched
+        #expect(hit.source == .memory && decoder.variants == 1 && prefetched == 1)
+    }
+
+    /// A direct request for a variant whose prefetch waits in line: the original's download moves ahead of the
+    /// prefetches queued before it.
+    @Test func aDirectRequestForAPrefetchedVariantMovesItsDownloadUp() async throws {
+        let fetcher = FakeImageFetcher(body: ImageLoaderTests.png)
+        let clock = fetcher.clock
+        var config = ImageLoader.Config()
+        config.maxConcurrent = 1
+        let loader = ImageLoader(fetcher: fetcher, decoder: CountingDecoder(), variantStore: CountingVariantStore(), config: config, now: { clock.now })
+        let running = Task { try await loader.load(ImageRequest(url: "http://a.test/first.png"), subscriber: ImageSubscriber(id: 1)) }
+        await fetcher.waitStarted(1)
+        #expect(await loader.prefetch([ImageRequest(url: "http://a.test/earlier.png")]) == 1)
+        #expect(await loader.prefetch([request(64)]) == 1)
+        try await Task.sleep(for: .milliseconds(20))  // the variant's job queues its original, behind earlier.png
+        let wanted = Task { try await loader.load(request(64), subscriber: ImageSubscriber(id: 3)) }
+        try await Task.sleep(for: .milliseconds(20))
+        fetcher.release("http://a.test/first.png")
+        _ = try await running.value
+        await fetcher.waitStarted(2)
+        #expect(fetcher.started.last == url, "asked for directly: ahead of the prefetch queued before it")
+        // Both released in the order they started (so that a failure above does not leave the test waiting).
+        fetcher.release(fetcher.started[1])
+        await fetcher.waitStarted(3)
+        fetcher.release(fetcher.started[2])
+        #expect(try await wanted.value.source == .made)
+    }
 }

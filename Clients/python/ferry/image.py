@@ -82,9 +82,22 @@ class ImageMixin:
                      result.get("source", ""), result.get("url", url), int(result.get("orientation", 1)),
                      int(result.get("pages", 1)))
 
-    def prefetch_images(self, urls: Iterable[str]) -> int:
-        """Queues downloads that warm the daemon's caches; returns how many were queued."""
-        return int(self.call("image.prefetch", {"urls": list(urls)})[0].get("queued", 0))
+    def prefetch_images(self, urls: Iterable[str], *, width: Optional[int] = None, height: Optional[int] = None,
+                        fit: Optional[str] = None, format: Optional[str] = None, quality: Optional[int] = None,
+                        density: Optional[int] = None) -> int:
+        """Queues downloads that warm the daemon's caches, behind every direct request; with variant arguments (as
+        ``image``), that variant of each URL is made too. Returns how many were queued.
+
+        ::
+
+            ferry.prefetch_images(urls, width=88, height=88, fit="cover")
+        """
+        args: Dict[str, Any] = {"urls": list(urls)}
+        for name, value in (("width", width), ("height", height), ("fit", fit), ("format", format),
+                            ("quality", quality), ("density", density)):
+            if value is not None:
+                args[name] = value
+        return int(self.call("image.prefetch", args)[0].get("queued", 0))
 
     def evict_image(self, url: str) -> bool:
         """Drops a URL's image from the loader's memory tier; returns whether it was there."""

@@ -61,3 +61,16 @@ class ImageDaemonTests(DaemonWithOrigin):
         with self.assertRaises(FerryError) as cm:
             self.client.prefetch_images(["ftp://x/"])
         self.assertEqual(cm.exception.code, "invalid_argument")
+
+    def test_prefetch_makes_variants(self):
+        urls = [self.url("gif-19x11.gif"), self.url("webp-alpha-31x17.webp")]
+        self.assertEqual(self.client.prefetch_images(urls, width=8, height=8, fit="cover", format="png"), 2)
+        for _ in range(300):
+            if self.client.stats()["image"]["variants_made"] >= 2:
+                break
+            time.sleep(0.01)
+        thumb = self.client.image(urls[1], width=8, height=8, fit="cover", format="png")
+        self.assertEqual((thumb.source, thumb.width, thumb.height, thumb.format), ("memory", 8, 8, "png"))
+        with self.assertRaises(FerryError) as cm:
+            self.client.prefetch_images(urls, width=8, fit="sideways")
+        self.assertEqual(cm.exception.code, "invalid_argument")

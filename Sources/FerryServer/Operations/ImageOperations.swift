@@ -69,7 +69,8 @@ final class ImageGetOperation: ImageOperation, OperationHandler {
     }
 }
 
-/// `image.prefetch`: queues downloads that warm the caches and answers at once.
+/// `image.prefetch`: queues downloads that warm the caches and answers at once; with variant arguments, the same
+/// variant of each URL is made (its original's download a prefetch too).
 final class ImagePrefetchOperation: ImageOperation, OperationHandler {
     let descriptor = OperationCatalog.imagePrefetch
 
@@ -78,12 +79,18 @@ final class ImagePrefetchOperation: ImageOperation, OperationHandler {
         guard case .array(let items)? = request.args["urls"], !items.isEmpty, items.count <= 1000 else {
             return request.fail(.invalidArgument, "\"urls\" must be an array of 1 to 1000 URLs")
         }
+        let variant: ImageVariant?
+        switch Result(catching: { () throws(FetchFailure) in try ImageVariantArguments.variant(request.args) }) {
+        case .success(let v): variant = v
+        case .failure(let failure): return request.fail(failure.wireError)
+        }
         var requests: [ImageRequest] = []
         for item in items {
             guard case .string(let url) = item else { return request.fail(.invalidArgument, "each of \"urls\" must be a string") }
             if let problem = FetchSpec.urlProblem(url) { return request.fail(.invalidArgument, problem) }
             var r = ImageRequest(url: url)
             r.owner = request.clientID
+            r.variant = variant
             requests.append(r)
         }
         let post = self.post, bound = LoopBound(value: request)
