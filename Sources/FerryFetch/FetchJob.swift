@@ -13,13 +13,13 @@ import FerryProtocol
 /// job.cancel()   // leaves the transfer; the last waiter to leave stops it
 /// ```
 public final class FetchJob {
-    private unowned let engine: FetchEngine
-    private var spec: FetchSpec
+    unowned let engine: FetchEngine
+    private(set) var spec: FetchSpec
     private var url: String
     private var redirects = 0
     private var group: TransferGroup?
     private var waiter: TransferGroup.Waiter?
-    private var finished = false
+    private(set) var finished = false
     /// The origin's bytes are passed through encoded (it used a coding the transport does not decode).
     private var passThrough = false
     private let startedMs: Int64
@@ -40,7 +40,7 @@ public final class FetchJob {
         hop()
     }
 
-    private var cacheRequest: CacheRequest {
+    var cacheRequest: CacheRequest {
         CacheRequest(method: spec.method, url: url, headers: HTTPFields(spec.headers), mode: spec.cacheMode,
                      partition: partition)
     }
@@ -92,77 +92,8 @@ public final class FetchJob {
         }
     }
 
-    /// Nothing stored: the URL's stored part (`PartKeeper`) may serve the client's range, and a part from byte 0
-    /// (an interrupted download, or an earlier range) is resumed by a plain GET — its bytes copied into the new
-    /// body, the origin asked only for the rest (`Range` + `If-Range`); else the whole is fetched. Only a plain
-    /// GET resumes (a client's own range or condition asks for something else).
-    private func resumeOrFetch(_ creq: CacheRequest) {
-        let ranged = creq.headers.contains("range")
-        guard creq.method == "GET", creq.mode.storesResponses, spec.body.isEmpty,
-              !["if-match", "if-unmodified-since"].contains(where: creq.headers.contains),
-              ranged || !creq.headers.contains("if-range") else {
-            return network(creq, stored: nil, validating: nil)
-        }
-        engine.responses.partial(for: creq) { [self] found in
-            guard !finished else { return }
-            let part = found.flatMap { f in f.body.knownSize.flatMap { StoredPart(record: f.response, bodySize: $0) } }
-            guard let found, let part else { return network(creq, stored: nil, validating: nil) }
-            if ranged { return serve(part, found, creq) }
-            guard part.range.lowerBound == 0, let validator = part.validator else { return network(creq, stored: nil, validating: nil) }
-            let spool = BodySpool(config: engine.config.spool)
-            let copied: FetchFailure?
-            switch found.body {
-            case .stored(let blob): copied = spool.prefill(from: blob.filePath, count: blob.size)
-            case .bytes(let bytes): copied = spool.prefill(bytes: bytes)
-            default: copied = .internalError("no partial body")
-            }
-            guard copied == nil, spool.prefilled > 0 else { return network(creq, stored: nil, validating: nil) }
-            engine.responses.dropPartial(found)  // the new body holds its bytes now (and is kept if it fails too)
-            engine.stats.resumed += 1
-            let resume = HTTPFields([("Range", "bytes=\(spool.prefilled)-"), ("If-Range", validator), ("Accept-Encoding", "identity")])
-            network(creq, stored: nil, validating: nil, resume: (resume, spool, part.whole))
-        }
-    }
-
-    /// A client's own range from the URL's stored part, when the part holds it, is fresh and is the request's
-    /// variant (an unsatisfiable range is answered too: the part knows the whole's length); else from the origin.
-    private func serve(_ part: StoredPart, _ found: ResponseStore.Found, _ creq: CacheRequest) {
-        let now = engine.now() / 1000
-        guard variantMatches(stored: part.whole, request: creq),
-              case .fresh(let age) = evaluate(request: creq, stored: part.whole, now: now) else {
-            return network(creq, stored: nil, validating: nil)
-        }
-        switch rangeAnswer(request: creq.headers, stored: part.whole, size: part.total) {
-        case .part(let range) where part.range.lowerBound <= range.lowerBound && range.upperBound <= part.range.upperBound:
-            engine.stats.hits += 1
-            let served = TargetedCacheControl.clientView(headersForServing(stored: part.whole, age: age))
-            engine.stats.bytesFromCache += UInt64(range.count)
-            let inPart = (range.lowerBound - part.range.lowerBound)..<(range.upperBound - part.range.lowerBound)
-            reply(status: 206, headers: partialContentHeaders(served, range: range, size: part.total), body: found.body.part(inPart),
-                  cache: .hit, age: age, timing: nil)
-        case .unsatisfiable:
-            engine.stats.hits += 1
-            reply(status: 416, headers: unsatisfiableRangeHeaders(size: part.total), body: .empty, cache: .hit, age: age, timing: nil)
-        default:
-            network(creq, stored: nil, validating: nil)
-        }
-    }
-
-    /// An origin's 206 (one range, with the whole's length) for a client's range is kept as a part of the body
-    /// when the whole would be storable: later ranges inside it are served from the store, parts that meet under
-    /// one validator are joined, and a plain GET resumes from a part that starts at 0.
-    private func partPlan(for head: OriginHead, _ creq: CacheRequest) -> PartPlan? {
-        let fields = HTTPFields(head.headers)
-        guard head.status == 206, creq.headers.contains("range"), !fields.contains("content-encoding"),
-              let range = fields.first("content-range").flatMap(contentRange), let total = range.total else { return nil }
-        let whole = engine.config.targets.policyView(fields.removingAll("content-range").replacingAll("content-length", with: String(total)))
-        guard case .store(let key) = storageVerdict(request: creq, status: 200, responseHeaders: whole) else { return nil }
-        let entry = StoredResponse(storing: 200, headers: whole, for: creq, requestTime: head.requestTime, responseTime: head.responseTime)
-        return PartPlan(part: StoredPart(whole: entry, range: range.first..<(range.last + 1), total: total), key: key)
-    }
-
     /// To the origin: joins an identical transfer in flight when the request may share one.
-    private func network(_ creq: CacheRequest, stored: ResponseStore.Found?, validating conditional: HTTPFields?, alone: Bool = false,
+    func network(_ creq: CacheRequest, stored: ResponseStore.Found?, validating conditional: HTTPFields?, alone: Bool = false,
                          resume: (fields: HTTPFields, spool: BodySpool, stored: StoredResponse)? = nil) {
         let key = alone ? nil : coalescingKey(creq, conditional).map { k in resume.map { k + "\nresume:\($0.spool.prefilled)" } ?? k }
         // The lookup that found nothing ran while an identical transfer may have ended and begun storing its
@@ -219,7 +150,7 @@ public final class FetchJob {
     }
 
     /// This job no longer follows its transfer's body (it serves something else, or it is done with it).
-    private func leaveTransfer() {
+    func leaveTransfer() {
         if let group, let waiter { group.remove(waiter) }
         group = nil
     }
@@ -306,7 +237,7 @@ public final class FetchJob {
 
     /// Follows a redirect the way browsers and curl do (RFC 9110 §15.4); true when a new hop started (or the
     /// request failed on it).
-    private func followRedirect(status: Int, headers: HTTPFields, leaving: Bool = false) -> Bool {
+    func followRedirect(status: Int, headers: HTTPFields, leaving: Bool = false) -> Bool {
         guard redirectsToFollow(status, headers), let location = headers.first("location") else { return false }
         if leaving { leaveTransfer() }  // its body is not served: the transfer finishes (or stops) without this job
         if spec.redirect == .error {
@@ -329,68 +260,16 @@ public final class FetchJob {
         return true
     }
 
-    // MARK: Answers
+    // MARK: Answers (serving: FetchJob+Answers.swift)
 
-    private func serveStored(_ found: ResponseStore.Found, age: Int64, cacheStatus: CacheStatus) {
-        // A stored redirect is followed like one from the origin: the next hop goes through the cache too.
-        if followRedirect(status: found.response.status, headers: found.response.headers) { return }
-        let creq = cacheRequest
-        if clientConditionMatches(request: creq, stored: found.response) {
-            var seen = found.response
-            seen.headers = TargetedCacheControl.clientView(seen.headers)  // the client's fields, not the policy's
-            return reply(status: 304, headers: notModifiedHeaders(stored: seen, age: age), body: .empty,
-                         cache: cacheStatus, age: age, timing: nil)
-        }
-        let size = found.body.knownSize ?? 0
-        var status = found.response.status, body = found.body
-        var headers = TargetedCacheControl.clientView(headersForServing(stored: found.response, age: age))
-        // A byte range of a complete stored response is served from the store (RFC 9110 §14).
-        if spec.method == "GET" {
-            switch rangeAnswer(request: creq.headers, stored: found.response, size: size) {
-            case .whole: break
-            case .part(let range):
-                (status, headers, body) = (206, partialContentHeaders(headers, range: range, size: size), found.body.part(range))
-            case .unsatisfiable:
-                return reply(status: 416, headers: unsatisfiableRangeHeaders(size: size), body: .empty, cache: cacheStatus,
-                             age: age, timing: nil)
-            }
-        }
-        // The request's limit holds for stored bodies too: it was stored for someone who allowed more.
-        let served = body.knownSize ?? 0
-        if spec.method != "HEAD" && served > spec.maxBytes { return finish(.failure(.tooLarge(limit: spec.maxBytes))) }
-        engine.stats.bytesFromCache += UInt64(served)
-        reply(status: status, headers: headers, body: body, cache: cacheStatus, age: age, timing: nil)
-    }
-
-    /// The response from the origin: its body in memory when it came whole already, else the spool to follow.
-    private func serveNetwork(_ arrival: TransferGroup.Arrival, cacheStatus: CacheStatus) {
-        let body: FetchBody
-        if spec.method == "HEAD" {
-            body = .empty  // no body: the transfer ends at once, and its end is what the cache learns from
-        } else if let bytes = arrival.body.completeInMemory {
-            leaveTransfer()
-            body = .bytes(bytes)
-        } else {
-            body = .spool(arrival.body)  // the job stays in the group: cancelling it leaves the transfer
-        }
-        reply(status: arrival.head.status, headers: FetchEngine.served(arrival.head), body: body,
-              cache: cacheStatus, age: 0, timing: arrival.head.timing)
-    }
-
-    /// RFC 9111 §5.2.1.7: nothing usable stored and the request may not go to the network.
-    private func gatewayTimeout() {
-        engine.stats.misses += 1
-        reply(status: 504, headers: HTTPFields([("Content-Length", "0")]), body: .empty, cache: .miss, age: 0, timing: nil)
-    }
-
-    private func reply(status: Int, headers: HTTPFields, body: FetchBody, cache: CacheStatus, age: Int64, timing: OriginTiming?) {
+    func reply(status: Int, headers: HTTPFields, body: FetchBody, cache: CacheStatus, age: Int64, timing: OriginTiming?) {
         let now = engine.now()
         finish(.success(FetchOutcome(status: status, headers: headers, body: spec.method == "HEAD" ? .empty : body, url: url,
                                      redirects: redirects, cache: cache, ageSeconds: age, totalMs: now - startedMs,
                                      origin: timing, servedAtSeconds: now / 1000)))
     }
 
-    private func finish(_ outcome: Result<FetchOutcome, FetchFailure>) {
+    func finish(_ outcome: Result<FetchOutcome, FetchFailure>) {
         guard !finished else { return }
         finished = true
         let done = onDone
