@@ -3,7 +3,8 @@
 
 Each valid vector holds the frame bytes as hex and what they mean (the envelope as JSON and the body as hex); a
 client decodes `hex` and must get `envelope`/`body_hex`, and re-encodes those and must get `hex` byte for byte.
-Each invalid vector holds bytes a server must refuse, and the error code it answers with.
+Each invalid vector holds bytes a server must refuse, the error code it answers with, and the id its error reply
+names (`reply_id`: the request's id when it can still be read from the bytes, PROTOCOL.md §4; else 0).
 """
 import json, struct, pathlib
 
@@ -34,26 +35,26 @@ valid = [
 ]
 
 invalid = [
-    ("oversized length", "a json_len over the handshake limit: refused before allocation", struct.pack(">II", 0x47455420, 0) , "protocol_error"),
-    ("http request", "an HTTP request line read as a frame header ('GET ' = 1195725856 bytes)", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "protocol_error"),
-    ("zero json length", "json_len 0 is never valid", struct.pack(">II", 0, 0), "protocol_error"),
-    ("not json", "valid framing, invalid JSON", raw(b"{nope}"), "invalid_argument"),
-    ("not an object", "JSON that is an array", raw(b"[1,2]"), "invalid_argument"),
-    ("invalid utf-8", "a lone 0xff byte inside a string", raw(b'{"id":1,"op":"p\xffng"}'), "invalid_argument"),
-    ("missing id", "no id field", raw(b'{"op":"ping"}'), "invalid_argument"),
-    ("string id", "id must be an integer", raw(b'{"id":"1","op":"ping"}'), "invalid_argument"),
-    ("fractional id", "id must be an integer", raw(b'{"id":1.5,"op":"ping"}'), "invalid_argument"),
-    ("missing op", "no op field", raw(b'{"id":1}'), "invalid_argument"),
-    ("numeric op", "op must be a string", raw(b'{"id":1,"op":7}'), "invalid_argument"),
-    ("duplicate key", "keys must be unique", raw(b'{"id":1,"id":2,"op":"ping"}'), "invalid_argument"),
-    ("too deep", "nesting deeper than 32", raw(b'{"id":1,"op":"ping","args":{"x":' + b"[" * 40 + b"]" * 40 + b"}}"), "invalid_argument"),
-    ("trailing garbage", "bytes after the JSON object", raw(b'{"id":1,"op":"ping"} x'), "invalid_argument"),
+    ("oversized length", "a json_len over the handshake limit: refused before allocation", struct.pack(">II", 0x47455420, 0) , "protocol_error", 0),
+    ("http request", "an HTTP request line read as a frame header ('GET ' = 1195725856 bytes)", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "protocol_error", 0),
+    ("zero json length", "json_len 0 is never valid", struct.pack(">II", 0, 0), "protocol_error", 0),
+    ("not json", "valid framing, invalid JSON", raw(b"{nope}"), "invalid_argument", 0),
+    ("not an object", "JSON that is an array", raw(b"[1,2]"), "invalid_argument", 0),
+    ("invalid utf-8", "a lone 0xff byte inside a string", raw(b'{"id":1,"op":"p\xffng"}'), "invalid_argument", 1),
+    ("missing id", "no id field", raw(b'{"op":"ping"}'), "invalid_argument", 0),
+    ("string id", "id must be an integer", raw(b'{"id":"1","op":"ping"}'), "invalid_argument", 0),
+    ("fractional id", "id must be an integer", raw(b'{"id":1.5,"op":"ping"}'), "invalid_argument", 0),
+    ("missing op", "no op field", raw(b'{"id":1}'), "invalid_argument", 1),
+    ("numeric op", "op must be a string", raw(b'{"id":1,"op":7}'), "invalid_argument", 1),
+    ("duplicate key", "keys must be unique", raw(b'{"id":1,"id":2,"op":"ping"}'), "invalid_argument", 0),
+    ("too deep", "nesting deeper than 32", raw(b'{"id":1,"op":"ping","args":{"x":' + b"[" * 40 + b"]" * 40 + b"}}"), "invalid_argument", 1),
+    ("trailing garbage", "bytes after the JSON object", raw(b'{"id":1,"op":"ping"} x'), "invalid_argument", 1),
 ]
 
 out = {
     "protocol": 1,
     "valid": [{"name": n, "meaning": m, "envelope": e, "body_hex": b.hex(), "hex": frame(e, b).hex()} for n, m, e, b in valid],
-    "invalid": [{"name": n, "meaning": m, "hex": h.hex(), "error": c} for n, m, h, c in invalid],
+    "invalid": [{"name": n, "meaning": m, "hex": h.hex(), "error": c, "reply_id": i} for n, m, h, c, i in invalid],
 }
 path = pathlib.Path(__file__).with_name("frames.json")
 path.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")

@@ -19,20 +19,25 @@ public struct RequestEnvelope: Sendable, Equatable {
     public static let maxID: UInt64 = (1 << 53) - 1
     public static let maxTimeoutMs: Int64 = Int64(Int32.max)
 
+    /// The arguments for which null means something of its own, not "absent": `cache.touch`'s `ttl_ms: null` (no
+    /// expiry).
+    public static func nullIsAValue(op: String, argument: String) -> Bool { op == "cache.touch" && argument == "ttl_ms" }
+
     /// Why an envelope was refused, with the request id when it could be read (so the reply can name it).
     public struct Invalid: Error, Sendable, Equatable {
         public var id: UInt64
         public var error: WireError
     }
 
-    /// Parses and checks a request envelope. Every failure is a call error (`invalid_argument`); the id in it is
-    /// 0 when the id itself was unreadable.
+    /// Parses and checks a request envelope. Every failure is a call error (`invalid_argument`) answered with the
+    /// request's id — read by a tolerant scan when the JSON itself is refused (`EnvelopeID`) — or 0 when no id can
+    /// be read. A member whose value is null is absent, as everywhere in the protocol.
     public static func parse(_ json: UnsafeRawBufferPointer, maxNesting: Int) throws(Invalid) -> RequestEnvelope {
         let value: JSONValue
         do {
             value = try JSONParser.parse(json, maxDepth: maxNesting)
         } catch {
-            throw Invalid(id: 0, error: WireError(.invalidArgument, "invalid JSON envelope: \(error)"))
+            throw Invalid(id: EnvelopeID.salvage(json) ?? 0, error: WireError(.invalidArgument, "invalid JSON envelope: \(error)"))
         }
         guard case .object(let o) = value else {
             throw Invalid(id: 0, error: WireError(.invalidArgument, "the envelope must be a JSON object"))
@@ -51,21 +56,23 @@ public struct RequestEnvelope: Sendable, Equatable {
             throw Invalid(id: id, error: WireError(.invalidArgument, "\"op\" must be a string"))
         }
         var args = JSONObject()
-        if let a = o["args"] {
+        if let a = o["args"], a != .null {
             guard case .object(let ao) = a else {
                 throw Invalid(id: id, error: WireError(.invalidArgument, "\"args\" must be an object"))
             }
-            args = ao
+            // One rule for every operation: an argument whose value is null is absent (but where null is a value).
+            args = ao.members.contains(where: { $0.value == .null })
+                ? JSONObject(ao.members.filter { $0.value != .null || nullIsAValue(op: op, argument: $0.key) }) : ao
         }
         var timeout: Int64? = nil
-        if let t = o["timeout_ms"] {
+        if let t = o["timeout_ms"], t != .null {
             guard case .int(let ms) = t, ms >= 1, ms <= maxTimeoutMs else {
                 throw Invalid(id: id, error: WireError(.invalidArgument, "\"timeout_ms\" must be an integer from 1 to \(maxTimeoutMs)"))
             }
             timeout = ms
         }
         var more = false
-        if let m = o["more"] {
+        if let m = o["more"], m != .null {
             guard case .bool(let b) = m else { throw Invalid(id: id, error: WireError(.invalidArgument, "\"more\" must be a boolean")) }
             more = b
         }

@@ -50,15 +50,28 @@ extension IntegrationTests {
         // Call errors: answered, connection stays open.
         try expectError(daemon, bytes: raw("{nope}"), code: .invalidArgument, id: 0, closes: false)
         try expectError(daemon, bytes: raw("[1,2]"), code: .invalidArgument, id: 0, closes: false)
+        // JSON refused, but its id still readable: answered with it (a client waiting on id 1 is not left waiting).
         try expectError(daemon, bytes: [0, 0, 0, 18, 0, 0, 0, 0] + Array(#"{"id":1,"op":"p"#.utf8) + [0xFF] + Array(#""}"#.utf8),
-                        code: .invalidArgument, id: 0, closes: false)
+                        code: .invalidArgument, id: 1, closes: false)
+        try expectError(daemon, bytes: raw(#"{"id":9,"op":"ping","args":{"a":1,"a":2}}"#), code: .invalidArgument, id: 9, closes: false)
+        try expectError(daemon, bytes: raw(#"{"op":"ping","args":{"s":"\ud800"},"id":10}"#), code: .invalidArgument, id: 10, closes: false)
+        try expectError(daemon, bytes: raw(#"{"id":11,"op":"ping","id":12}"#), code: .invalidArgument, id: 0, closes: false)
+        // null is absent, for the envelope and every operation's arguments.
+        do {  // the socket closes at the end of the block (RawSocket's deinit)
+            let plain = try RawSocket(daemon.socket)
+            try plain.hello()
+            try plain.send(raw(#"{"id":13,"op":"ping","args":{"delay_ms":null},"timeout_ms":null,"more":null}"#))
+            #expect(try plain.readReply() == .result(id: 13, ["pong": true]))
+            try plain.send(raw(#"{"id":14,"op":"ping","args":null}"#))
+            #expect(try plain.readReply() == .result(id: 14, ["pong": true]))
+        }
         try expectError(daemon, bytes: raw(#"{"op":"ping"}"#), code: .invalidArgument, id: 0, closes: false)
         try expectError(daemon, bytes: raw(#"{"id":"7","op":"ping"}"#), code: .invalidArgument, id: 0, closes: false)
         try expectError(daemon, bytes: raw(#"{"id":7}"#), code: .invalidArgument, id: 7, closes: false)
         try expectError(daemon, bytes: raw(#"{"id":7,"op":["ping"]}"#), code: .invalidArgument, id: 7, closes: false)
         try expectError(daemon, bytes: raw(#"{"id":7,"op":"nope"}"#), code: .unimplemented, id: 7, closes: false)
         let deep = String(repeating: "[", count: 40) + String(repeating: "]", count: 40)
-        try expectError(daemon, bytes: raw(#"{"id":7,"op":"ping","args":{"x":\#(deep)}}"#), code: .invalidArgument, id: 0, closes: false)
+        try expectError(daemon, bytes: raw(#"{"id":7,"op":"ping","args":{"x":\#(deep)}}"#), code: .invalidArgument, id: 7, closes: false)
         try expectError(daemon, bytes: raw(#"{"id":7,"op":"ping"}"#), code: .failedPrecondition, id: 7, closes: false, helloFirst: false)
         // After hello the limit is max_frame_bytes.
         try expectError(daemon, bytes: be32(100) + be32(5 << 20), code: .protocolError, closes: true)
@@ -85,7 +98,9 @@ extension IntegrationTests {
                 i = j
             }
             let code = ErrorCode(rawValue: v["error"]?.stringValue ?? "")!
-            try expectError(daemon, bytes: bytes, code: code, closes: code == .protocolError)
+            let id = v["reply_id"]?.intValue.map(UInt64.init)
+            #expect(id != nil, "every invalid vector says the id its reply names")
+            try expectError(daemon, bytes: bytes, code: code, id: id, closes: code == .protocolError)
         }
     }
 

@@ -54,7 +54,11 @@ import Testing
             do {
                 let frame = try #require(try d.next(), "\(name)")
                 #expect(want == "invalid_argument", "\(name) framed fine, so its error must be a call error")
-                #expect(throws: RequestEnvelope.Invalid.self, "\(name)") { try RequestEnvelope.parse(frame.json) }
+                #expect {
+                    try RequestEnvelope.parse(frame.json)
+                } throws: { error in
+                    (error as? RequestEnvelope.Invalid)?.id == UInt64(v["reply_id"]?.intValue ?? -1)
+                }
             } catch is FrameError {
                 #expect(want == "protocol_error", "\(name)")
             }
