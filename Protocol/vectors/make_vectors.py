@@ -17,7 +17,8 @@ def raw(json_bytes, body=b""):
 
 valid = [
     ("hello request", "client → server: the handshake, speaking version 1", {"id": 1, "op": "hello", "args": {"versions": [1], "client": "vectors"}}, b""),
-    ("hello reply", "server → client: version 1 chosen", {"id": 1, "final": True, "result": {"version": 1, "server": "ferryd 0.1.0", "limits": {"handshake_frame_bytes": 65536, "max_frame_bytes": 4194304, "max_json_bytes": 1048576, "max_nesting": 32, "max_in_flight": 256}, "operations": ["hello", "ping", "describe", "stats", "cancel"]}}, b""),
+    # The daemon's own reply to the hello above (ferryd 0.1.0, default limits), as the integration tests compare.
+    ("hello reply", "server → client: version 1 chosen, revision 1.1", {"id": 1, "final": True, "result": {"version": 1, "protocol": "1.1", "server": "ferryd 0.1.0", "limits": {"handshake_frame_bytes": 65536, "max_frame_bytes": 4194304, "max_json_bytes": 1048576, "max_nesting": 32, "max_in_flight": 256, "max_value_bytes": 16777216, "body_fd_min_bytes": 65536}, "operations": ["hello", "ping", "describe", "stats", "cancel", "cache.set", "cache.get", "cache.delete", "cache.touch", "cache.list", "cache.clear", "fetch", "image.get", "image.prefetch", "image.evict"], "capabilities": ["body_fd"]}}, b""),
     ("ping request", "client → server: a bare ping", {"id": 2, "op": "ping"}, b""),
     ("ping reply", "server → client", {"id": 2, "final": True, "result": {"pong": True}}, b""),
     ("ping with body", "client → server: binary body (including NUL and 0xff) to echo, with a deadline", {"id": 3, "op": "ping", "args": {"delay_ms": 5}, "timeout_ms": 1000}, bytes([0, 1, 2, 255, 254, 10])),

@@ -81,9 +81,11 @@ public enum OperationCatalog {
         args: [FieldDescriptor("versions", "array<integer>", required: true, "protocol versions the client speaks"),
                FieldDescriptor("client", "string", "a name for the server's logs")],
         result: [FieldDescriptor("version", "integer", "the version chosen"),
+                 FieldDescriptor("protocol", "string", "the revision of the document the daemon follows (\"1.1\")"),
                  FieldDescriptor("server", "string", "server name and version"),
                  FieldDescriptor("limits", "object", "handshake_frame_bytes, max_frame_bytes, max_json_bytes, max_nesting, max_in_flight"),
-                 FieldDescriptor("operations", "array<string>", "the operations this server implements")],
+                 FieldDescriptor("operations", "array<string>", "the operations this server implements"),
+                 FieldDescriptor("capabilities", "array<string>", "what it offers beyond the version's core (body_fd)")],
         events: [], body: .none)
 
     public static let ping = OperationDescriptor(

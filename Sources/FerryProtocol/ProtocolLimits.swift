@@ -24,6 +24,9 @@ public struct ProtocolLimits: Sendable, Equatable {
     public static let headerBytes = 8
     /// Protocol versions this implementation speaks.
     public static let versions: [Int64] = [1]
+    /// The revision of PROTOCOL.md this daemon follows, within version 1 (`hello`'s `protocol`): 1.1 made exact
+    /// what 1.0 left to guessing (its section 11 lists what changed).
+    public static let revision = "1.1"
 
     public var json: JSONObject {
         [

@@ -202,6 +202,11 @@ final class Connection: LoopPipeDelegate {
             }
             uploadStep(envelope.id, uploads.begin(envelope, firstPart: Array(frame.body), limit: limit))
         case .admit:
+            guard frame.body.isEmpty || entry!.takesBody else {
+                let error = WireError(.invalidArgument, "\(envelope.op) takes no body (this request's frame has \(frame.body.count) bytes of one)")
+                table.stats.countError(error.code, op: entry?.counters)
+                return writeError(id: envelope.id, error: error)
+            }
             startRequest(envelope, body: Array(frame.body), entry: entry!)
         }
     }

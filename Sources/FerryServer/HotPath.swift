@@ -70,6 +70,8 @@ extension Connection {
         guard let entry = table.router.hotEntry(UnsafeRawBufferPointer(rebasing: frame.json[hot.op])), let handler = entry.hot else {
             return false
         }
+        // A body on an operation that takes none: the general path refuses it.
+        if !frame.body.isEmpty && !entry.takesBody { return false }
         let situation = gateSituation(id: hot.id, operationKnown: true)
         guard case .admit = RequestGate.decide(op: entry.name, situation) else { return false }
         let request = HotRequest(envelope: hot, json: frame.json, body: frame.body)

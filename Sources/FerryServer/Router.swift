@@ -22,11 +22,15 @@ final class Router {
         let counters = OperationCounters()
         /// The handler's fast path, when it has one.
         let hot: HotOperation?
+        /// Whether the operation takes a request body (read once, as `name`): a body sent to one that does not is
+        /// refused, not ignored.
+        let takesBody: Bool
 
         init(name: String, handler: OperationHandler, hot: HotOperation?) {
             self.name = name
             self.handler = handler
             self.hot = hot
+            takesBody = handler.descriptor.body.takesBody
         }
     }
 

@@ -70,6 +70,9 @@ extension IntegrationTests {
         try expectError(daemon, bytes: raw(#"{"id":7}"#), code: .invalidArgument, id: 7, closes: false)
         try expectError(daemon, bytes: raw(#"{"id":7,"op":["ping"]}"#), code: .invalidArgument, id: 7, closes: false)
         try expectError(daemon, bytes: raw(#"{"id":7,"op":"nope"}"#), code: .unimplemented, id: 7, closes: false)
+        // A body on an operation that takes none is refused, not ignored (the fast path's operations too).
+        try expectError(daemon, bytes: raw(#"{"id":15,"op":"stats"}"#, body: [1, 2, 3]), code: .invalidArgument, id: 15, closes: false)
+        try expectError(daemon, bytes: raw(#"{"id":16,"op":"cache.get","args":{"key":"k"}}"#, body: [1]), code: .invalidArgument, id: 16, closes: false)
         let deep = String(repeating: "[", count: 40) + String(repeating: "]", count: 40)
         try expectError(daemon, bytes: raw(#"{"id":7,"op":"ping","args":{"x":\#(deep)}}"#), code: .invalidArgument, id: 7, closes: false)
         try expectError(daemon, bytes: raw(#"{"id":7,"op":"ping"}"#), code: .failedPrecondition, id: 7, closes: false, helloFirst: false)

@@ -241,6 +241,22 @@ class DaemonTests(DaemonCase):
         threading.Timer(0.1, self.client.close).start()
         self.assertFerryError("unavailable", self.client.wait, rid, timeout=5)
 
+    # ----- the hello vectors are the daemon's own bytes
+
+    def test_hello_reply_vector_is_what_the_daemon_sends(self):
+        vectors = {v["name"]: v for v in VECTORS["valid"]}
+        conn = self.raw()
+        conn.send(bytes.fromhex(vectors["hello request"]["hex"]))
+        want = bytes.fromhex(vectors["hello reply"]["hex"])
+        got = b""
+        conn.sock.settimeout(5)
+        while len(got) < len(want):
+            data = conn.sock.recv(1 << 16)
+            if not data:
+                break
+            got += data
+        self.assertEqual(got, want, "the daemon's hello reply differs from the vector byte for byte")
+
     # ----- invalid vectors over the wire
 
     def test_invalid_vectors_over_the_wire(self):

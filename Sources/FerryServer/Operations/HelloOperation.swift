@@ -47,7 +47,8 @@ final class HelloOperation: OperationHandler {
         }
         connection.didHandshake(clientName: clientName)
         log.debug("conn=\(connection.id) hello client=\(clientName) version=\(version)")
-        request.succeed(["version": .int(version), "server": .string("ferryd \(ferryVersion)"), "limits": limits,
+        request.succeed(["version": .int(version), "protocol": .string(ProtocolLimits.revision),
+                         "server": .string("ferryd \(ferryVersion)"), "limits": limits,
                          "operations": operations, "capabilities": capabilities])
     }
 }
