@@ -1,6 +1,7 @@
 """Against a real ferryd from $FERRYD (skipped when FERRYD is unset): handshake, ping, cancel, describe, stats,
 threads, and the invalid vectors of Protocol/vectors/frames.json over the wire."""
 
+import json
 import os
 import struct
 import threading
@@ -240,6 +241,38 @@ class DaemonTests(DaemonCase):
         rid = self.client.send("ping", {"delay_ms": 5000})
         threading.Timer(0.1, self.client.close).start()
         self.assertFerryError("unavailable", self.client.wait, rid, timeout=5)
+
+    # ----- stats has the documented shape, both ways
+
+    def test_stats_has_the_documented_shape(self):
+        path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "Protocol", "stats-shape.json")
+        with open(path) as f:
+            shape = json.load(f)
+        self.client.call("ping")
+        with self.assertRaises(FerryError):
+            self.client.call("nope")
+        problems = []
+
+        def check(value, want, where):
+            if isinstance(want, dict):
+                if not isinstance(value, dict):
+                    return problems.append(f"{where}: an object in the shape, {type(value).__name__} in stats")
+                if "*" in want:
+                    for k, v in value.items():
+                        check(v, want["*"], f"{where}.{k}")
+                    return
+                problems.extend(f"{where}.{k}: in stats, not in the shape" for k in value if k not in want)
+                problems.extend(f"{where}.{k}: in the shape, not in stats" for k in want if k not in value)
+                for k in want:
+                    if k in value:
+                        check(value[k], want[k], f"{where}.{k}")
+                return
+            kinds = {"integer": (int,), "number": (int, float), "string": (str,), "boolean": (bool,)}[want]
+            if isinstance(value, bool) != (want == "boolean") or not isinstance(value, kinds):
+                problems.append(f"{where}: {want} in the shape, {value!r} in stats")
+
+        check(self.client.stats(), shape, "stats")
+        self.assertEqual(problems, [])
 
     # ----- the hello vectors are the daemon's own bytes
 
