@@ -3,7 +3,7 @@
 SWIFT ?= swift
 # `time`: /usr/bin/time, with which a CLI test measures the CLI's own peak memory. `imagemagick`: a test makes an
 # animated GIF with its /usr/bin/convert.
-APT_PACKAGES := libuv1-dev libsqlite3-dev libcurl4-openssl-dev libssl-dev libvips-dev libvips-tools imagemagick pkg-config python3 openssl ca-certificates time nginx
+APT_PACKAGES := libuv1-dev libsqlite3-dev libcurl4-openssl-dev libssl-dev libvips-dev libvips-tools imagemagick pkg-config python3 openssl ca-certificates time nginx curl
 # Warnings fail the build: the project promises a warning-free Swift 6 build.
 SWIFT_FLAGS := -Xswiftc -warnings-as-errors
 

@@ -4,12 +4,16 @@ public struct OptionSpec: Sendable {
     public var short: Character?
     public var takesValue: Bool
     public var help: String
+    /// The commands that take this option; empty: every command. Another command given it is a usage error
+    /// (`ArgParser.misplaced`), not an option silently ignored.
+    public var commands: [String]
 
-    public init(_ name: String, short: Character? = nil, takesValue: Bool = false, help: String) {
+    public init(_ name: String, short: Character? = nil, takesValue: Bool = false, help: String, commands: [String] = []) {
         self.name = name
         self.short = short
         self.takesValue = takesValue
         self.help = help
+        self.commands = commands
     }
 }
 
@@ -133,6 +137,32 @@ public struct ArgParser: Sendable {
             throw UsageError("unknown option \(arg)")
         }
         return (spec, nil)
+    }
+
+    /// The first option given that `command` does not take, as a usage message; nil when every one belongs.
+    ///
+    /// ```swift
+    /// parser.misplaced(try parser.parse(["fetch", "--ttl", "5s", "u"]), command: "fetch")
+    /// // "--ttl is not an option of ferry fetch (it belongs to: cache)"
+    /// ```
+    public func misplaced(_ args: ParsedArgs, command: String) -> String? {
+        let given = Set(args.flags).union(args.values.keys)
+        for spec in options where given.contains(spec.name) && !spec.commands.isEmpty && !spec.commands.contains(command) {
+            return "--\(spec.name) is not an option of ferry \(command) (it belongs to: \(spec.commands.joined(separator: ", ")))"
+        }
+        return nil
+    }
+
+    /// The same parser with `name` taking a value (or not) from now on: a word one command uses as a flag and
+    /// another with a value (`--json` prints JSON for `stats`, sends JSON for `fetch`, as curl's does).
+    public func with(_ name: String, takingValue: Bool, help: String) -> ArgParser {
+        ArgParser(options.map { o in
+            guard o.name == name else { return o }
+            var changed = o
+            changed.takesValue = takingValue
+            changed.help = help
+            return changed
+        })
     }
 
     /// Option lines for help text: `  -o, --output FILE   write here`.

@@ -13,29 +13,44 @@ struct FetchCommand {
     let commands: Commands
 
     static let usage = """
-        Usage: ferry fetch URL [-X METHOD] [-H 'Name: value']... [-d DATA | --data-binary @FILE] [-o FILE]
-                               [-i] [-I] [-f] [-s] [--max-redirs N] [--cache MODE] [--timeout 10s] [--json]
+        Usage: ferry fetch URL [-X METHOD] [-H 'Name: value']... [-d DATA]... [--json DATA] [-o FILE] [-w FORMAT]
+                               [-i] [-I] [-f] [-s] [-A AGENT] [-m SECONDS] [--max-redirs N] [--cache MODE]
 
         Makes an HTTP request through ferryd and its shared HTTP cache. The body goes to stdout (or -o FILE).
-          -X, --request METHOD   method (default GET, or POST with -d)
+        A URL without a scheme is http://. Redirects are followed (unlike curl, whose -L asks for it); --max-redirs 0
+        answers with the redirect itself.
+          -X, --request METHOD   method (default GET, or POST with -d or --json)
           -H, --header 'N: v'    add a header (repeatable)
-          -d, --data DATA        request body (@FILE reads a file, @- stdin); implies POST
+          -d, --data DATA        request body (@FILE reads a file and drops its newlines, @- stdin); several are
+                                 joined with &; implies POST and Content-Type application/x-www-form-urlencoded
               --data-binary DATA the same, byte for byte
+              --json DATA        send DATA (@FILE, @-) as JSON: POST, Content-Type and Accept application/json
+          -A, --user-agent UA    the User-Agent (default ferry/\(ferryVersion))
           -i, --include          print the status line and headers before the body
           -I, --head             HEAD request; print the status line and headers
           -f, --fail             exit 22 on HTTP status 400 or more (and print no body)
+              --fail-with-body   the same, after writing the body
           -s, --silent           no progress bar
+          -m, --max-time SECS    the whole transfer's limit (exit 28)
+              --max-filesize N   refuse a larger body (exit 63)
               --max-redirs N     at most N redirects (default 10; -L is accepted and is the default)
               --cache MODE       default, no-store, reload, no-cache, force-cache, only-if-cached
               --timeout 10s      for each exchange with the origin
-              --json             print status, headers, cache status, timing and the body as one JSON object
-        Exit codes: 0 done (any HTTP status, unless -f), 1 the request failed, 2 usage, 3 no daemon, 22 with -f.
+          -w, --write-out FMT    after the transfer: %{http_code} %{time_total} %{size_download} %{url_effective}
+                                 %{num_redirects} %{content_type} %{ferry_cache} %{ferry_age}, or %{json} for all
+        Exit codes as curl's: 0 done (any HTTP status, unless -f), 6 the host did not resolve, 7 no connection,
+        22 -f and a status of 400 or more, 28 timeout, 35 TLS handshake, 47 too many redirects, 60 certificate,
+        63 body too large; 1 any other failure, 2 usage, 3 no daemon.
         """
 
     func run() async throws(CommandFailure) {
         let words = Array(args.positionals.dropFirst())
         guard words.count == 1 else { throw CommandFailure(code: .usage, message: FetchCommand.usage) }
-        var request = try buildRequest(url: words[0])
+        var request = try fetchRequest(url: words[0])
+        let deadline = try maxTime()
+        // -m also bounds each exchange with the origin: a body still arriving when the time is up is cut there
+        // (the request's deadline covers the wait for the answer, the exchange's timeout the body that follows).
+        if let deadline, request.timeout.map({ $0 > deadline }) ?? true { request.timeout = deadline }
         // -C: resume into -o FILE from its size (or the offset given), as curl's -C does.
         var resumeAt = 0
         if let at = args.value("continue-at") {
@@ -48,34 +63,70 @@ struct FetchCommand {
         }
         let client = try await commands.launcher.connect()
         defer { client.close() }
+        let started = ContinuousClock.now
+        let failOnError = args.has("fail") || args.has("fail-with-body"), bodyOnError = args.has("fail-with-body")
+        if request.method == "HEAD" {
+            let response = try await fetch(client, request, deadline: deadline, head: nil, sink: nil)
+            writeStdout(FetchCommand.headLines(response))
+            return try finish(response, bytes: 0, started: started, failOnError: failOnError)
+        }
         // The body goes to `-o FILE` or stdout as it arrives, never whole through this process's memory: -i prints
         // the head when it comes, -f stops at an error status before a byte is written.
-        let plain = !args.has("json") && request.method != "HEAD"
-        if plain {
-            // A large complete body (a cache hit) comes as a descriptor and is copied in the kernel.
-            request.bodyAsFile = true
-            let file = try args.value("output").map { path throws(CommandFailure) in
-                resumeAt > 0 ? try OutputFile(appendingTo: path, size: resumeAt) : try OutputFile(path: path)
-            }
-            var complete = false
-            _ = try await fetch(client, request, head: { head throws(CommandFailure) in
-                if resumeAt > 0 { complete = try FetchCommand.checkResume(head, at: resumeAt) }
-                if args.has("fail") && head.status >= 400 && !complete {
-                    throw CommandFailure(code: .httpError, message: "The requested URL returned error: \(head.status)")
-                }
-                if args.has("include") { writeStdout(FetchCommand.headLines(head)) }
-            }, sink: { bytes throws(CommandFailure) in
-                if complete { return }
-                if let file { try file.append(bytes) } else { writeStdout(bytes) }
-            }, fileSink: { body throws(CommandFailure) in
-                if complete { return }
-                if let file { try file.append(from: body) } else { try copyToStdout(body) }
-            })
-            try file?.commit()
-            return
+        // A large complete body (a cache hit) comes as a descriptor and is copied in the kernel.
+        request.bodyAsFile = true
+        // `-o -` is stdout, as curl's: binary output to a terminal then goes through.
+        let toTerminalAnyway = args.value("output") == "-"
+        let file = try args.value("output").flatMap { $0 == "-" ? nil : $0 }.map { path throws(CommandFailure) in
+            resumeAt > 0 ? try OutputFile(appendingTo: path, size: resumeAt) : try OutputFile(path: path)
         }
-        let response = try await fetch(client, request, head: nil, sink: nil)
-        try output(response, head: request.method == "HEAD")
+        var complete = false, bytes = 0
+        let response = try await fetch(client, request, deadline: deadline, head: { head throws(CommandFailure) in
+            if resumeAt > 0 { complete = try FetchCommand.checkResume(head, at: resumeAt) }
+            if failOnError && !bodyOnError && head.status >= 400 && !complete {
+                try finish(head, bytes: 0, started: started, failOnError: true)
+            }
+            if args.has("include") { writeStdout(FetchCommand.headLines(head)) }
+        }, sink: { chunk throws(CommandFailure) in
+            if complete { return }
+            bytes += chunk.count
+            if let file { try file.append(chunk) } else if toTerminalAnyway { writeStdout(chunk) } else { try FetchCommand.toStdout(chunk) }
+        }, fileSink: { body throws(CommandFailure) in
+            if complete { return }
+            bytes += body.length
+            if let file { try file.append(from: body) } else { try copyToStdout(body) }
+        })
+        try file?.commit()
+        try finish(response, bytes: bytes, started: started, failOnError: failOnError)
+    }
+
+    /// After the transfer: `-w`'s line, then `-f`'s exit 22 for an error status.
+    private func finish(_ response: FetchResponse, bytes: Int, started: ContinuousClock.Instant, failOnError: Bool) throws(CommandFailure) {
+        if let format = args.value("write-out") {
+            let elapsed = (ContinuousClock.now - started).components
+            let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
+            writeStdout(Array(WriteOut.render(format, WriteOut.Transfer(response: response, bytes: bytes, seconds: seconds)).utf8))
+        }
+        if failOnError && response.status >= 400 {
+            throw CommandFailure(code: .httpError, message: "(22) The requested URL returned error: \(response.status)")
+        }
+    }
+
+    /// Binary bytes to a terminal are refused, as curl refuses them: they would garble it (`-o FILE` or a pipe).
+    static func toStdout(_ bytes: [UInt8]) throws(CommandFailure) {
+        if isatty(1) == 1, bytes.prefix(2048).contains(0) {
+            throw CommandFailure(code: .writeError, message: "Binary output can mess up your terminal. Use \"--output -\" to tell "
+                                 + "ferry to output it to your terminal anyway, or consider \"--output <FILE>\" to save to a file.")
+        }
+        writeStdout(bytes)
+    }
+
+    /// `-m SECONDS` (fractions allowed, as curl's): the whole request's deadline.
+    private func maxTime() throws(CommandFailure) -> Duration? {
+        guard let text = args.value("max-time") else { return nil }
+        guard let seconds = Double(text), seconds > 0, seconds < 1e7 else {
+            throw CommandFailure(code: .usage, message: "-m/--max-time needs a number of seconds, not \"\(text)\"")
+        }
+        return .milliseconds(Int64((seconds * 1000).rounded(.up)))
     }
 
     /// `-C`: the answer must be the rest (a 206 from `at`); a 416 means the file is complete already (true). Anything
@@ -89,8 +140,9 @@ struct FetchCommand {
         return false
     }
 
+    /// The status line and header fields as curl's -i prints them (`HTTP/1.1 200 OK`), then a blank line.
     static func headLines(_ r: FetchResponse) -> [UInt8] {
-        var text = "HTTP \(r.status)\r\n"
+        var text = "HTTP/1.1 \(r.status)" + (HTTPReason.phrase(r.status).map { " " + $0 } ?? "") + "\r\n"
         for h in r.headers { text += "\(h.name): \(h.value)\r\n" }
         return Array((text + "\r\n").utf8)
     }
@@ -103,13 +155,6 @@ struct FetchCommand {
             let name = String(line[..<colon]).trimmingCharacters(), value = String(line[line.index(after: colon)...]).trimmingCharacters()
             guard !name.isEmpty else { throw usage("-H needs a header name: \"\(line)\"") }
             request.headers.append(HTTPHeader(name, value))
-        }
-        if let data = args.value("data-binary") ?? args.value("data") {
-            request.body = try bodyBytes(data)
-            request.method = "POST"
-            if !request.headers.contains(where: { $0.name.lowercased() == "content-type" }) {
-                request.headers.append(HTTPHeader("Content-Type", "application/x-www-form-urlencoded"))
-            }
         }
         if args.has("head") { request.method = "HEAD" }
         if let m = args.value("request") { request.method = m }
@@ -129,29 +174,71 @@ struct FetchCommand {
         return request
     }
 
-    /// `-d @FILE` reads a file, `-d @-` stdin, anything else is the data itself.
-    private func bodyBytes(_ data: String) throws(CommandFailure) -> [UInt8] {
+    /// `ferry fetch`'s request: `buildRequest`'s (shared with `ferry image`), and what only fetch takes — a URL
+    /// without a scheme is http://, the body of `-d`/`--data-binary`/`--json`, the User-Agent, `--max-filesize`.
+    func fetchRequest(url: String) throws(CommandFailure) -> FetchRequest {
+        var request = try buildRequest(url: url.contains("://") ? url : "http://" + url)
+        func has(_ name: String) -> Bool { request.headers.contains { $0.name.lowercased() == name } }
+        let data = try args.allValues("data").map { v throws(CommandFailure) in try bodyBytes(v, keepNewlines: false) }
+            + args.allValues("data-binary").map { v throws(CommandFailure) in try bodyBytes(v, keepNewlines: true) }
+        if let json = args.value("json") {
+            guard data.isEmpty else { throw CommandFailure(code: .usage, message: "--json and -d/--data-binary: one body or the other") }
+            request.body = try bodyBytes(json, keepNewlines: true)
+            if !has("content-type") { request.headers.append(HTTPHeader("Content-Type", "application/json")) }
+            if !has("accept") { request.headers.append(HTTPHeader("Accept", "application/json")) }
+        } else if !data.isEmpty {
+            // Several -d are joined with &, as curl joins them.
+            request.body = Array(data.joined(separator: [UInt8(ascii: "&")]))
+            if !has("content-type") { request.headers.append(HTTPHeader("Content-Type", "application/x-www-form-urlencoded")) }
+        }
+        if args.value("json") != nil || !data.isEmpty, args.value("request") == nil, !args.has("head") { request.method = "POST" }
+        if !has("user-agent") { request.headers.append(HTTPHeader("User-Agent", args.value("user-agent") ?? "ferry/\(ferryVersion)")) }
+        if let n = args.value("max-filesize") {
+            guard let v = parseByteSize(n), v > 0 else { throw CommandFailure(code: .usage, message: "--max-filesize needs a size in bytes, not \"\(n)\"") }
+            request.maxBytes = v
+        }
+        return request
+    }
+
+    /// `@FILE` reads a file, `@-` stdin, anything else is the data itself. `-d` drops a file's carriage returns and
+    /// newlines, as curl's does; `--data-binary` and `--json` keep every byte.
+    private func bodyBytes(_ data: String, keepNewlines: Bool) throws(CommandFailure) -> [UInt8] {
         guard data.hasPrefix("@") else { return Array(data.utf8) }
         let path = String(data.dropFirst())
-        return path == "-" ? readStdin() : try readFile(path)
+        let bytes = path == "-" ? readStdin() : try readFile(path)
+        return keepNewlines ? bytes : bytes.filter { $0 != 0x0A && $0 != 0x0D }
     }
 
     /// With a terminal on stderr and no -s, a progress bar for downloads that are large or slow. With a `sink`, the
     /// head goes to `head` once known (before any of the body; throwing there stops the download), the body's
     /// chunks to `sink` as they come, and the response's body stays empty.
-    private func fetch(_ client: FerryClient, _ request: FetchRequest,
+    /// Failures exit as curl's would for the same failure (`CurlExit`).
+    private func fetch(_ client: FerryClient, _ request: FetchRequest, deadline: Duration?,
                        head: ((FetchResponse) throws(CommandFailure) -> Void)?,
                        sink: (([UInt8]) throws(CommandFailure) -> Void)?,
                        fileSink: ((BodyFile) throws(CommandFailure) -> Void)? = nil) async throws(CommandFailure) -> FetchResponse {
-        let showBar = isatty(2) == 1 && !args.has("silent") && request.method != "HEAD"
-        guard showBar || sink != nil else {
-            return try await commands.run { try await client.fetch(request) }
+        do {
+            return try await stream(client, request, deadline: deadline, head: head, sink: sink, fileSink: fileSink)
+        } catch let e as FerryError {
+            throw CommandFailure(code: CurlExit.code(for: e), message: CurlExit.message(e, url: request.url))
+        } catch let e as CommandFailure {
+            throw e
+        } catch {
+            throw CommandFailure(code: .operationFailed, message: "\(error)")
         }
-        return try await commands.run {
+    }
+
+    private func stream(_ client: FerryClient, _ request: FetchRequest, deadline: Duration?,
+                        head: ((FetchResponse) throws(CommandFailure) -> Void)?,
+                        sink: (([UInt8]) throws(CommandFailure) -> Void)?,
+                        fileSink: ((BodyFile) throws(CommandFailure) -> Void)?) async throws -> FetchResponse {
+        let showBar = isatty(2) == 1 && !args.has("silent") && request.method != "HEAD"
+        guard showBar || sink != nil else { return try await client.fetch(request, deadline: deadline) }
+        do {
             var bar = showBar ? ProgressBar() : nil
             var body: [UInt8] = []
             var final: FetchResponse?
-            for try await event in client.fetchStream(request) {
+            for try await event in client.fetchStream(request, deadline: deadline) {
                 switch event {
                 case .head(let r): try head?(r)
                 case .progress(let received, let total): bar?.update(received: received, total: total)
@@ -166,36 +253,6 @@ struct FetchCommand {
             response.body = body
             return response
         }
-    }
-
-    /// `--json` and `-I` (HEAD): the response once it is complete.
-    private func output(_ response: FetchResponse, head: Bool) throws(CommandFailure) {
-        if args.has("json") {
-            print(jsonLine(.object(FetchCommand.json(response))))
-        } else {
-            if args.has("include") || head { writeStdout(FetchCommand.headLines(response)) }
-            if !head && !(args.has("fail") && response.status >= 400) {
-                if let out = args.value("output") { try writeFile(out, response.body) } else { writeStdout(response.body) }
-            }
-        }
-        if args.has("fail") && response.status >= 400 {
-            throw CommandFailure(code: .httpError, message: "The requested URL returned error: \(response.status)")
-        }
-    }
-
-    static func json(_ r: FetchResponse) -> JSONObject {
-        var timing = JSONObject()
-        for (k, v) in r.timing.sorted(by: { $0.key < $1.key }) { timing[k] = .double(v) }
-        let text = String(validating: r.body, as: UTF8.self)
-        return [
-            "status": .int(Int64(r.status)), "url": .string(r.url), "redirects": .int(Int64(r.redirects)),
-            "headers": .array(r.headers.map { .array([.string($0.name), .string($0.value)]) }),
-            "cache": .object(["status": .string(r.cacheStatus?.rawValue ?? ""), "age_s": .int(Int64(r.age))]),
-            "timing": .object(timing),
-            "body": text.map { .string($0) } ?? .null,
-            "body_base64": text == nil ? .string(Base64.encode(r.body)) : .null,
-            "size": .int(Int64(r.body.count)),
-        ]
     }
 }
 

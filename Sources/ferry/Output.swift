@@ -4,6 +4,9 @@ import Glibc
 import FerryClient
 
 /// Exit codes of `ferry`: documented in `ferry --help` and README.
+/// This command's version (`ferry --version`, the default `User-Agent` of `ferry fetch`).
+let ferryVersion = "0.1.0"
+
 enum ExitCode: Int32 {
     case success = 0
     case operationFailed = 1
@@ -13,6 +16,16 @@ enum ExitCode: Int32 {
     case httpError = 22
     /// `-C` and an origin that does not answer the range: curl's code for the same case.
     case cannotResume = 33
+    // `ferry fetch`'s failures, with curl's codes for the same cases (CurlExit).
+    case couldNotResolve = 6
+    case couldNotConnect = 7
+    case timedOut = 28
+    case tlsConnect = 35
+    case tooManyRedirects = 47
+    case tlsVerify = 60
+    case fileTooLarge = 63
+    /// The output could not be written (or binary output to a terminal was refused): curl's 23.
+    case writeError = 23
 }
 
 /// A failure that ends the command with an exit code and a message on stderr.

@@ -4,39 +4,53 @@ import Glibc
 import FerryArgs
 
 /// ferry: the command-line client. Exit codes: 0 success, 1 the operation failed, 2 usage error, 3 no daemon.
+let fetchLike = ["fetch", "image"]  // image downloads take fetch's request options
 let parser = ArgParser([
     OptionSpec("socket", takesValue: true, help: "the daemon's socket (default: $FERRY_SOCKET, then the standard path)"),
-    OptionSpec("json", help: "print JSON instead of text (describe, stats, fetch)"),
-    OptionSpec("count", short: "c", takesValue: true, help: "ping: how many round trips"),
-    OptionSpec("timeout", takesValue: true, help: "call: deadline; fetch: per exchange; e.g. 500ms, 10s"),
-    OptionSpec("body", takesValue: true, help: "call: send this file as the request body"),
-    OptionSpec("output", short: "o", takesValue: true, help: "call, cache get: write the reply body to this file"),
-    OptionSpec("namespace", short: "n", takesValue: true, help: "cache: the namespace (default \"default\")"),
-    OptionSpec("ttl", takesValue: true, help: "cache set: expire after this long, e.g. 30s, 5m"),
-    OptionSpec("if-absent", help: "cache set: store only if the key has no live entry"),
-    OptionSpec("request", short: "X", takesValue: true, help: "fetch: the HTTP method"),
-    OptionSpec("header", short: "H", takesValue: true, help: "fetch: add a header 'Name: value' (repeatable)"),
-    OptionSpec("data", short: "d", takesValue: true, help: "fetch: request body (@FILE, @- for stdin); implies POST"),
-    OptionSpec("data-binary", takesValue: true, help: "fetch: request body, byte for byte (@FILE, @-)"),
-    OptionSpec("include", short: "i", help: "fetch: print status line and headers before the body"),
-    OptionSpec("head", short: "I", help: "fetch: HEAD request; print status line and headers"),
-    OptionSpec("fail", short: "f", help: "fetch: exit 22 on HTTP status >= 400"),
-    OptionSpec("silent", short: "s", help: "fetch: no progress bar"),
-    OptionSpec("show-error", short: "S", help: "fetch: accepted for curl habits (errors are always shown)"),
-    OptionSpec("location", short: "L", help: "fetch: accepted for curl habits (redirects are followed by default)"),
-    OptionSpec("max-redirs", takesValue: true, help: "fetch: at most this many redirects"),
-    OptionSpec("continue-at", short: "C", takesValue: true, help: "fetch: resume a download into -o FILE ('-': from its size)"),
-    OptionSpec("cache", takesValue: true, help: "fetch: the cache mode (default, no-store, reload, no-cache, force-cache, only-if-cached)"),
-    OptionSpec("info", help: "image: print format, size and source"),
-    OptionSpec("width", takesValue: true, help: "image: a variant this many points wide (times --density pixels)"),
-    OptionSpec("height", takesValue: true, help: "image: a variant this many points high"),
-    OptionSpec("fit", takesValue: true, help: "image: inside (default), cover, contain, fill or outside"),
-    OptionSpec("format", takesValue: true, help: "image: original (default), jpeg, png, webp or avif"),
-    OptionSpec("quality", takesValue: true, help: "image: encoder quality 1-100"),
-    OptionSpec("density", takesValue: true, help: "image: pixels per point, 1-4 (default 1)"),
+    OptionSpec("json", help: "print JSON instead of text (describe, stats, cache get, image); fetch: send DATA as JSON, as curl's --json",
+               commands: ["describe", "stats", "cache", "image", "call", "fetch"]),
+    OptionSpec("count", short: "c", takesValue: true, help: "ping: how many round trips", commands: ["ping"]),
+    OptionSpec("timeout", takesValue: true, help: "call: deadline; fetch: per exchange; e.g. 500ms, 10s", commands: ["call"] + fetchLike),
+    OptionSpec("body", takesValue: true, help: "call: send this file as the request body", commands: ["call"]),
+    OptionSpec("output", short: "o", takesValue: true, help: "call, cache get, fetch, image: write the body to this file",
+               commands: ["call", "cache"] + fetchLike),
+    OptionSpec("namespace", short: "n", takesValue: true, help: "cache: the namespace (default \"default\")", commands: ["cache"]),
+    OptionSpec("ttl", takesValue: true, help: "cache set: expire after this long, e.g. 30s, 5m", commands: ["cache"]),
+    OptionSpec("if-absent", help: "cache set: store only if the key has no live entry", commands: ["cache"]),
+    OptionSpec("request", short: "X", takesValue: true, help: "fetch: the HTTP method", commands: ["fetch"]),
+    OptionSpec("header", short: "H", takesValue: true, help: "fetch: add a header 'Name: value' (repeatable)", commands: fetchLike),
+    OptionSpec("data", short: "d", takesValue: true, help: "fetch: request body (@FILE, @- for stdin; newlines of a file dropped); implies POST",
+               commands: ["fetch"]),
+    OptionSpec("data-binary", takesValue: true, help: "fetch: request body, byte for byte (@FILE, @-)", commands: ["fetch"]),
+    OptionSpec("include", short: "i", help: "fetch: print status line and headers before the body", commands: ["fetch"]),
+    OptionSpec("head", short: "I", help: "fetch: HEAD request; print status line and headers", commands: ["fetch"]),
+    OptionSpec("fail", short: "f", help: "fetch: exit 22 on HTTP status >= 400", commands: ["fetch"]),
+    OptionSpec("fail-with-body", help: "fetch: exit 22 on HTTP status >= 400, after writing the body", commands: ["fetch"]),
+    OptionSpec("silent", short: "s", help: "fetch: no progress bar", commands: ["fetch"]),
+    OptionSpec("show-error", short: "S", help: "fetch: accepted for curl habits (errors are always shown)", commands: ["fetch"]),
+    OptionSpec("location", short: "L", help: "fetch: accepted for curl habits (redirects are followed by default)", commands: ["fetch"]),
+    OptionSpec("max-redirs", takesValue: true, help: "fetch: at most this many redirects", commands: ["fetch"]),
+    OptionSpec("continue-at", short: "C", takesValue: true, help: "fetch: resume a download into -o FILE ('-': from its size)",
+               commands: ["fetch"]),
+    OptionSpec("cache", takesValue: true, help: "fetch: the cache mode (default, no-store, reload, no-cache, force-cache, only-if-cached)",
+               commands: fetchLike),
+    OptionSpec("user-agent", short: "A", takesValue: true, help: "fetch: the User-Agent (default ferry/VERSION)", commands: ["fetch"]),
+    OptionSpec("max-time", short: "m", takesValue: true, help: "fetch: the whole transfer's limit in seconds (exit 28)", commands: ["fetch"]),
+    OptionSpec("max-filesize", takesValue: true, help: "fetch: refuse a body larger than this many bytes (exit 63)", commands: ["fetch"]),
+    OptionSpec("write-out", short: "w", takesValue: true, help: "fetch: print FORMAT after the transfer (%{http_code}, %{json}, …)",
+               commands: ["fetch"]),
+    OptionSpec("info", help: "image: print format, size and source", commands: ["image"]),
+    OptionSpec("width", takesValue: true, help: "image: a variant this many points wide (times --density pixels)", commands: ["image"]),
+    OptionSpec("height", takesValue: true, help: "image: a variant this many points high", commands: ["image"]),
+    OptionSpec("fit", takesValue: true, help: "image: inside (default), cover, contain, fill or outside", commands: ["image"]),
+    OptionSpec("format", takesValue: true, help: "image: original (default), jpeg, png, webp or avif", commands: ["image"]),
+    OptionSpec("quality", takesValue: true, help: "image: encoder quality 1-100", commands: ["image"]),
+    OptionSpec("density", takesValue: true, help: "image: pixels per point, 1-4 (default 1)", commands: ["image"]),
     OptionSpec("version", help: "print the version"),
     OptionSpec("help", short: "h", help: "print help"),
 ])
+/// `fetch` reads `--json DATA` as curl does (7.82+): the body is DATA, sent as JSON.
+let fetchParser = parser.with("json", takingValue: true, help: "fetch: send DATA (@FILE, @-) as JSON: POST, Content-Type and Accept application/json")
 
 let usage = """
     Usage: ferry COMMAND [OPTIONS]
@@ -71,20 +85,32 @@ let subcommandHelp: [String: String] = [
 ]
 
 func runCLI() async -> Int32 {
-    let args: ParsedArgs
+    var args: ParsedArgs
+    let words = Array(CommandLine.arguments.dropFirst())
     do {
-        args = try parser.parse(Array(CommandLine.arguments.dropFirst()))
+        args = try parser.parse(words)
+        // fetch reads `--json DATA` (a value), the others `--json` (a flag): read fetch's words again its way.
+        if args.positionals.first == "fetch" { args = try fetchParser.parse(words) }
     } catch {
-        writeStderr("ferry: \(error.message)\n\n\(usage)")
-        return ExitCode.usage.rawValue
+        // `ferry fetch --json DATA URL` is a usage error to the first reading only.
+        if let again = try? fetchParser.parse(words), again.positionals.first == "fetch" {
+            args = again
+        } else {
+            writeStderr("ferry: \(error.message)\n\n\(usage)")
+            return ExitCode.usage.rawValue
+        }
     }
     let command = args.positionals.first
+    if let command, let problem = parser.misplaced(args, command: command) {
+        writeStderr("ferry: \(problem)\n\n\(subcommandHelp[command] ?? usage)")
+        return ExitCode.usage.rawValue
+    }
     if args.has("help") {
         print(command.flatMap { subcommandHelp[$0] } ?? usage)
         return 0
     }
     if args.has("version") {
-        print("ferry 0.1.0")
+        print("ferry \(ferryVersion)")
         return 0
     }
     let launcher = DaemonLauncher(explicitSocket: args.value("socket"))

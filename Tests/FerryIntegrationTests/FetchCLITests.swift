@@ -1,0 +1,121 @@
+import Foundation
+import Testing
+import FerryProtocol
+
+/// `ferry fetch` keeps curl's promises: each case runs curl itself on the same request to the same origin, and
+/// compares exit codes, what the origin received, and what was printed.
+extension IntegrationTests {
+@Suite(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/curl")))
+struct FetchCLITests {
+    static let curl = "/usr/bin/curl"
+
+    /// The test origin and a daemon, stopped together.
+    struct Rig {
+        let origin: OriginServer
+        let daemon: Daemon
+
+        init() throws {
+            origin = try OriginServer()
+            do { daemon = try Daemon() } catch {
+                origin.stop()
+                throw error
+            }
+        }
+
+        func stop() {
+            daemon.stop()
+            origin.stop()
+        }
+    }
+
+    func ferry(_ args: [String], _ daemon: Daemon) throws -> (status: Int32, out: String, err: String) {
+        try runCommand(Binaries.ferry, ["fetch", "-s"] + args, environment: ["FERRY_SOCKET": daemon.socket])
+    }
+
+    func curl(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
+        try runCommand(Self.curl, ["-s", "-L"] + args)
+    }
+
+    /// curl's exit codes by failure: 6 resolve, 7 connect, 28 timeout, 47 redirects, 63 size, 22 with -f; the
+    /// message names the host (and port).
+    @Test func failuresExitAsCurlsDo() throws {
+        let rig = try Rig()
+        defer { rig.stop() }
+        let (origin, daemon) = (rig.origin, rig.daemon)
+        let cases: [([String], Int32)] = [
+            (["http://nosuch.invalid/"], 6),
+            (["http://127.0.0.1:1/"], 7),
+            (["-m", "0.5", origin.url("/slow?size=10&chunks=2&interval_ms=2000&cc=no-store")], 28),
+            (["--max-redirs", "1", origin.url("/redirect/3?cc=no-store")], 47),
+            (["--max-filesize", "100", origin.url("/r?size=1000&cc=no-store")], 63),
+            (["-f", origin.url("/r?status=404&cc=no-store")], 22),
+            ([origin.url("/r?status=404&cc=no-store")], 0),
+        ]
+        for (args, code) in cases {
+            let mine = try ferry(args, daemon), theirs = try curl(args)
+            #expect(theirs.status == code, "curl \(args): \(theirs.status) \(theirs.err)")
+            #expect(mine.status == code, "ferry fetch \(args): \(mine.status) \(mine.err)")
+        }
+        #expect(try ferry(["http://nosuch.invalid/"], daemon).err.contains("(6) Could not resolve host: nosuch.invalid"))
+        #expect(try ferry(["http://127.0.0.1:1/"], daemon).err.contains("(7) Failed to connect to 127.0.0.1 port 1"))
+    }
+
+    /// What the origin receives, compared with curl's request byte for byte (method, body, the fields that matter).
+    @Test func requestsArriveAsCurlsDo() throws {
+        let rig = try Rig()
+        defer { rig.stop() }
+        let (origin, daemon) = (rig.origin, rig.daemon)
+        let dir = TempDir()
+        defer { dir.remove() }
+        try Data("a=1\nb=2\r\n".utf8).write(to: URL(fileURLWithPath: dir.path + "/form.txt"))
+        let url = origin.url("/echo?cc=no-store")
+        func seen(_ out: String) throws -> (method: String, body: String, fields: [String: String]) {
+            let v = try JSONParser.parse(Array(out.utf8))
+            var fields: [String: String] = [:]
+            for pair in v["headers"]?.arrayValue ?? [] {
+                let name = pair.arrayValue?.first?.stringValue?.lowercased() ?? ""
+                if ["content-type", "accept", "user-agent"].contains(name) { fields[name] = pair.arrayValue?[1].stringValue }
+            }
+            return (v["method"]?.stringValue ?? "", v["body"]?.stringValue ?? "", fields)
+        }
+        let cases: [[String]] = [
+            ["-d", "a=1", "-d", "b=2"],                     // joined with &
+            ["-d", "@" + dir.path + "/form.txt"],           // newlines dropped
+            ["--data-binary", "@" + dir.path + "/form.txt"], // kept
+            ["--json", #"{"a":1}"#],                          // POST, JSON content type and accept
+            ["-X", "PUT", "-d", "x"],
+            ["-A", "probe/1"],
+        ]
+        for args in cases {
+            let mine = try seen(try ferry(args + [url], daemon).out), theirs = try seen(try curl(args + [url]).out)
+            #expect(mine.method == theirs.method && mine.body == theirs.body, "\(args): \(mine) / \(theirs)")
+            #expect(mine.fields["content-type"] == theirs.fields["content-type"], "\(args)")
+            if args.contains("--json") { #expect(mine.fields["accept"] == "application/json") }
+            if args.contains("-A") { #expect(mine.fields["user-agent"] == "probe/1") }
+        }
+        #expect(try seen(try ferry([url], daemon).out).fields["user-agent"] == "ferry/0.1.0", "the default User-Agent")
+        // A URL without a scheme is http://.
+        let bare = String(url.dropFirst("http://".count))
+        #expect(try seen(try ferry([bare], daemon).out).method == "GET")
+    }
+
+    /// -i's status line, -w's variables, and options of other commands refused.
+    @Test func outputAndUsageAsCurlsAre() throws {
+        let rig = try Rig()
+        defer { rig.stop() }
+        let (origin, daemon) = (rig.origin, rig.daemon)
+        let url = origin.url("/r?size=30&cc=max-age%3D60")
+        let mine = try ferry(["-i", url], daemon), theirs = try curl(["-i", url])
+        #expect(mine.out.components(separatedBy: "\r\n").first == theirs.out.components(separatedBy: "\r\n").first, "\(mine.out.prefix(40))")
+        #expect(mine.out.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        let format = "%{http_code} %{size_download} %{url_effective} %{num_redirects}\\n"
+        let written = try ferry(["-o", "/dev/null", "-w", format, url], daemon), curls = try curl(["-o", "/dev/null", "-w", format, url])
+        #expect(written.out == curls.out && written.out == "200 30 \(url) 0\n", "\(written.out) / \(curls.out)")
+        #expect(try ferry(["-o", "/dev/null", "-w", "%{ferry_cache}", url], daemon).out == "hit", "the second time, from the cache")
+        let json = try JSONParser.parse(Array(try ferry(["-o", "/dev/null", "-w", "%{json}", url], daemon).out.utf8))
+        #expect(json["http_code"]?.intValue == 200 && json["size_download"]?.intValue == 30 && json["ferry_cache"]?.stringValue == "hit")
+        let misplaced = try ferry(["--ttl", "5s", url], daemon)
+        #expect(misplaced.status == 2 && misplaced.err.contains("--ttl is not an option of ferry fetch"), "\(misplaced.err)")
+    }
+}
+}
