@@ -36,6 +36,12 @@ struct FetchCommand {
               --max-redirs N     at most N redirects (default 10; -L is accepted and is the default)
               --cache MODE       default, no-store, reload, no-cache, force-cache, only-if-cached
               --timeout 10s      for each exchange with the origin
+          -G, --get              send -d/--data-urlencode data in the URL's query, as a GET
+              --data-urlencode D URL-encoded data (name=content, =content, name@file)
+          -F, --form N=V         a multipart/form-data field (N=value, N=@file[;type=T], N=<file)
+          -u, --user U:P         Basic authorization
+          -O, --remote-name      write to a file named as the URL's last path segment
+          -v, --verbose          the request and the response's head on stderr, with the cache status
           -w, --write-out FMT    after the transfer: %{http_code} %{time_total} %{size_download} %{url_effective}
                                  %{num_redirects} %{content_type} %{ferry_cache} %{ferry_age}, or %{json} for all
         Exit codes as curl's: 0 done (any HTTP status, unless -f), 6 the host did not resolve, 7 no connection,
@@ -47,6 +53,7 @@ struct FetchCommand {
         let words = Array(args.positionals.dropFirst())
         guard words.count == 1 else { throw CommandFailure(code: .usage, message: FetchCommand.usage) }
         var request = try fetchRequest(url: words[0])
+        let output = try outputPath(request.url)
         let deadline = try maxTime()
         // -m also bounds each exchange with the origin: a body still arriving when the time is up is cut there
         // (the request's deadline covers the wait for the answer, the exchange's timeout the body that follows).
@@ -54,7 +61,7 @@ struct FetchCommand {
         // -C: resume into -o FILE from its size (or the offset given), as curl's -C does.
         var resumeAt = 0
         if let at = args.value("continue-at") {
-            guard let out = args.value("output") else { throw CommandFailure(code: .usage, message: "-C needs -o FILE") }
+            guard let out = output else { throw CommandFailure(code: .usage, message: "-C needs -o FILE") }
             guard let n = at == "-" ? OutputFile.existingSize(out) : Int(at), n >= 0 else {
                 throw CommandFailure(code: .usage, message: "-C takes '-' or a byte offset (got \(at))")
             }
@@ -64,9 +71,11 @@ struct FetchCommand {
         let client = try await commands.launcher.connect()
         defer { client.close() }
         let started = ContinuousClock.now
+        if args.has("verbose") { writeStderrRaw(FetchCommand.verboseRequest(request)) }
         let failOnError = args.has("fail") || args.has("fail-with-body"), bodyOnError = args.has("fail-with-body")
         if request.method == "HEAD" {
             let response = try await fetch(client, request, deadline: deadline, head: nil, sink: nil)
+            if args.has("verbose") { writeStderrRaw(FetchCommand.verboseHead(response)) }
             writeStdout(FetchCommand.headLines(response))
             return try finish(response, bytes: 0, started: started, failOnError: failOnError)
         }
@@ -75,8 +84,8 @@ struct FetchCommand {
         // A large complete body (a cache hit) comes as a descriptor and is copied in the kernel.
         request.bodyAsFile = true
         // `-o -` is stdout, as curl's: binary output to a terminal then goes through.
-        let toTerminalAnyway = args.value("output") == "-"
-        let file = try args.value("output").flatMap { $0 == "-" ? nil : $0 }.map { path throws(CommandFailure) in
+        let toTerminalAnyway = output == "-"
+        let file = try output.flatMap { $0 == "-" ? nil : $0 }.map { path throws(CommandFailure) in
             resumeAt > 0 ? try OutputFile(appendingTo: path, size: resumeAt) : try OutputFile(path: path)
         }
         var complete = false, bytes = 0
@@ -86,6 +95,7 @@ struct FetchCommand {
                 try finish(head, bytes: 0, started: started, failOnError: true)
             }
             if args.has("include") { writeStdout(FetchCommand.headLines(head)) }
+            if args.has("verbose") { writeStderrRaw(FetchCommand.verboseHead(head)) }
         }, sink: { chunk throws(CommandFailure) in
             if complete { return }
             bytes += chunk.count
@@ -161,6 +171,8 @@ struct FetchCommand {
         if let n = args.value("max-redirs") {
             guard let v = Int(n), v >= -1 else { throw usage("--max-redirs needs a number, not \"\(n)\"") }
             request.maxRedirects = v < 0 ? 50 : v
+            // As curl without -L: --max-redirs 0 answers with the redirect itself (with -L, more is an error).
+            if v == 0 && !args.has("location") { request.redirect = .manual }
         }
         if let c = args.value("cache") {
             guard let mode = FetchRequest.CacheMode(rawValue: c) else {
@@ -179,8 +191,29 @@ struct FetchCommand {
     func fetchRequest(url: String) throws(CommandFailure) -> FetchRequest {
         var request = try buildRequest(url: url.contains("://") ? url : "http://" + url)
         func has(_ name: String) -> Bool { request.headers.contains { $0.name.lowercased() == name } }
-        let data = try args.allValues("data").map { v throws(CommandFailure) in try bodyBytes(v, keepNewlines: false) }
+        var data = try args.allValues("data").map { v throws(CommandFailure) in try bodyBytes(v, keepNewlines: false) }
+            + args.allValues("data-urlencode").map { v throws(CommandFailure) in Array(try CurlForms.dataURLEncode(v).utf8) }
             + args.allValues("data-binary").map { v throws(CommandFailure) in try bodyBytes(v, keepNewlines: true) }
+        if args.has("get") && !data.isEmpty {
+            // -G: the data goes into the query, and the request stays a GET.
+            let query = String(decoding: Array(data.joined(separator: [UInt8(ascii: "&")])), as: UTF8.self)
+            request.url += (request.url.contains("?") ? "&" : "?") + query
+            data = []
+        }
+        let form = args.allValues("form")
+        if !form.isEmpty {
+            guard data.isEmpty, args.value("json") == nil else {
+                throw CommandFailure(code: .usage, message: "-F and -d/--json: one kind of body or the other")
+            }
+            let boundary = "------------------------" + String(UInt64.random(in: 0...UInt64.max), radix: 16).leftPadded(16)
+            let (body, type) = try CurlForms.multipart(form, boundary: boundary)
+            request.body = body
+            if !has("content-type") { request.headers.append(HTTPHeader("Content-Type", type)) }
+            if args.value("request") == nil { request.method = "POST" }
+        }
+        if let user = args.value("user"), !has("authorization") {
+            request.headers.append(HTTPHeader("Authorization", CurlForms.basicAuthorization(user)))
+        }
         if let json = args.value("json") {
             guard data.isEmpty else { throw CommandFailure(code: .usage, message: "--json and -d/--data-binary: one body or the other") }
             request.body = try bodyBytes(json, keepNewlines: true)

@@ -1,0 +1,43 @@
+import FerryClient
+
+/// `ferry fetch`'s `-v` (the request and the response's head on stderr, with where the answer came from) and `-O`
+/// (the output file named after the URL).
+///
+/// ```text
+/// $ ferry fetch -v -o /dev/null http://127.0.0.1:8080/r
+/// > GET /r HTTP/1.1
+/// > User-Agent: ferry/0.1.0
+/// < HTTP/1.1 200 OK
+/// * ferry cache: hit, age 3 s
+/// ```
+extension FetchCommand {
+    /// `-o FILE`, or `-O`'s name from the URL (in the current directory, as curl's).
+    func outputPath(_ url: String) throws(CommandFailure) -> String? {
+        if let path = args.value("output") { return path }
+        guard args.has("remote-name") else { return nil }
+        guard let name = CurlForms.remoteName(url) else {
+            throw CommandFailure(code: .writeError, message: "(23) Remote file name has no length")
+        }
+        return name
+    }
+
+    /// `-v`: the request as ferry sends it to the daemon (libcurl adds Host, Accept and the connection's fields).
+    static func verboseRequest(_ r: FetchRequest) -> String {
+        let (host, port) = CurlExit.hostAndPort(r.url)
+        var afterHost = Substring(r.url)
+        if let colon = r.url.firstIndex(of: ":"), r.url[colon...].hasPrefix("://") { afterHost = r.url[r.url.index(colon, offsetBy: 3)...] }
+        let target = afterHost.firstIndex(where: { $0 == "/" || $0 == "?" }).map { String(afterHost[$0...]) } ?? "/"
+        var text = "* ferry: through ferryd's shared HTTP cache to \(host) port \(port)\n> \(r.method) \(target) HTTP/1.1\n"
+        for h in r.headers { text += "> \(h.name): \(h.value)\n" }
+        if !r.body.isEmpty { text += "> (\(r.body.count) bytes of body)\n" }
+        return text + ">\n"
+    }
+
+    /// `-v`: the response's head, and where it came from.
+    static func verboseHead(_ r: FetchResponse) -> String {
+        var text = "< HTTP/1.1 \(r.status)" + (HTTPReason.phrase(r.status).map { " " + $0 } ?? "") + "\n"
+        for h in r.headers { text += "< \(h.name): \(h.value)\n" }
+        text += "<\n* ferry cache: \(r.cacheStatus?.rawValue ?? "none")" + (r.age > 0 ? ", age \(r.age) s" : "")
+        return text + (r.redirects > 0 ? ", after \(r.redirects) redirect(s) to \(r.url)" : "") + "\n"
+    }
+}
