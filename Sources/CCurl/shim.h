@@ -9,6 +9,11 @@ static inline CURLcode ferry_easy_off(CURL *h, CURLoption o, curl_off_t v) { ret
 static inline CURLcode ferry_easy_str(CURL *h, CURLoption o, const char *v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode ferry_easy_ptr(CURL *h, CURLoption o, void *v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode ferry_easy_slist(CURL *h, CURLoption o, struct curl_slist *v) { return curl_easy_setopt(h, o, v); }
+/// A blob option (CURLOPT_CAINFO_BLOB): libcurl copies the bytes.
+static inline CURLcode ferry_easy_blob(CURL *h, CURLoption o, const void *data, size_t len) {
+    struct curl_blob blob = {(void *)data, len, CURL_BLOB_COPY};
+    return curl_easy_setopt(h, o, &blob);
+}
 
 typedef size_t (*ferry_data_cb)(char *data, size_t size, size_t count, void *user);
 typedef int (*ferry_xferinfo_cb)(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow);

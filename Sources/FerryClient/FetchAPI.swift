@@ -40,6 +40,10 @@ public struct FetchRequest: Sendable, Equatable {
     /// Leave a large complete body in `FetchResponse.file` (a descriptor, when the daemon offers them) instead of
     /// reading it into `body`.
     public var bodyAsFile = false
+    /// Trust no certificate (curl's `-k`), or only these CA certificates in PEM (curl's `--cacert`, the file's
+    /// text). Either makes the request bypass the shared cache (`no-store`).
+    public var insecure = false
+    public var caPEM: String?
 
     public init(_ url: String, method: String = "GET", headers: [HTTPHeader] = [], body: [UInt8] = [],
                 timeout: Duration? = nil, cache: CacheMode? = nil) {
@@ -62,6 +66,8 @@ public struct FetchRequest: Sendable, Equatable {
         if let maxBytes { args["max_bytes"] = .int(Int64(maxBytes)) }
         if let cache { args["cache"] = .string(cache.rawValue) }
         if let retry { args["retry"] = .bool(retry) }
+        if insecure { args["insecure"] = .bool(true) }
+        if let caPEM { args["ca_pem"] = .string(caPEM) }
         return args
     }
 }

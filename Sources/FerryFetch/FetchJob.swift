@@ -118,6 +118,7 @@ public final class FetchJob {
                                      timeoutMs: spec.timeoutMs, maxBytes: spec.maxBytes, owner: spec.owner,
                                      mayReplay: spec.mayReplay)
         outgoing.decodes = !passThrough && !HTTPFields(spec.headers).contains("accept-encoding") && resume == nil
+        outgoing.tls = spec.tls
         let clock = engine.now
         let targets = engine.config.targets
         let waiter = TransferGroup.Waiter(wantsProgress: spec.progress, accepts: { head in

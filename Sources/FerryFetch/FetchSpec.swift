@@ -29,6 +29,8 @@ public struct FetchSpec: Sendable {
     /// `retry`: an unsafe method may be sent again by the transport when a reused connection died under it (the
     /// client knows it is idempotent). An `Idempotency-Key` header says the same.
     public var retry = false
+    /// Whose certificates it trusts (`TLSTrust`); anything but `.system` runs as `no-store`.
+    public var tls = TLSTrust.system
 
     /// Whether the transport may replay this request on its own (`OriginRequest.mayReplay`).
     public var mayReplay: Bool {

@@ -68,6 +68,8 @@ public struct OriginRequest: Sendable {
     /// when the client sent its own `Accept-Encoding` (it gets exactly what the origin sent), or when the origin
     /// used a coding the transport does not know: then the bytes and `Content-Encoding` pass through untouched.
     public var decodes = true
+    /// Whose certificates the transport trusts for this request (`TLSTrust`).
+    public var tls = TLSTrust.system
 
     public init(url: String, method: String, headers: [(String, String)], body: [UInt8], timeoutMs: Int?, maxBytes: Int,
                 owner: UInt64 = 0, mayReplay: Bool? = nil) {

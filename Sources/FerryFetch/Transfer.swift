@@ -96,6 +96,16 @@ final class Transfer {
             ferry_easy_str(easy, CURLOPT_CAINFO, caFile)
             ferry_easy_str(easy, CURLOPT_CAPATH, "/etc/ssl/certs")
         }
+        switch request.tls {
+        case .system: break
+        case .insecure:
+            ferry_easy_long(easy, CURLOPT_SSL_VERIFYPEER, 0)
+            ferry_easy_long(easy, CURLOPT_SSL_VERIFYHOST, 0)
+        case .pem(let pem):
+            // The client's CA certificates only (as curl's --cacert): not the system store besides.
+            try check(pem.withUnsafeBytes { ferry_easy_blob(easy, CURLOPT_CAINFO_BLOB, $0.baseAddress, $0.count) }, "ca_pem")
+            ferry_easy_str(easy, CURLOPT_CAPATH, nil)
+        }
         if let ms = request.timeoutMs { ferry_easy_long(easy, CURLOPT_TIMEOUT_MS, max(1, ms)) }
         ferry_easy_long(easy, CURLOPT_CONNECTTIMEOUT_MS, max(1, connectTimeoutMs))
         // An origin that accepted the connection and then sends nothing would hold the transfer (and its waiters'

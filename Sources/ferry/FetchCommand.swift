@@ -40,6 +40,8 @@ struct FetchCommand {
               --data-urlencode D URL-encoded data (name=content, =content, name@file)
           -F, --form N=V         a multipart/form-data field (N=value, N=@file[;type=T], N=<file)
           -u, --user U:P         Basic authorization
+          -k, --insecure         trust any certificate (this request bypasses the shared cache)
+              --cacert FILE      trust only the CA certificates in FILE (the same)
           -O, --remote-name      write to a file named as the URL's last path segment
           -v, --verbose          the request and the response's head on stderr, with the cache status
           -w, --write-out FMT    after the transfer: %{http_code} %{time_total} %{size_download} %{url_effective}
@@ -211,6 +213,8 @@ struct FetchCommand {
             if !has("content-type") { request.headers.append(HTTPHeader("Content-Type", type)) }
             if args.value("request") == nil { request.method = "POST" }
         }
+        request.insecure = args.has("insecure")
+        if let path = args.value("cacert") { request.caPEM = String(decoding: try readFile(path), as: UTF8.self) }
         if let user = args.value("user"), !has("authorization") {
             request.headers.append(HTTPHeader("Authorization", CurlForms.basicAuthorization(user)))
         }

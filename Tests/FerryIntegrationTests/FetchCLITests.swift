@@ -137,5 +137,23 @@ struct FetchCLITests {
         let misplaced = try ferry(["--ttl", "5s", url], daemon)
         #expect(misplaced.status == 2 && misplaced.err.contains("--ttl is not an option of ferry fetch"), "\(misplaced.err)")
     }
+
+    /// -k and --cacert as curl's, for this request only: what it fetched is not stored, so a request trusting the
+    /// daemon's store alone still gets curl's 60, and the origin is asked every time.
+    @Test(.enabled(if: NginxServer.binary != nil)) func tlsTrustPerRequestAndNeverShared() throws {
+        let rig = try Rig()
+        defer { rig.stop() }
+        let nginx = try NginxServer(upstream: rig.origin.port)
+        defer { nginx.stop() }
+        let url = nginx.url("/up/r?size=12&cc=max-age%3D600")  // proxied to the test origin, which counts
+        for (args, code) in [([url], Int32(60)), (["-k", url], 0), (["--cacert", nginx.cert, url], 0), ([url], 60)] {
+            let mine = try ferry(args, rig.daemon), theirs = try curl(args)
+            #expect(mine.status == code && theirs.status == code, "\(args): ferry \(mine.status) \(mine.err), curl \(theirs.status)")
+            if code == 0 { #expect(mine.out.utf8.count == 12) }
+        }
+        #expect(try rig.origin.count(path: "/r") >= 2 * 2, "each trusted request reached the origin: nothing was stored")
+        let bad = try ferry(["--cacert", "/dev/null", url], rig.daemon)
+        #expect(bad.status == 1 && bad.err.contains("ca_pem"), "\(bad)")
+    }
 }
 }

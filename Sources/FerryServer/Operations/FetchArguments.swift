@@ -37,10 +37,28 @@ enum FetchArguments {
                 guard case .bool(let b) = r else { throw .invalidArgument("\"retry\" must be a boolean") }
                 spec.retry = b
             }
+            spec.tls = try tls(args)
+            // Vouched for by this client only: not from, nor into, the shared cache, nor shared with another request.
+            if spec.tls != .system { spec.cacheMode = .noStore }
             return .success(spec)
         } catch {
             return .failure(error)
         }
+    }
+
+    /// `insecure` (a boolean: curl's -k) or `ca_pem` (the CA certificates to trust, PEM text: curl's --cacert).
+    static func tls(_ args: JSONObject) throws(FetchFailure) -> TLSTrust {
+        var insecure = false
+        if let v = args["insecure"], v != .null {
+            guard case .bool(let b) = v else { throw .invalidArgument("\"insecure\" must be a boolean") }
+            insecure = b
+        }
+        guard let pem = try string(args, "ca_pem") else { return insecure ? .insecure : .system }
+        guard !insecure else { throw .invalidArgument("\"insecure\" and \"ca_pem\": one or the other") }
+        guard pem.utf8.count <= TLSTrust.maxPEMBytes, pem.contains("-----BEGIN CERTIFICATE-----") else {
+            throw .invalidArgument("\"ca_pem\" must hold PEM certificates (\"-----BEGIN CERTIFICATE-----\"), at most \(TLSTrust.maxPEMBytes) bytes")
+        }
+        return .pem(Array(pem.utf8))
     }
 
     /// `url`: required, an absolute http(s) URL (`FetchSpec.urlProblem`).
