@@ -178,7 +178,7 @@ public struct ArgParser: Sendable {
 
 /// Parses a duration such as `250ms`, `30s`, `5m`, `1h` or a bare number of seconds into milliseconds.
 public func parseDurationMs(_ text: String) throws(UsageError) -> Int64 {
-    let units: [(String, Double)] = [("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000)]
+    let units: [(String, Double)] = [("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000), ("d", 86_400_000), ("w", 604_800_000)]
     for (suffix, scale) in units where text.hasSuffix(suffix) {
         let number = text.dropLast(suffix.count)
         if let v = Double(number), v >= 0, v.isFinite, !number.isEmpty, number.first != "+" {
@@ -187,7 +187,7 @@ public func parseDurationMs(_ text: String) throws(UsageError) -> Int64 {
         if suffix == "ms" || suffix == "s" && !text.hasSuffix("ms") { break }
     }
     if let v = Double(text), v >= 0, v.isFinite, text.first != "+" { return Int64((v * 1000).rounded()) }
-    throw UsageError("invalid duration \"\(text)\" (examples: 500ms, 30s, 5m)")
+    throw UsageError("invalid duration \"\(text)\" (examples: 500ms, 30s, 5m, 2h, 1d, 1w)")
 }
 
 /// Parses a byte size: a plain number, or with a unit (`KB`/`MB`/`GB` decimal, `KiB`/`MiB`/`GiB` binary, `K`/`M`/`G`

@@ -17,6 +17,7 @@ let parser = ArgParser([
     OptionSpec("namespace", short: "n", takesValue: true, help: "cache: the namespace (default \"default\")", commands: ["cache"]),
     OptionSpec("ttl", takesValue: true, help: "cache set: expire after this long, e.g. 30s, 5m", commands: ["cache"]),
     OptionSpec("if-absent", help: "cache set: store only if the key has no live entry", commands: ["cache"]),
+    OptionSpec("long", short: "l", help: "cache ls: with sizes and seconds left", commands: ["cache"]),
     OptionSpec("request", short: "X", takesValue: true, help: "fetch: the HTTP method", commands: ["fetch"]),
     OptionSpec("header", short: "H", takesValue: true, help: "fetch: add a header 'Name: value' (repeatable)", commands: fetchLike),
     OptionSpec("data", short: "d", takesValue: true, help: "fetch: request body (@FILE, @- for stdin; newlines of a file dropped); implies POST",
@@ -42,6 +43,8 @@ let parser = ArgParser([
     OptionSpec("form", short: "F", takesValue: true, help: "fetch: a multipart form field (name=value, name=@file[;type=T])",
                commands: ["fetch"]),
     OptionSpec("user", short: "u", takesValue: true, help: "fetch: user:password, sent as Basic authorization", commands: ["fetch"]),
+    OptionSpec("compressed", help: "fetch: accepted for curl habits (ferryd always asks for compression and hands the body over decoded)",
+               commands: ["fetch"]),
     OptionSpec("insecure", short: "k", help: "fetch: trust any TLS certificate (bypasses the shared cache)", commands: ["fetch"]),
     OptionSpec("cacert", takesValue: true, help: "fetch: trust only the CA certificates in this PEM file (bypasses the shared cache)",
                commands: ["fetch"]),
@@ -144,7 +147,7 @@ func runCLI() async -> Int32 {
             return ExitCode.usage.rawValue
         }
     } catch {
-        writeStderr("ferry: \(error.message)")
+        if !error.message.isEmpty { writeStderr("ferry: \(error.message)") }  // empty: the output said it (exists → 0)
         return error.code.rawValue
     }
     return 0
