@@ -42,7 +42,7 @@ struct FetchCommand {
           -u, --user U:P         Basic authorization
           -k, --insecure         trust any certificate (this request bypasses the shared cache)
               --cacert FILE      trust only the CA certificates in FILE (the same)
-              --compressed       accepted: ferryd always asks for gzip, deflate, br and zstd, and decodes
+              --compressed       accepted: ferryd always asks for every coding its libcurl decodes, and decodes
           -O, --remote-name      write to a file named as the URL's last path segment
           -v, --verbose          the request and the response's head on stderr, with the cache status
           -w, --write-out FMT    after the transfer: %{http_code} %{time_total} %{size_download} %{url_effective}
