@@ -2,7 +2,15 @@
 
 Python 3.9+, standard library only. The wire protocol is described in ``Protocol/PROTOCOL.md``.
 
-Usage::
+As ``requests`` (``ferry.api``)::
+
+    import ferry
+    r = ferry.get("https://api.example.com/quotes", params={"page": 2}, timeout=5)   # seconds
+    r.raise_for_status(); r.json(); r.from_cache
+    with ferry.Session(headers={"Authorization": "Bearer " + token}) as s:
+        s.post("https://api.example.com/search", json={"text": "courage"})
+
+The whole protocol::
 
     from ferry import CacheMode, CacheStatus, Client, FerryError
 
@@ -51,10 +59,12 @@ from .framing import (
     split_request,
 )
 from .image import Image
+from .api import HTTPError, Headers, Response, Session, delete, get, head, patch, post, put, request
 from .paths import default_socket_path
 from .wire import BodyKind, CacheMode, CacheStatus, ErrorCode, EventName, ImageFit, ImageOutputFormat, ImageSource, RedirectMode
 
 __all__ = [
+    "HTTPError", "Headers", "Response", "Session", "delete", "get", "head", "patch", "post", "put", "request",
     "BodyFile", "CacheEntry", "CacheKey", "Client", "FerryError", "FerryProtocolError", "FetchResponse", "FrameDecoder", "Image",
     "check_request", "decode_envelope", "default_socket_path", "encode_frame", "encode_json", "split_request",
     "PROTOCOL_VERSION", "ERROR_CODES", "MIN_BODY_PART_BYTES",
