@@ -20,6 +20,7 @@ import threading
 import urllib.parse
 from typing import Any, Dict, Iterable, Iterator, Mapping, MutableMapping, Optional, Tuple, Union
 
+from .cache import _seconds_to_ms
 from .client import Client
 from .errors import FerryError
 from .fetch import _NO_JSON, FetchResponse
@@ -33,12 +34,7 @@ Timeout = Union[None, int, float, datetime.timedelta]
 
 def seconds_to_ms(value: Timeout) -> Optional[int]:
     """Seconds (int, float or timedelta) as whole milliseconds, at least 1; None stays None."""
-    if value is None:
-        return None
-    seconds = value.total_seconds() if isinstance(value, datetime.timedelta) else float(value)
-    if not seconds > 0:
-        raise ValueError(f"a time must be more than 0 seconds, not {value!r}")
-    return max(1, int(round(seconds * 1000)))
+    return None if value is None else _seconds_to_ms(value)
 
 
 class Headers(MutableMapping[str, str]):

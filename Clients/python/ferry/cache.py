@@ -9,8 +9,9 @@ Values are raw bytes and every entry lives in a namespace (``"default"`` when no
         print(item.key, item.size, item.expires_at)
 """
 
+import datetime
 import os
-from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 from .bodyfile import BodyFile
 from .errors import FerryError
@@ -26,6 +27,11 @@ class CacheEntry(NamedTuple):
     size: int
     created_at: Optional[int]
     expires_at: Optional[int]
+
+    @property
+    def text(self) -> str:
+        """The value decoded as UTF-8 (what ``cache_set`` of a ``str`` stored)."""
+        return self.value.decode("utf-8")
 
 
 class CacheKey(NamedTuple):
@@ -46,9 +52,10 @@ class CacheMixin:
     by the server with ``resource_exhausted`` (nothing stored).
     """
 
-    def cache_set(self, key: str, value: bytes, namespace: Optional[str] = None, ttl_ms: Optional[int] = None,
-                  if_absent: bool = False) -> bool:
-        """Stores ``value`` under ``key``. ``ttl_ms=None``: the entry never expires. With ``if_absent`` nothing is
+    def cache_set(self, key: str, value: Union[bytes, str], namespace: Optional[str] = None, ttl_ms: Optional[int] = None,
+                  if_absent: bool = False, *, ttl: Union[None, int, float, datetime.timedelta] = None) -> bool:
+        """Stores ``value`` under ``key`` (a ``str`` is stored as its UTF-8 bytes). ``ttl`` in seconds (a number or
+        a ``timedelta``), or ``ttl_ms``; neither: the entry never expires. With ``if_absent`` nothing is
         replaced when a live entry exists. Returns True when stored, False when ``if_absent`` found a live entry.
 
         A value larger than one frame is uploaded in parts (continuation frames), transparently.
@@ -57,9 +64,15 @@ class CacheMixin:
         ``resource_exhausted`` when the value exceeds the server's ``max_value_bytes`` or the server's disk is full
         (nothing is stored), or locally when the request's envelope is too large to send (``key`` longer than
         max_json_bytes allows); ``invalid_argument`` for bad arguments."""
+        if isinstance(value, str):
+            value = value.encode("utf-8")
         if not isinstance(value, (bytes, bytearray, memoryview)):
-            raise TypeError(f"a cache value must be bytes-like, not {type(value).__name__}")
+            raise TypeError(f"a cache value must be bytes-like or str, not {type(value).__name__}")
         args = self._cache_args(key, namespace)
+        if ttl is not None:
+            if ttl_ms is not None:
+                raise ValueError("ttl (seconds) or ttl_ms, not both")
+            ttl_ms = _seconds_to_ms(ttl)
         if ttl_ms is not None:
             args["ttl_ms"] = ttl_ms
         if if_absent is not False:
@@ -67,16 +80,19 @@ class CacheMixin:
         result, _ = self.call("cache.set", args, value)
         return result.get("stored") is True
 
-    def cache_get(self, key: str, namespace: Optional[str] = None) -> CacheEntry:
-        """Reads an entry: ``CacheEntry(value, size, created_at, expires_at)``. A value larger than a frame arrives
-        as chunk events and is put together here.
-
-        Raises FerryError with code ``not_found`` when the key is absent or expired (use
-        ``cache_get_or_none`` for None instead)."""
+    def cache_get(self, key: str, namespace: Optional[str] = None, default: Any = None) -> Optional[CacheEntry]:
+        """Reads an entry: ``CacheEntry(value, size, created_at, expires_at)``; ``default`` (None) when the key is
+        absent or expired, as ``dict.get``. A value larger than a frame arrives as chunk events and is put together
+        here. ``entry.text`` is the value decoded as UTF-8."""
         args = self._cache_args(key, namespace)
         if self.offers_body_fd:
             args["body_fd"] = True   # a large value comes as a descriptor and is read here, not through the socket
-        result, body = self.call("cache.get", args)
+        try:
+            result, body = self.call("cache.get", args)
+        except FerryError as e:
+            if e.code == ErrorCode.not_found:
+                return default
+            raise
         if isinstance(body, BodyFile):
             with body:
                 body = body.read()
@@ -112,23 +128,23 @@ class CacheMixin:
         return BodyFile(fd, 0, len(body))
 
     def cache_get_or_none(self, key: str, namespace: Optional[str] = None) -> Optional[CacheEntry]:
-        """Like ``cache_get``, but None when the key is absent or expired."""
-        try:
-            return self.cache_get(key, namespace)
-        except FerryError as e:
-            if e.code == ErrorCode.not_found:
-                return None
-            raise
+        """``cache_get`` (kept for code written when ``cache_get`` raised on a miss)."""
+        return self.cache_get(key, namespace)
 
     def cache_delete(self, key: str, namespace: Optional[str] = None) -> bool:
         """Removes an entry; True when there was one to remove."""
         result, _ = self.call("cache.delete", self._cache_args(key, namespace))
         return result.get("deleted") is True
 
-    def cache_touch(self, key: str, ttl_ms: Optional[int], namespace: Optional[str] = None) -> Optional[int]:
-        """Gives a live entry a new time to live, counted from now; ``ttl_ms=None`` (sent as JSON null) makes it
-        never expire. Returns the new ``expires_at`` (ms since the Unix epoch), or None for never. Raises FerryError
-        ``not_found`` when the key is absent or expired."""
+    def cache_touch(self, key: str, ttl_ms: Optional[int] = None, namespace: Optional[str] = None, *,
+                    ttl: Union[None, int, float, datetime.timedelta] = None) -> Optional[int]:
+        """Gives a live entry a new time to live, counted from now: ``ttl`` in seconds (or a ``timedelta``) or
+        ``ttl_ms``; neither (sent as JSON null) makes it never expire. Returns the new ``expires_at`` (ms since the
+        Unix epoch), or None for never. Raises FerryError ``not_found`` when the key is absent or expired."""
+        if ttl is not None:
+            if ttl_ms is not None:
+                raise ValueError("ttl (seconds) or ttl_ms, not both")
+            ttl_ms = _seconds_to_ms(ttl)
         args = self._cache_args(key, namespace)
         args["ttl_ms"] = ttl_ms
         result, _ = self.call("cache.touch", args)
@@ -193,3 +209,11 @@ class CacheMixin:
         if namespace is not None:
             args["namespace"] = namespace
         return args
+
+
+def _seconds_to_ms(value: Union[int, float, datetime.timedelta]) -> int:
+    """Seconds (a number or a timedelta) as whole milliseconds, at least 1; 0 and less are refused."""
+    seconds = value.total_seconds() if isinstance(value, datetime.timedelta) else float(value)
+    if not seconds > 0:
+        raise ValueError(f"a time must be more than 0 seconds, not {value!r}")
+    return max(1, int(round(seconds * 1000)))

@@ -113,7 +113,7 @@ class CacheDaemonTests(CacheDaemonCase):
         limit = self.client.limits["max_value_bytes"]
         self.assertFerryError("resource_exhausted", self.client.cache_set, "k", b"\x01" * (limit + 1),
                               namespace=self.ns)
-        self.assertFerryError("not_found", self.client.cache_get, "k", namespace=self.ns)
+        self.assertIsNone(self.client.cache_get("k", namespace=self.ns))
         self.assertEqual(self.client.ping(b"still there"), ({"pong": True}, b"still there"))
         self.client.cache_set("k", b"old", namespace=self.ns)
         self.assertFerryError("resource_exhausted", self.client.cache_set, "k", b"\x02" * (limit + 1),
@@ -150,9 +150,16 @@ class CacheDaemonTests(CacheDaemonCase):
         self.assertEqual((entry.value, entry.expires_at), (b"two", None))
 
     def test_get_absent(self):
-        err = self.assertFerryError("not_found", self.client.cache_get, "never set", namespace=self.ns)
-        self.assertTrue(err.message)
+        self.assertIsNone(self.client.cache_get("never set", namespace=self.ns))
+        self.assertEqual(self.client.cache_get("never set", namespace=self.ns, default=0), 0)
         self.assertIsNone(self.client.cache_get_or_none("never set", namespace=self.ns))
+        # str values are stored as UTF-8; times in seconds.
+        self.assertTrue(self.client.cache_set("text", "héllo", namespace=self.ns, ttl=60))
+        entry = self.client.cache_get("text", namespace=self.ns)
+        self.assertEqual((entry.value, entry.text), ("héllo".encode(), "héllo"))
+        self.assertTrue(59_000 <= entry.expires_at - entry.created_at <= 60_000)
+        with self.assertRaises(ValueError):
+            self.client.cache_set("text", "x", namespace=self.ns, ttl=0)
         self.assertEqual(self.client.ping()[0], {"pong": True})
 
     def test_if_absent(self):
@@ -187,10 +194,10 @@ class CacheDaemonTests(CacheDaemonCase):
         self.assertTrue(200 <= entry.expires_at - entry.created_at <= 250, entry)
         self.assertEqual([k.key for k in c.cache_list(namespace=ns)], ["k"])
         time.sleep(0.4)
-        self.assertFerryError("not_found", c.cache_get, "k", namespace=ns)
+        self.assertIsNone(c.cache_get("k", namespace=ns))
         self.assertEqual(list(c.cache_list(namespace=ns)), [], "an expired entry was listed")
         self.assertFerryError("not_found", c.cache_touch, "k", 60000, namespace=ns)
-        self.assertFerryError("not_found", c.cache_get, "k", namespace=ns)
+        self.assertIsNone(c.cache_get("k", namespace=ns))
 
     def test_long_ttl(self):
         before = now_ms()
@@ -213,7 +220,7 @@ class CacheDaemonTests(CacheDaemonCase):
         self.assertEqual((entry.value, entry.expires_at), (b"v", None))
         self.assertIsNotNone(c.cache_touch("k", 200, namespace=ns))            # a shorter ttl takes effect too
         time.sleep(0.4)
-        self.assertFerryError("not_found", c.cache_get, "k", namespace=ns)
+        self.assertIsNone(c.cache_get("k", namespace=ns))
         self.assertFerryError("not_found", c.cache_touch, "missing", 1000, namespace=ns)
         self.assertFerryError("not_found", c.cache_touch, "missing", None, namespace=ns)
 

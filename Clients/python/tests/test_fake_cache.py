@@ -29,15 +29,17 @@ class FakeCacheTests(FerryAssertions, FakeServerCase):
                           ({"key": "k", "namespace": "ns", "ttl_ms": 5, "if_absent": True}, b"y")])
         self.assertEqual(self.client.cache_get("k", namespace="ns").value, b"x")
 
-    def test_value_must_be_bytes(self):
-        for value in ["text", 5, None, [1, 2]]:
+    def test_value_must_be_bytes_or_str(self):
+        for value in [5, None, [1, 2]]:
             with self.subTest(value=value), self.assertRaises(TypeError):
                 self.client.cache_set("k", value)
         self.assertEqual(self.sent("cache.set"), [])
+        self.client.cache_set("k", "tëxt")   # a str: its UTF-8 bytes
+        self.assertEqual(self.sent("cache.set"), [({"key": "k"}, "tëxt".encode())])
         self.assertEqual(self.client.ping()[0], {"pong": True})
 
     def test_other_args_are_left_to_the_server(self):
-        self.assertFerryError("not_found", self.client.cache_get, 123)
+        self.assertIsNone(self.client.cache_get(123))   # the fake has no key 123: a miss
         self.client.cache_set("", b"", namespace="bad ns", ttl_ms=0, if_absent="yes")
         self.assertEqual(self.sent("cache.get"), [({"key": 123}, b"")])
         self.assertEqual(self.sent("cache.set"),
@@ -65,7 +67,8 @@ class FakeCacheTests(FerryAssertions, FakeServerCase):
         self.assertEqual((entry.value, entry.size), (value, 2560))
 
     def test_get_absent(self):
-        self.assertFerryError("not_found", self.client.cache_get, "missing")
+        self.assertIsNone(self.client.cache_get("missing"))
+        self.assertEqual(self.client.cache_get("missing", default=b"fallback"), b"fallback")
         self.assertIsNone(self.client.cache_get_or_none("missing"))
         self.client.cache_set("here", b"1")
         self.assertEqual(self.client.cache_get_or_none("here").value, b"1")
