@@ -9,9 +9,43 @@ import FoundationEssentials
 /// let req = try FetchRequest.json("https://api.example.com/search", method: "POST", body: Query(text: "wisdom"))
 /// ```
 extension FetchResponse {
-    /// The body decoded as `T`, snake_case keys mapped to camelCase (pass another decoder to change that).
+    /// The body decoded as `T`, snake_case keys mapped to camelCase (pass another decoder to change that). The
+    /// status is checked first: a response outside 200…299 throws `HTTPStatusError` with the status and the body,
+    /// instead of a decoding error about an error page's JSON.
     public func decode<T: Decodable>(_ type: T.Type, using decoder: JSONDecoder = .snakeCase) throws -> T {
-        try decoder.decode(T.self, from: Data(body))
+        guard isSuccess else { throw HTTPStatusError(self) }
+        return try decoder.decode(T.self, from: Data(body))
+    }
+
+    /// The body as `Data`.
+    public var data: Data { Data(body) }
+}
+
+/// A response whose status is not a success (outside 200…299), where the caller wanted its decoded body
+/// (`FetchResponse.decode`): the status, the URL and the body (an API's error message is usually there).
+///
+/// ```swift
+/// do { _ = try await client.fetch(Quotes.random).decode(Quote.self) }
+/// catch let e as HTTPStatusError where e.status == 401 { relogin() }
+/// ```
+public struct HTTPStatusError: Error, LocalizedError, Sendable {
+    public var status: Int
+    public var url: String
+    public var body: [UInt8]
+    public var response: FetchResponse
+
+    public init(_ response: FetchResponse) {
+        self.response = response
+        status = response.status
+        url = response.url
+        body = response.body
+    }
+
+    /// "HTTP 404 from https://…: {"error":"no such quote"}" (the body's first 200 characters, when it is text).
+    public var errorDescription: String? {
+        var text = "HTTP \(status) from \(url)"
+        if let body = String(validating: body.prefix(200), as: UTF8.self), !body.isEmpty { text += ": " + body }
+        return text
     }
 }
 
