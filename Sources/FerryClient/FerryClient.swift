@@ -46,6 +46,16 @@ public final class FerryClient: Sendable {
     ///   - clientName: a name for the daemon's logs.
     ///   - bodyFiles: take large bodies as descriptors when the daemon offers them (`offersBodyFiles`); false:
     ///     every body through the socket.
+    /// Connects as `connect(path:clientName:)` does and, with `autostart`, starts `ferryd` in the background first
+    /// when none answers (`FerryDaemon`; the daemon's executable is found beside this program or on PATH).
+    ///
+    /// ```swift
+    /// let client = try await FerryClient.connect(autostart: true)
+    /// ```
+    public static func connect(path: String? = nil, clientName: String = "swift", autostart: Bool) async throws -> FerryClient {
+        try await FerryDaemon(socket: path, clientName: clientName).connect(autostart: autostart)
+    }
+
     public static func connect(path: String? = nil, clientName: String = "swift", bodyFiles: Bool = true) async throws -> FerryClient {
         let connection = try ClientConnection(path: path ?? defaultSocketPath)
         do {

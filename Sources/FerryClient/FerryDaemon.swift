@@ -1,0 +1,203 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FerryProtocol
+
+/// Finds a running `ferryd` or starts one, as sccache and watchman start theirs: the CLI's auto-start, and
+/// `FerryClient.connect(autostart: true)`'s. `FERRY_NO_AUTOSTART=1` turns it off.
+///
+/// When several clients start at once, each may spawn a daemon; the daemons race for the socket's lock file, exactly
+/// one wins, the others exit at once ("already running"), and every client waits until the winner answers.
+///
+/// ```swift
+/// let client = try await FerryDaemon().connect()            // starts ferryd in the background if none answers
+/// let client = try await FerryClient.connect(autostart: true)
+/// ```
+public struct FerryDaemon: Sendable {
+    /// The socket asked for (nil: the daemon resolves the default itself, as the client does).
+    public var explicitSocket: String?
+    public var readyTimeoutMs: Int64 = 10_000
+    /// The name the connections give in `hello`.
+    public var clientName: String
+    /// More of `ferryd`'s options for a daemon started here (`--cache-dir`, `--memory-limit`, …).
+    public var daemonArguments: [String] = []
+
+    public init(socket: String? = nil, clientName: String = "swift") {
+        explicitSocket = socket
+        self.clientName = clientName
+    }
+
+    public var socketPath: String { explicitSocket ?? FerryClient.defaultSocketPath }
+
+    public static var autostartDisabled: Bool {
+        guard let v = getenv("FERRY_NO_AUTOSTART") else { return false }
+        let s = String(cString: v)
+        return !s.isEmpty && s != "0"
+    }
+
+    /// Connects, starting the daemon first when none answers (unless `autostart` is false or disabled).
+    public func connect(autostart: Bool = true) async throws(FerryError) -> FerryClient {
+        if let client = try await tryConnect() { return client }
+        guard autostart && !FerryDaemon.autostartDisabled else {
+            throw FerryError.connection("no ferryd answers on \(socketPath)" +
+                                        (FerryDaemon.autostartDisabled ? " (FERRY_NO_AUTOSTART is set)" : ""))
+        }
+        return try await waitUntilReady(spawned: try start())
+    }
+
+    /// One connection attempt: nil when nothing listens, an error for anything else.
+    public func tryConnect() async throws(FerryError) -> FerryClient? {
+        do {
+            return try await FerryClient.connect(path: socketPath, clientName: clientName)
+        } catch let e as FerryError where e.code == .unavailable {
+            return nil
+        } catch let e as FerryError {
+            throw e
+        } catch {
+            throw FerryError.connection("\(error)")
+        }
+    }
+
+    /// Spawns `ferryd` in its own session, detached from the terminal, its log appended next to the socket.
+    public func start() throws(FerryError) -> pid_t {
+        guard let daemon = FerryDaemon.findDaemonExecutable() else {
+            throw FerryError.connection("cannot find the ferryd executable next to this program or on PATH")
+        }
+        var args = [daemon]
+        if let explicitSocket { args += ["--socket", explicitSocket] }
+        args += daemonArguments
+        let logPath = FerryDaemon.logPath(forSocket: socketPath)
+        ensureDirectory(of: socketPath)
+        let log = try FerryDaemon.openLog(logPath)
+        defer { close(log) }
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, log, 2)
+        // Nothing else of ours leaks into the long-lived daemon (a parent waiting for EOF on a pipe would hang).
+        for fd in FerryDaemon.inheritableDescriptors() { posix_spawn_file_actions_addclose(&actions, fd) }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // A clean signal state: the async runtime's threads may block signals, and a blocked SIGTERM would make
+        // the daemon unstoppable.
+        var emptyMask = sigset_t()
+        sigemptyset(&emptyMask)
+        posix_spawnattr_setsigmask(&attributes, &emptyMask)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for sig in [SIGINT, SIGTERM, SIGPIPE, SIGHUP] { sigaddset(&defaults, sig) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(FerryDaemon.spawnSetSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        var pid: pid_t = 0
+        let cArgs = args.map { strdup($0) } + [nil]
+        defer { cArgs.forEach { free($0) } }
+        let rc = posix_spawn(&pid, daemon, &actions, &attributes, cArgs, environ)
+        guard rc == 0 else {
+            throw FerryError.connection("cannot start \(daemon): \(String(cString: strerror(rc)))")
+        }
+        return pid
+    }
+
+    /// Polls until the daemon answers `hello`, up to `readyTimeoutMs`.
+    ///
+    /// The daemon we spawned may exit at once: it lost the start race to another CLI's daemon (which will answer),
+    /// or an old daemon was still draining and held the lock (and will be gone soon). Either way, while nothing
+    /// answers, spawn again after a short pause, a few times at most.
+    public func waitUntilReady(spawned first: pid_t) async throws(FerryError) -> FerryClient {
+        let clock = ContinuousClock()
+        let deadline = clock.now + .milliseconds(readyTimeoutMs)
+        var child: pid_t? = first
+        var respawns = 0
+        while clock.now < deadline {
+            if let client = try await tryConnect() { return client }
+            if let pid = child, FerryDaemon.hasExited(pid) {
+                child = nil
+                if respawns < 5 {
+                    respawns += 1
+                    try? await Task.sleep(for: .milliseconds(100 * respawns))
+                    if let client = try await tryConnect() { return client }
+                    child = try start()
+                }
+            }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        throw FerryError.connection("ferryd did not answer on \(socketPath) within \(readyTimeoutMs / 1000) s; see \(FerryDaemon.logPath(forSocket: socketPath))")
+    }
+
+    /// Open descriptors above 2 without close-on-exec (e.g. a pipe our own parent passed down). glibc's
+    /// `posix_spawn_file_actions_addclosefrom_np` would do this, but Swift's Glibc module does not export it.
+    static func inheritableDescriptors() -> [Int32] {
+        guard let dir = opendir("/proc/self/fd") else { return [] }
+        var fds: [Int32] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if let fd = Int32(name), fd > 2 { fds.append(fd) }
+        }
+        closedir(dir)
+        return fds.filter { fd in
+            let flags = fcntl(fd, F_GETFD)
+            return flags >= 0 && flags & FD_CLOEXEC == 0
+        }
+    }
+
+    /// Reaps `pid` if it has exited (so it leaves no zombie) and says whether it did.
+    static func hasExited(_ pid: pid_t) -> Bool {
+        var status: Int32 = 0
+        return waitpid(pid, &status, WNOHANG) == pid
+    }
+
+    /// The socket's directory must exist for the log file; ferryd checks its mode and owner itself.
+    private func ensureDirectory(of path: String) {
+        guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return }
+        mkdir(String(path[..<slash]), 0o700)
+    }
+
+    /// The daemon's log, opened here so that it is never a symlink (a shared directory could hold one planted by
+    /// another user) and always a regular file of ours.
+    static func openLog(_ path: String) throws(FerryError) -> Int32 {
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if fd < 0 && errno == ELOOP {
+            throw FerryError.connection("\(path) is a symbolic link; refusing to write ferryd's log through it")
+        }
+        guard fd >= 0 else { throw FerryError.connection("cannot open \(path): \(String(cString: strerror(errno)))") }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid() else {
+            close(fd)
+            throw FerryError.connection("\(path) is not a regular file of uid \(geteuid()); refusing to write ferryd's log to it")
+        }
+        return fd
+    }
+
+    public static func logPath(forSocket socket: String) -> String {
+        guard let slash = socket.lastIndex(of: "/") else { return "ferryd.log" }
+        return String(socket[..<slash]) + "/ferryd.log"
+    }
+
+    /// `ferryd` beside this executable (how `swift build` and installs lay them out), else on PATH.
+    public static func findDaemonExecutable() -> String? {
+        var buf = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/exe", &buf, buf.count - 1)
+        if n > 0 {
+            let exe = String(decoding: buf[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if let slash = exe.lastIndex(of: "/") {
+                let candidate = String(exe[..<slash]) + "/ferryd"
+                if access(candidate, X_OK) == 0 { return candidate }
+            }
+        }
+        let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/local/bin:/usr/bin:/bin"
+        for dir in path.split(separator: ":") {
+            let candidate = "\(dir)/ferryd"
+            if access(candidate, X_OK) == 0 { return candidate }
+        }
+        return nil
+    }
+
+    /// glibc's POSIX_SPAWN_SETSID (not exported to Swift): the daemon gets its own session, so a terminal's
+    /// Ctrl-C or hang-up does not reach it.
+    static let spawnSetSID: Int32 = 0x80
+}
