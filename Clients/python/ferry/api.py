@@ -20,6 +20,7 @@ import threading
 import urllib.parse
 from typing import Any, Dict, Iterable, Iterator, Mapping, MutableMapping, Optional, Tuple, Union
 
+from . import daemon
 from .cache import _seconds_to_ms
 from .client import Client
 from .errors import FerryError
@@ -162,9 +163,13 @@ def _with_params(url: str, params: Any) -> str:
 
 class Session:
     """A ``Client`` of its own, with default ``headers`` for every request; a context manager, as ``requests``'
-    Session. ``Session(client=c)`` uses an existing client (not closed by the session)."""
+    Session. ``Session(client=c)`` uses an existing client (not closed by the session). It starts ferryd when none
+    answers (``autostart``; ``daemon_args`` are more of ferryd's options), and connects again after a restart."""
 
-    def __init__(self, headers: Optional[Mapping[str, str]] = None, client: Optional[Client] = None, socket_path: Optional[str] = None):
+    def __init__(self, headers: Optional[Mapping[str, str]] = None, client: Optional[Client] = None, socket_path: Optional[str] = None,
+                 autostart: bool = True, daemon_args: Iterable[str] = ()):
+        self.autostart = autostart
+        self.daemon_args = list(daemon_args)
         self.headers: Dict[str, str] = dict(headers or {})
         self._client = client
         self._owns = client is None
@@ -176,7 +181,9 @@ class Session:
             if self._client is None or self._client.closed:
                 if not self._owns and self._client is not None:
                     raise FerryError(ErrorCode.unavailable, "the session's client is closed")
-                self._client = Client(path=self._socket_path, name="python-session").connect()
+                # ferryd started in the background when none answers, as the CLI does (ferry.daemon).
+                self._client = daemon.connect(self._socket_path, name="python-session", autostart=self.autostart,
+                                              daemon_args=self.daemon_args)
             return self._client
 
     def request(self, method: str, url: str, params: Any = None, headers: Optional[Mapping[str, str]] = None,

@@ -77,6 +77,26 @@ class ApiTests(DaemonWithOrigin):
         self.assertEqual(self.session.get(self.url("/r?size=4")).status_code, 200)
 
 
+class AutostartTests(DaemonWithOrigin):
+    def test_a_session_starts_ferryd_when_none_answers(self):
+        """``$FERRYD`` (set for these tests) is started on a fresh socket, as the CLI would start it."""
+        import signal
+        import shutil as _shutil
+        directory = tempfile.mkdtemp(prefix="ferry-autostart-")
+        self.addCleanup(_shutil.rmtree, directory, True)
+        path = os.path.join(directory, "s")
+        with self.assertRaises(FerryError):
+            Session(socket_path=path, autostart=False).get(self.base + "/r?size=2")
+        session = Session(socket_path=path, daemon_args=["--cache-dir", os.path.join(directory, "cache")])
+        self.addCleanup(session.close)
+        self.assertEqual(session.get(self.base + "/r?size=2").content, bytes(range(2)))
+        pid = session._client.stats()["pid"]
+        session.close()
+        os.kill(pid, signal.SIGTERM)
+        os.waitpid(pid, 0)   # our child: stopped by PID and reaped
+        self.assertTrue(os.path.exists(os.path.join(directory, "ferryd.log")))
+
+
 class ApiPureTests(unittest.TestCase):
     def test_seconds(self):
         self.assertEqual(seconds_to_ms(1.5), 1500)
