@@ -27,6 +27,12 @@ public protocol Endpoint: Sendable {
     var headers: [HTTPHeader] { get }
     /// Default empty.
     var body: [UInt8] { get }
+    /// The body when making it may fail (encoding a value as JSON, reading a file): thrown from `fetch`, before
+    /// anything is sent. Default: `body`.
+    func makeBody() throws -> [UInt8]
+    /// The request `FerryClient.fetch(_:)` sends. Default: the URL, method, headers and cache mode with
+    /// `makeBody()`'s body (FerryCodable's `JSONEndpoint` adds its Content-Type).
+    func makeRequest() throws -> FetchRequest
     /// Default: the daemon's normal HTTP caching.
     var cache: FetchRequest.CacheMode? { get }
 }
@@ -36,6 +42,7 @@ extension Endpoint {
     public var queryItems: [(String, String)] { [] }
     public var headers: [HTTPHeader] { [] }
     public var body: [UInt8] { [] }
+    public func makeBody() throws -> [UInt8] { body }
     public var cache: FetchRequest.CacheMode? { nil }
 
     /// The URL: base URL and path joined with exactly one "/", then the query.
@@ -52,6 +59,11 @@ extension Endpoint {
 
     public var request: FetchRequest {
         FetchRequest(url, method: method, headers: headers, body: body, cache: cache)
+    }
+
+    /// The request with `makeBody()`'s body; what `FerryClient.fetch(_:)` sends.
+    public func makeRequest() throws -> FetchRequest {
+        FetchRequest(url, method: method, headers: headers, body: try makeBody(), cache: cache)
     }
 }
 

@@ -147,6 +147,6 @@ extension FerryClient {
 
     /// Fetches an endpoint of an API described as values (see `Endpoint`).
     public func fetch(_ endpoint: some Endpoint, deadline: Duration? = nil) async throws -> FetchResponse {
-        try await fetch(endpoint.request, deadline: deadline)
+        try await fetch(try endpoint.makeRequest(), deadline: deadline)
     }
 }

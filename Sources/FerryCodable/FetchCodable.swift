@@ -59,6 +59,40 @@ extension FetchRequest {
     }
 }
 
+/// An endpoint whose body is a value sent as JSON (snake_case keys), encoded when the request is made: an
+/// encoding failure is thrown by `fetch`, before anything is sent. `Content-Type: application/json` is added
+/// unless `headers` name one.
+///
+/// ```swift
+/// enum Search: JSONEndpoint {
+///     case quotes(Query)
+///     var baseURL: String { "https://api.example.com" }
+///     var path: String { "/search" }
+///     var method: String { "POST" }
+///     var jsonBody: Query? { if case .quotes(let q) = self { q } else { nil } }
+/// }
+/// let found = try await client.fetch(Search.quotes(Query(text: "courage"))).decode([Quote].self)
+/// ```
+public protocol JSONEndpoint: Endpoint {
+    associatedtype JSONBody: Encodable
+    var jsonBody: JSONBody? { get }
+}
+
+extension JSONEndpoint {
+    public func makeBody() throws -> [UInt8] {
+        guard let jsonBody else { return body }
+        return Array(try JSONEncoder.snakeCase.encode(jsonBody))
+    }
+
+    public func makeRequest() throws -> FetchRequest {
+        var all = headers
+        if jsonBody != nil, !all.contains(where: { $0.name.lowercased() == "content-type" }) {
+            all.append(HTTPHeader("Content-Type", "application/json"))
+        }
+        return FetchRequest(url, method: method, headers: all, body: try makeBody(), cache: cache)
+    }
+}
+
 extension JSONDecoder {
     /// A decoder with `.convertFromSnakeCase`.
     public static var snakeCase: JSONDecoder {
