@@ -21,13 +21,8 @@ public struct VariantKey: Sendable, Equatable {
         self.init(originalKey: originalKey, validator: validator, part: variant.keyPart)
     }
 
-    /// Where an original's verdict is kept: that these bytes (by their `Checksum64`) of this version decoded, and
-    /// what they are (a `StoredVariant` without bytes). A disk hit of the original then costs no decode.
-    public static func verdict(originalKey: String, validator: String, bytes: ArraySlice<UInt8>) -> VariantKey {
-        verdict(originalKey: originalKey, validator: validator, count: bytes.count, checksum: Checksum64.of(bytes))
-    }
-
-    /// The same from the bytes' length and `Checksum64`, when the caller has it already (a digest validator).
+    /// Where an original's verdict is kept: that these bytes (their length and `Checksum64`) of this version
+    /// decoded, and what they are (a `StoredVariant` without bytes). A disk hit of the original then costs no decode.
     public static func verdict(originalKey: String, validator: String, count: Int, checksum: UInt64) -> VariantKey {
         VariantKey(originalKey: originalKey, validator: validator, part: "verdict \(count) " + String(checksum, radix: 16))
     }

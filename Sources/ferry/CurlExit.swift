@@ -35,30 +35,11 @@ enum CurlExit {
     static func message(_ error: FerryError, url: String) -> String {
         let code = CurlExit.code(for: error)
         guard code != .operationFailed, code != .noDaemon else { return "\(error.codeName): \(error.message)" }
-        let (host, port) = hostAndPort(url)
+        let u = URLParts(url)
         switch code {
-        case .couldNotResolve: return "(6) Could not resolve host: \(host)"
-        case .couldNotConnect: return "(7) Failed to connect to \(host) port \(port): \(error.message)"
-        default: return "(\(code.rawValue)) \(error.message) (\(host) port \(port))"
+        case .couldNotResolve: return "(6) Could not resolve host: \(u.host)"
+        case .couldNotConnect: return "(7) Failed to connect to \(u.host) port \(u.port): \(error.message)"
+        default: return "(\(code.rawValue)) \(error.message) (\(u.host) port \(u.port))"
         }
-    }
-
-    /// The URL's host and port (the scheme's default when none is written).
-    static func hostAndPort(_ url: String) -> (String, Int) {
-        let scheme = url.prefix { $0 != ":" }.lowercased()
-        var rest = Substring(url)
-        if let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://") { rest = url[url.index(colon, offsetBy: 3)...] }
-        var authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
-        let defaultPort = scheme == "https" ? 443 : 80
-        if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") {  // [::1]:8080
-            let host = String(authority[authority.index(after: authority.startIndex)..<close])
-            let after = authority[authority.index(after: close)...]
-            return (host, after.hasPrefix(":") ? Int(after.dropFirst()) ?? defaultPort : defaultPort)
-        }
-        if let colon = authority.lastIndex(of: ":") {
-            return (String(authority[..<colon]), Int(authority[authority.index(after: colon)...]) ?? defaultPort)
-        }
-        return (String(authority), defaultPort)
     }
 }

@@ -54,11 +54,9 @@ enum CurlForms {
 
     /// `-O`: the URL's last path segment (curl refuses a URL without one).
     static func remoteName(_ url: String) -> String? {
-        let path = url.split(separator: "?", maxSplits: 1).first.map(String.init) ?? url
-        let afterScheme = path.contains("://") ? String(path.split(separator: "/", maxSplits: 2, omittingEmptySubsequences: false).dropFirst(2).joined(separator: "/")) : path
-        guard let slash = afterScheme.firstIndex(of: "/") else { return nil }
-        let name = afterScheme[afterScheme.index(after: slash)...].split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? ""
-        return name.isEmpty ? nil : name
+        let path = URLParts(url).path
+        let name = path[(path.lastIndex(of: "/").map(path.index(after:)) ?? path.startIndex)...]
+        return name.isEmpty ? nil : String(name)
     }
 
     /// `-F name=value` and `-F name=@file[;type=T]` as a multipart/form-data body (RFC 7578), and its Content-Type.

@@ -23,11 +23,8 @@ extension FetchCommand {
 
     /// `-v`: the request as ferry sends it to the daemon (libcurl adds Host, Accept and the connection's fields).
     static func verboseRequest(_ r: FetchRequest) -> String {
-        let (host, port) = CurlExit.hostAndPort(r.url)
-        var afterHost = Substring(r.url)
-        if let colon = r.url.firstIndex(of: ":"), r.url[colon...].hasPrefix("://") { afterHost = r.url[r.url.index(colon, offsetBy: 3)...] }
-        let target = afterHost.firstIndex(where: { $0 == "/" || $0 == "?" }).map { String(afterHost[$0...]) } ?? "/"
-        var text = "* ferry: through ferryd's shared HTTP cache to \(host) port \(port)\n> \(r.method) \(target) HTTP/1.1\n"
+        let u = URLParts(r.url)
+        var text = "* ferry: through ferryd's shared HTTP cache to \(u.host) port \(u.port)\n> \(r.method) \(u.target) HTTP/1.1\n"
         for h in r.headers { text += "> \(h.name): \(h.value)\n" }
         if !r.body.isEmpty { text += "> (\(r.body.count) bytes of body)\n" }
         return text + ">\n"
@@ -35,7 +32,7 @@ extension FetchCommand {
 
     /// `-v`: the response's head, and where it came from.
     static func verboseHead(_ r: FetchResponse) -> String {
-        var text = "< HTTP/1.1 \(r.status)" + (HTTPReason.phrase(r.status).map { " " + $0 } ?? "") + "\n"
+        var text = "< " + HTTPReason.statusLine(r.status) + "\n"
         for h in r.headers { text += "< \(h.name): \(h.value)\n" }
         text += "<\n* ferry cache: \(r.cacheStatus?.rawValue ?? "none")" + (r.age > 0 ? ", age \(r.age) s" : "")
         return text + (r.redirects > 0 ? ", after \(r.redirects) redirect(s) to \(r.url)" : "") + "\n"

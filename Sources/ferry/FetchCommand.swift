@@ -155,7 +155,7 @@ struct FetchCommand {
 
     /// The status line and header fields as curl's -i prints them (`HTTP/1.1 200 OK`), then a blank line.
     static func headLines(_ r: FetchResponse) -> [UInt8] {
-        var text = "HTTP/1.1 \(r.status)" + (HTTPReason.phrase(r.status).map { " " + $0 } ?? "") + "\r\n"
+        var text = HTTPReason.statusLine(r.status) + "\r\n"
         for h in r.headers { text += "\(h.name): \(h.value)\r\n" }
         return Array((text + "\r\n").utf8)
     }

@@ -8,6 +8,9 @@
 enum HTTPReason {
     static func phrase(_ status: Int) -> String? { phrases[status] }
 
+    /// `HTTP/1.1 404 Not Found` (the status alone when it has no registered phrase), as curl prints it.
+    static func statusLine(_ status: Int) -> String { "HTTP/1.1 \(status)" + (phrase(status).map { " " + $0 } ?? "") }
+
     private static let phrases: [Int: String] = [
         100: "Continue", 101: "Switching Protocols", 200: "OK", 201: "Created", 202: "Accepted",
         203: "Non-Authoritative Information", 204: "No Content", 205: "Reset Content", 206: "Partial Content",

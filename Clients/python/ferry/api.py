@@ -52,7 +52,8 @@ class Headers(MutableMapping[str, str]):
         return ", ".join(values)
 
     def __setitem__(self, name: str, value: str) -> None:
-        self.__delitem__(name) if name in self else None
+        if name in self:
+            del self[name]
         self._pairs.append((name, value))
 
     def __delitem__(self, name: str) -> None:
@@ -206,15 +207,17 @@ class Session:
                                   "redirect": None if allow_redirects else "manual"}
         if json is not _NO_JSON:
             kwargs["json"] = json
+        def send(client: Client) -> FetchResponse:
+            return client.fetch(_with_params(url, params), method.upper(), list(fields.items()), body, **kwargs)
+
         client = self._connected()
         try:
-            raw = client.fetch(_with_params(url, params), method.upper(), list(fields.items()), body, **kwargs)
+            return Response(send(client))
         except FerryError as e:
             # The daemon restarted under a long-lived client: connect again once, then ask again.
             if e.code != ErrorCode.unavailable or not client.closed:
                 raise
-            raw = self._connected().fetch(_with_params(url, params), method.upper(), list(fields.items()), body, **kwargs)
-        return Response(raw)
+        return Response(send(self._connected()))
 
     def get(self, url: str, **kw: Any) -> Response: return self.request("GET", url, **kw)
     def head(self, url: str, **kw: Any) -> Response: return self.request("HEAD", url, **kw)

@@ -84,15 +84,10 @@ class CacheMixin:
         """Reads an entry: ``CacheEntry(value, size, created_at, expires_at)``; ``default`` (None) when the key is
         absent or expired, as ``dict.get``. A value larger than a frame arrives as chunk events and is put together
         here. ``entry.text`` is the value decoded as UTF-8."""
-        args = self._cache_args(key, namespace)
-        if self.offers_body_fd:
-            args["body_fd"] = True   # a large value comes as a descriptor and is read here, not through the socket
-        try:
-            result, body = self.call("cache.get", args)
-        except FerryError as e:
-            if e.code == ErrorCode.not_found:
-                return default
-            raise
+        found = self._cache_get_reply(key, namespace)
+        if found is None:
+            return default
+        result, body = found
         if isinstance(body, BodyFile):
             with body:
                 body = body.read()
@@ -106,15 +101,10 @@ class CacheMixin:
         """The value as a ``BodyFile`` (a descriptor, when the daemon offers them and the value is large; else one
         over a memory file made here), to save or copy without reading it into Python: ``with
         ferry.cache_get_file(k) as f: f.save(path)``. None when the key is absent or expired."""
-        args = self._cache_args(key, namespace)
-        if self.offers_body_fd:
-            args["body_fd"] = True
-        try:
-            result, body = self.call("cache.get", args)
-        except FerryError as e:
-            if e.code == ErrorCode.not_found:
-                return None
-            raise
+        found = self._cache_get_reply(key, namespace)
+        if found is None:
+            return None
+        _, body = found
         if isinstance(body, BodyFile):
             return body
         fd = os.memfd_create("ferry-value", os.MFD_CLOEXEC)
@@ -126,6 +116,19 @@ class CacheMixin:
             os.close(fd)
             raise
         return BodyFile(fd, 0, len(body))
+
+    def _cache_get_reply(self, key: str, namespace: Optional[str]):
+        """``cache.get``'s ``(result, body)``, the body a ``BodyFile`` when the daemon handed a large one over as a
+        descriptor (not through the socket); None when the key is absent or expired."""
+        args = self._cache_args(key, namespace)
+        if self.offers_body_fd:
+            args["body_fd"] = True
+        try:
+            return self.call("cache.get", args)
+        except FerryError as e:
+            if e.code == ErrorCode.not_found:
+                return None
+            raise
 
     def cache_get_or_none(self, key: str, namespace: Optional[str] = None) -> Optional[CacheEntry]:
         """``cache_get`` (kept for code written when ``cache_get`` raised on a miss)."""
