@@ -13,7 +13,7 @@ import Testing
 @Suite struct MagickFormatTests {
     /// A 30×20 gradient written by ImageMagick's `convert` as `format`.
     static func written(_ format: String) throws -> [UInt8] {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-magick-\(getpid())-\(format)").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-magick-\(getpid())-\(UInt32.random(in: 0...UInt32.max))-\(format)").path
         defer { try? FileManager.default.removeItem(atPath: path) }
         let convert = Process()
         // /usr/bin: ImageMagick's own (Debian's imagemagick, which the Makefile installs), not a stand-in on the PATH.
