@@ -62,6 +62,12 @@ public struct ArgParser: Sendable {
 
     public init(_ options: [OptionSpec]) { self.options = options }
 
+    private func isNegativeNumber(_ arg: String) -> Bool {
+        let digits = arg.dropFirst()
+        guard !digits.isEmpty, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber) else { return false }
+        return !options.contains { $0.short.map { $0 == digits.first! } ?? false }
+    }
+
     public func parse(_ arguments: [String]) throws(UsageError) -> ParsedArgs {
         var result = ParsedArgs()
         var k = 0
@@ -69,7 +75,8 @@ public struct ArgParser: Sendable {
         while k < arguments.count {
             let arg = arguments[k]
             k += 1
-            if optionsEnded || arg == "-" || !arg.hasPrefix("-") {
+            // A negative number is an operand (`ferry cache incr hits -5`) unless an option is spelled as a digit.
+            if optionsEnded || arg == "-" || !arg.hasPrefix("-") || isNegativeNumber(arg) {
                 result.positionals.append(arg)
                 continue
             }

@@ -78,6 +78,24 @@ extension FerryClient {
         }
     }
 
+    /// Adds `by` to the integer stored at `key`, atomically in the daemon, and returns the new value; a missing key
+    /// counts from 0 (and takes `ttl`), an existing one keeps its expiry. A value that is not a decimal integer, or a
+    /// sum past 64 bits, throws `failed_precondition` and leaves the value as it was.
+    ///
+    /// ```swift
+    /// let hits = try await client.cacheIncr("hits")          // 1, then 2, …
+    /// try await client.cacheIncr("quota", by: -5)
+    /// ```
+    @discardableResult
+    public func cacheIncr(_ key: String, by delta: Int64 = 1, ttl: Duration? = nil, namespace: String? = nil) async throws -> Int64 {
+        var args = FerryClient.keyArgs(key, namespace)
+        args["by"] = .int(delta)
+        if let ttl { args["ttl_ms"] = .int(FerryClient.milliseconds(ttl)) }
+        let result = try await call(.cacheIncr, args).result
+        guard let value = result["value"]?.intValue else { throw FerryError(.internal, "cache.incr answered without a value") }
+        return value
+    }
+
     /// Every live key of a namespace (with `prefix`), in byte order, fetched page by page.
     public func cacheKeys(namespace: String? = nil, prefix: String = "", pageSize: Int = 1000) async throws -> [CachedKey] {
         var out: [CachedKey] = []

@@ -34,6 +34,8 @@ public final class FetchEngine {
     let transport: OriginTransport
     let responses: ResponseStore
     public let stats = FetchStats()
+    /// The stored responses as an operator inspects and purges them (`http.*`).
+    public var catalog: ResponseCatalog { ResponseCatalog(storage: responses.storage) }
     let parts: PartKeeper
     /// Wall-clock milliseconds (injected: tests run the cache rules on a clock of their own).
     let now: () -> Int64

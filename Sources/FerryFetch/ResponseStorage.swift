@@ -22,6 +22,26 @@ public protocol ResponseStorage: AnyObject {
     func putBody(_ key: String, file: SpooledFile, _ done: @escaping (Bool) -> Void)
     /// A body kept by `putBody`, as something to read in pieces; nil when it is gone.
     func getBody(_ key: String, _ done: @escaping (FetchBody?) -> Void)
+    /// `get` for inspection (`ResponseCatalog`): leaves recency and hit counters as they were.
+    func peek(_ key: String, _ done: @escaping ([UInt8]?) -> Void)
+    /// Up to `limit` keys starting with `prefix`, in byte order after `after`, with their stored sizes; `more` when
+    /// others follow.
+    func list(prefix: String, after: String?, limit: Int, _ done: @escaping (Result<StoredKeys, StoreError>) -> Void)
+}
+
+/// A page of `ResponseStorage.list`.
+public struct StoredKeys: Sendable, Equatable {
+    public var keys: [(key: String, size: Int)]
+    public var more: Bool
+
+    public init(keys: [(key: String, size: Int)], more: Bool) {
+        self.keys = keys
+        self.more = more
+    }
+
+    public static func == (a: StoredKeys, b: StoredKeys) -> Bool {
+        a.more == b.more && a.keys.map(\.key) == b.keys.map(\.key) && a.keys.map(\.size) == b.keys.map(\.size)
+    }
 }
 
 /// A body file handed over by a spool (`BodySpool.takeFile`, `takePartialFile`): in the spool directory, on the
@@ -80,6 +100,18 @@ public final class CacheStoreResponses: ResponseStorage {
             case .success((.entry(let entry), _)?): done(.bytes(entry.value[...]))
             default: done(nil)
             }
+        }
+    }
+
+    public func peek(_ key: String, _ done: @escaping ([UInt8]?) -> Void) {
+        store.peek(CacheKey(trusted: CacheStoreResponses.namespace, key), now: WallClock.nowMs()) { result in
+            done((try? result.get())??.value)
+        }
+    }
+
+    public func list(prefix: String, after: String?, limit: Int, _ done: @escaping (Result<StoredKeys, StoreError>) -> Void) {
+        store.list(namespace: CacheStoreResponses.namespace, prefix: prefix, cursor: after, limit: limit, now: WallClock.nowMs()) { result in
+            done(result.map { StoredKeys(keys: $0.keys.map { ($0.key, $0.size) }, more: $0.more) })
         }
     }
 

@@ -17,7 +17,7 @@ import FerryHTTPCache
 /// responses.store(stored, body: spool, key: key)        // once the spool is complete
 /// ```
 public final class ResponseStore {
-    private let storage: ResponseStorage
+    let storage: ResponseStorage
     /// Primary keys with a response being written (its body adopted, its Vary marker read first): a lookup of
     /// one waits until it is in, so a request right behind the one that fetched it is a hit, not a second
     /// download.

@@ -153,6 +153,14 @@ public actor ImageLoader {
         return !keys.isEmpty
     }
 
+    /// Drops from the memory tier every image (and variant) of the URLs starting with `prefix` (`http.purge
+    /// --prefix`); returns how many entries went.
+    public func evict(urlPrefix prefix: String) -> Int {
+        let keys = memory.keys(where: { $0.hasPrefix(prefix) })
+        for key in keys { memory.remove(key) }
+        return keys.count
+    }
+
     public func snapshot() -> ImageStats {
         var s = stats
         s.bytes = memory.bytes

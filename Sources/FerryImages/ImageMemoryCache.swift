@@ -75,4 +75,9 @@ struct ImageMemoryCache {
     func keys(forURL url: String) -> [String] {
         lru.keysLeastRecentFirst.filter { ImageKey.url(of: $0) == url }
     }
+
+    /// The keys whose URL `matches`.
+    func keys(where matches: (String) -> Bool) -> [String] {
+        lru.keysLeastRecentFirst.filter { matches(ImageKey.url(of: $0)) }
+    }
 }

@@ -59,9 +59,13 @@ public enum OperationCatalog {
         case .cacheGet: return cacheGet
         case .cacheDelete: return cacheDelete
         case .cacheTouch: return cacheTouch
+        case .cacheIncr: return cacheIncr
         case .cacheList: return cacheList
         case .cacheClear: return cacheClear
         case .fetch: return fetch
+        case .httpList: return httpList
+        case .httpShow: return httpShow
+        case .httpPurge: return httpPurge
         case .imageGet: return imageGet
         case .imagePrefetch: return imagePrefetch
         case .imageEvict: return imageEvict
@@ -154,6 +158,13 @@ public enum OperationCatalog {
         result: [FieldDescriptor("expires_at", "integer", "the new expiry, absent when none")],
         events: [], body: .none)
 
+    public static let cacheIncr = OperationDescriptor(
+        op: .cacheIncr, summary: "Add to the decimal integer stored at a key, atomically (a missing key counts from 0).",
+        args: keyArgs + [FieldDescriptor("by", "integer", "what to add, default 1; may be negative"),
+                         FieldDescriptor("ttl_ms", "integer", "the TTL of a key this creates; an existing key keeps its expiry")],
+        result: [FieldDescriptor("value", "integer", "the value after the increment")],
+        events: [], body: .none)
+
     public static let cacheList = OperationDescriptor(
         op: .cacheList, summary: "Live keys of a namespace in byte order, one page at a time.",
         args: [FieldDescriptor("namespace", "string", "default \"default\""),
@@ -191,6 +202,32 @@ public enum OperationCatalog {
                  FieldDescriptor("timing", "object", "total_ms, and for a network exchange dns_ms, connect_ms, tls_ms, first_byte_ms"),
                  bodyFDResult],
         events: [.head, .chunk, .progress], body: .http)
+
+    public static let httpList = OperationDescriptor(
+        op: .httpList, summary: "The URLs the shared HTTP cache holds, in byte order, one page at a time.",
+        args: [FieldDescriptor("prefix", "string", "only URLs starting with this (as stored: normalised)"),
+               FieldDescriptor("limit", "integer", "1 to 1000, default 100"),
+               FieldDescriptor("cursor", "string", "from the previous page: the URLs after this one")],
+        result: [FieldDescriptor("urls", "array<object>", "url, bytes, partitions, and status, size, age_s, fresh (or vary and variants)"),
+                 FieldDescriptor("cursor", "string", "present when more URLs follow")],
+        events: [], body: .none)
+
+    public static let httpShow = OperationDescriptor(
+        op: .httpShow, summary: "What the shared HTTP cache holds for one URL: responses, headers, age, freshness; partitions by count.",
+        args: [FieldDescriptor("url", "string", required: true, "absolute http or https URL")],
+        result: [FieldDescriptor("url", "string", "as stored (normalised)"),
+                 FieldDescriptor("bytes", "integer", "records and bodies stored for it"),
+                 FieldDescriptor("partitions", "integer", "credential partitions holding a response (contents never shown)"),
+                 FieldDescriptor("vary", "string", "the responses' Vary, when they have one"),
+                 FieldDescriptor("responses", "array<object>", "status, headers, stored_at, age_s, lifetime_s, fresh, size, variant")],
+        events: [], body: .none)
+
+    public static let httpPurge = OperationDescriptor(
+        op: .httpPurge, summary: "Remove what the shared HTTP cache (and the image loader's memory) holds for a URL or a URL prefix.",
+        args: [FieldDescriptor("url", "string", "one URL: every variant and partition of it"),
+               FieldDescriptor("prefix", "string", "every URL starting with this (as stored: normalised); not empty")],
+        result: [FieldDescriptor("purged", "integer", "URLs removed")],
+        events: [], body: .none)
 
     /// The arguments that ask for a variant, shared by `image.get` and `image.prefetch`.
     static let variantArgs: [FieldDescriptor] = [
@@ -242,9 +279,13 @@ public enum OperationName: String, Sendable, CaseIterable {
     case cacheGet = "cache.get"
     case cacheDelete = "cache.delete"
     case cacheTouch = "cache.touch"
+    case cacheIncr = "cache.incr"
     case cacheList = "cache.list"
     case cacheClear = "cache.clear"
     case fetch
+    case httpList = "http.list"
+    case httpShow = "http.show"
+    case httpPurge = "http.purge"
     case imageGet = "image.get"
     case imagePrefetch = "image.prefetch"
     case imageEvict = "image.evict"

@@ -131,8 +131,10 @@ enum Wiring {
             StatsOperation(report: report, loader: images, post: post),
             CancelOperation(),
             CacheSetOperation(store: store), CacheGetOperation(store: store), CacheDeleteOperation(store: store),
-            CacheTouchOperation(store: store), CacheListOperation(store: store), CacheClearOperation(store: store),
+            CacheTouchOperation(store: store), CacheIncrOperation(store: store), CacheListOperation(store: store), CacheClearOperation(store: store),
             FetchOperation(engine: fetch, store: store),
+            HTTPListOperation(engine: fetch, loader: images, post: post), HTTPShowOperation(engine: fetch, loader: images, post: post),
+            HTTPPurgeOperation(engine: fetch, loader: images, post: post),
             ImageGetOperation(loader: images, post: post), ImagePrefetchOperation(loader: images, post: post),
             ImageEvictOperation(loader: images, post: post),
         ]

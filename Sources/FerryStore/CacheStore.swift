@@ -39,7 +39,9 @@ public final class CacheStore: @unchecked Sendable {
     private var accessed = Set<CacheKey>()
     private var accessesRecordedAt: Int64?
     /// Keeps late completions from putting old values into the memory tier.
-    private var mutations = MutationTracker()
+    var mutations = MutationTracker()
+    /// Counters with an increment in flight, and the increments queued behind it (`incr`).
+    var counterWaits: [CacheKey: [() -> Void]] = [:]
 
     /// `budget` counts the values waiting for the disk (`.storeQueue`); a large set that does not fit it fails.
     public convenience init(config: StoreConfig, budget: MemoryBudget = MemoryBudget(limit: 256 * 1024 * 1024),
@@ -249,6 +251,13 @@ public final class CacheStore: @unchecked Sendable {
             case .failure(let e): done(.failure(e))
             }
         }
+    }
+
+    /// A read for inspection (`ferry http show`): the live value wherever it is, leaving the memory tier, recency and
+    /// the hit counters as they were, so looking at the cache does not change what it keeps.
+    public func peek(_ key: CacheKey, now: Int64, _ done: @escaping (Result<CacheEntry?, StoreError>) -> Void) {
+        if let entry = memory.peek(key) { return done(.success(entry.isExpired(now: now) ? nil : entry)) }
+        disk.read(key, now: now, done)
     }
 
     public func list(namespace: String, prefix: String, cursor: String?, limit: Int, now: Int64,

@@ -17,6 +17,8 @@ struct CacheCommands {
                ferry cache exists KEY           prints 1 or 0; exit 0 or 1
                ferry cache ttl KEY              seconds left; -1 never expires, -2 no such key (as redis-cli)
                ferry cache touch KEY TTL        a new TTL (30s, 1d, 1w, or "never"); exit 1 when no such key
+               ferry cache incr KEY [BY]        add BY (default 1, may be negative) atomically; prints the value
+               ferry cache decr KEY [BY]        subtract; a missing key counts from 0 (--ttl: its TTL)
                ferry cache ls [PREFIX] [-l]     keys (-l: size and seconds left)
                ferry cache clear                every key of the namespace
         TTLs: 500ms, 30s, 5m, 2h, 1d, 1w (more than 0; no --ttl: never expires).
@@ -36,6 +38,8 @@ struct CacheCommands {
         case ("exists", 1): try await exists(operands[0], namespace)
         case ("ttl", 1): try await ttl(operands[0], namespace)
         case ("touch", 2): try await touch(operands[0], operands[1], namespace)
+        case ("incr", 1), ("incr", 2): try await incr(operands[0], operands.count == 2 ? operands[1] : "1", negate: false, namespace)
+        case ("decr", 1), ("decr", 2): try await incr(operands[0], operands.count == 2 ? operands[1] : "1", negate: true, namespace)
         case ("clear", 0): try await clear(namespace)
         default: throw CommandFailure(code: .usage, message: CacheCommands.usage)
         }
@@ -141,6 +145,18 @@ struct CacheCommands {
         defer { client.close() }
         let touched = try await commands.run { try await client.cacheTouch(key, ttl: ttl, namespace: namespace) }
         if !touched { throw CommandFailure(code: .operationFailed, message: "not_found: no entry \"\(key)\"") }
+    }
+
+    /// `incr`/`decr`: prints the new value, as redis-cli does; a value that is no integer exits 1 with the daemon's words.
+    private func incr(_ key: String, _ byText: String, negate: Bool, _ namespace: String?) async throws(CommandFailure) {
+        guard let by = Int64(byText), !(negate && by == Int64.min) else {
+            throw CommandFailure(code: .usage, message: "the increment must be a 64-bit integer, not \"\(byText)\"")
+        }
+        let ttl = try args.value("ttl").map { t throws(CommandFailure) in try CacheCommands.ttl(t) }
+        let client = try await commands.launcher.connect()
+        defer { client.close() }
+        let value = try await commands.run { try await client.cacheIncr(key, by: negate ? -by : by, ttl: ttl, namespace: namespace) }
+        print(value)
     }
 
     private func clear(_ namespace: String?) async throws(CommandFailure) {

@@ -8,16 +8,17 @@ let fetchLike = ["fetch", "image"]  // image downloads take fetch's request opti
 let parser = ArgParser([
     OptionSpec("socket", takesValue: true, help: "the daemon's socket (default: $FERRY_SOCKET, then the standard path)"),
     OptionSpec("json", help: "print JSON instead of text (describe, stats, cache get, image); fetch: send DATA as JSON, as curl's --json",
-               commands: ["describe", "stats", "cache", "image", "call", "fetch"]),
+               commands: ["describe", "stats", "cache", "http", "image", "call", "fetch"]),
     OptionSpec("count", short: "c", takesValue: true, help: "ping: how many round trips", commands: ["ping"]),
     OptionSpec("timeout", takesValue: true, help: "call: deadline; fetch: per exchange; e.g. 500ms, 10s", commands: ["call"] + fetchLike),
     OptionSpec("body", takesValue: true, help: "call: send this file as the request body", commands: ["call"]),
     OptionSpec("output", short: "o", takesValue: true, help: "call, cache get, fetch, image: write the body to this file",
                commands: ["call", "cache"] + fetchLike),
     OptionSpec("namespace", short: "n", takesValue: true, help: "cache: the namespace (default \"default\")", commands: ["cache"]),
-    OptionSpec("ttl", takesValue: true, help: "cache set: expire after this long, e.g. 30s, 5m", commands: ["cache"]),
+    OptionSpec("ttl", takesValue: true, help: "cache set, incr: expire after this long, e.g. 30s, 5m (incr: a key it creates)", commands: ["cache"]),
     OptionSpec("if-absent", help: "cache set: store only if the key has no live entry", commands: ["cache"]),
-    OptionSpec("long", short: "l", help: "cache ls: with sizes and seconds left", commands: ["cache"]),
+    OptionSpec("long", short: "l", help: "cache ls: with sizes and seconds left; http ls: with status, size, age", commands: ["cache", "http"]),
+    OptionSpec("prefix", takesValue: true, help: "http purge: every URL starting with this", commands: ["http"]),
     OptionSpec("request", short: "X", takesValue: true, help: "fetch: the HTTP method", commands: ["fetch"]),
     OptionSpec("header", short: "H", takesValue: true, help: "fetch: add a header 'Name: value' (repeatable)", commands: fetchLike),
     OptionSpec("data", short: "d", takesValue: true, help: "fetch: request body (@FILE, @- for stdin; newlines of a file dropped); implies POST",
@@ -75,7 +76,8 @@ let usage = """
       stats                    the daemon's counters
       call OP [JSON | -]       call an operation with JSON arguments (- reads stdin); prints the result as JSON
       fetch URL [curl-like options]  HTTP through ferryd's shared cache (ferry fetch --help)
-      cache get|set|del|ls|clear  the shared key-value cache (ferry cache --help)
+      cache get|set|del|ls|incr|…  the shared key-value cache (ferry cache --help)
+      http ls|show|purge       the shared HTTP cache: what it holds, and purging (ferry http --help)
       image URL -o FILE | --info     an image through the shared image loader (ferry image --help)
       daemon start|stop|status control the daemon
 
@@ -93,6 +95,7 @@ let subcommandHelp: [String: String] = [
     "stats": "Usage: ferry stats [--json] [--socket PATH]\n\nPrints uptime, connections, requests and errors per operation and code, bytes in and out.",
     "call": "Usage: ferry call OP [JSON | -] [--timeout 5s] [--body FILE] [-o FILE] [--socket PATH]\n\nCalls OP with a JSON object of arguments (- reads it from stdin) and prints the result as one JSON line.\nErrors go to stderr as `code: message` with exit code 1.",
     "cache": CacheCommands.usage,
+    "http": HTTPCommands.usage,
     "fetch": FetchCommand.usage,
     "image": ImageCommand.usage,
     "daemon": "Usage: ferry daemon start|stop|status [--socket PATH]\n\nstart: start ferryd in the background (no-op if running)\nstop: SIGTERM the daemon and wait for it to exit\nstatus: print the daemon's state; exit 3 if it is not running",
@@ -136,6 +139,7 @@ func runCLI() async -> Int32 {
         case "stats": try await commands.stats()
         case "call": try await commands.call()
         case "cache": try await CacheCommands(args: args, commands: commands).run()
+        case "http": try await HTTPCommands(args: args, commands: commands).run()
         case "fetch": try await FetchCommand(args: args, commands: commands).run()
         case "image": try await ImageCommand(args: args, commands: commands).run()
         case "daemon": try await DaemonCommands(launcher: launcher).run(args.positionals.count > 1 ? args.positionals[1] : nil)

@@ -1,6 +1,7 @@
 import Foundation
 @testable import FerryFetch
 import FerryHTTPCache
+import FerryStore
 
 /// An origin the test answers by hand: every exchange the engine starts is recorded, and stays open until the test
 /// responds, fails it, or the engine cancels it.
@@ -133,6 +134,20 @@ final class MemoryStorage: ResponseStorage {
     }
 
     func getBody(_ key: String, _ done: @escaping (FetchBody?) -> Void) { done(records[key].map { .bytes($0[...]) }) }
+
+    private(set) var peeks = 0
+    func peek(_ key: String, _ done: @escaping ([UInt8]?) -> Void) {
+        peeks += 1
+        done(records[key])
+    }
+
+    func list(prefix: String, after: String?, limit: Int, _ done: @escaping (Result<StoredKeys, StoreError>) -> Void) {
+        let keys = records.keys.filter { key in
+            key.utf8.starts(with: prefix.utf8) && after.map { Array($0.utf8).lexicographicallyPrecedes(Array(key.utf8)) } ?? true
+        }
+            .sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        done(.success(StoredKeys(keys: keys.prefix(limit).map { ($0, records[$0]!.count) }, more: keys.count > limit)))
+    }
 }
 
 /// An engine on a fake origin, a dictionary and a test clock, and a way to run fetches and read their outcome.

@@ -4,7 +4,7 @@ import Testing
 @Suite struct CatalogTests {
     @Test func everyOperationDescribesItsFields() {
         #expect(OperationCatalog.v1.map(\.name) == ["hello", "ping", "describe", "stats", "cancel", "cache.set", "cache.get",
-                                                     "cache.delete", "cache.touch", "cache.list", "cache.clear", "fetch", "image.get", "image.prefetch", "image.evict"])
+                                                     "cache.delete", "cache.touch", "cache.incr", "cache.list", "cache.clear", "fetch", "http.list", "http.show", "http.purge", "image.get", "image.prefetch", "image.evict"])
         for op in OperationCatalog.v1 {
             #expect(!op.summary.isEmpty)
             #expect(!op.result.isEmpty, "\(op.name) documents its result")

@@ -143,3 +143,73 @@ final class CountingTier: StoreTier {
         #expect(tier.sweeps.last == [])
     }
 }
+
+@Suite struct CounterStoreTests {
+    static func incr(_ store: CacheStore, _ key: CacheKey, by: Int64 = 1, into results: Box) {
+        store.incr(key, by: by, ttlMs: nil, now: 1000) { results.values.append((try? $0.get()) ?? .notAnInteger) }
+    }
+
+    final class Box { var values: [CounterOutcome] = [] }
+
+    @Test func incrementsOfOneKeyRunOneAfterTheOtherSoNoneIsLost() throws {
+        let tier = CountingTier()
+        let store = TieredStoreTests.store(tier)
+        let key = try CacheKey(key: "hits")
+        let results = Box()
+        Self.incr(store, key, into: results)
+        Self.incr(store, key, by: 10, into: results)
+        #expect(tier.reads.count == 1, "the second waits for the first instead of reading the same old value")
+        tier.reads[0].1(.success(CacheEntry(value: Array("5".utf8), createdAt: 900, expiresAt: 90_000)))
+        #expect(tier.writes.count == 1 && tier.writes[0].1.value == Array("6".utf8))
+        #expect(tier.writes[0].1.expiresAt == 90_000, "an existing counter keeps its expiry")
+        store.endOfIteration {}
+        #expect(results.values == [.value(6)])
+        #expect(tier.writes.count == 2 && tier.writes[1].1.value == Array("16".utf8), "read from memory: the first's sum")
+        store.endOfIteration {}
+        #expect(results.values == [.value(6), .value(16)])
+        #expect(tier.reads.count == 1)
+    }
+
+    @Test func aSetDuringTheReadMakesItReadAgain() throws {
+        let tier = CountingTier()
+        let store = TieredStoreTests.store(tier)
+        let key = try CacheKey(key: "hits")
+        let results = Box()
+        Self.incr(store, key, into: results)
+        store.set(key, value: Array("100".utf8), ttlMs: nil, ifAbsent: false, now: 1000) { _ in }
+        store.endOfIteration {}
+        tier.reads[0].1(.success(CacheEntry(value: Array("5".utf8), createdAt: 900, expiresAt: nil)))
+        #expect(tier.writes.last?.1.value == Array("101".utf8), "the stale read of 5 was not used")
+        store.endOfIteration {}
+        #expect(results.values == [.value(101)])
+    }
+
+    @Test func aValueThatIsNoIntegerOrWouldOverflowIsLeftAsItWas() throws {
+        let tier = CountingTier()
+        let store = TieredStoreTests.store(tier)
+        let word = try CacheKey(key: "word"), big = try CacheKey(key: "big")
+        store.set(word, value: Array("hello".utf8), ttlMs: nil, ifAbsent: false, now: 1000) { _ in }
+        store.set(big, value: CounterValue.bytes(Int64.max), ttlMs: nil, ifAbsent: false, now: 1000) { _ in }
+        store.endOfIteration {}
+        let writes = tier.writes.count
+        let results = Box()
+        Self.incr(store, word, into: results)
+        Self.incr(store, big, into: results)
+        Self.incr(store, big, by: -1, into: results)
+        #expect(results.values == [.notAnInteger, .overflow])
+        #expect(tier.writes.count == writes + 1, "only the decrement writes")
+        store.endOfIteration {}
+        #expect(results.values == [.notAnInteger, .overflow, .value(Int64.max - 1)])
+    }
+
+    @Test func aMissingKeyCountsFromZeroWithTheGivenTTL() throws {
+        let tier = CountingTier()
+        let store = TieredStoreTests.store(tier)
+        let key = try CacheKey(key: "new")
+        var got: CounterOutcome?
+        store.incr(key, by: -3, ttlMs: 5000, now: 1000) { got = try? $0.get() }
+        tier.reads[0].1(.success(nil))
+        store.endOfIteration {}
+        #expect(got == .value(-3) && tier.writes.last?.1.expiresAt == 6000)
+    }
+}

@@ -41,6 +41,12 @@ class CacheKey(NamedTuple):
     expires_at: Optional[int]
 
 
+def given_args(**named: Any) -> Dict[str, Any]:
+    """The arguments that were given: those not None (the daemon takes null as absent too; leaving them out keeps
+    frames small)."""
+    return {name: value for name, value in named.items() if value is not None}
+
+
 class CacheMixin:
     """The ``cache_*`` methods of ``ferry.Client`` (built on ``Connection.call``).
 
@@ -153,6 +159,21 @@ class CacheMixin:
         result, _ = self.call("cache.touch", args)
         return result.get("expires_at")
 
+    def cache_incr(self, key: str, by: int = 1, namespace: Optional[str] = None, *,
+                   ttl: Union[None, int, float, datetime.timedelta] = None) -> int:
+        """Adds ``by`` (may be negative) to the decimal integer stored at ``key``, atomically in the daemon, and
+        returns the new value, as Redis's INCRBY does. A missing key counts from 0 and takes ``ttl`` (seconds or a
+        ``timedelta``); an existing key keeps its expiry. Raises FerryError ``failed_precondition`` when the value is
+        not a decimal integer or the sum would overflow 64 bits (the value is left as it was)."""
+        if isinstance(by, bool) or not isinstance(by, int):
+            raise TypeError("by must be an int")
+        args = self._cache_args(key, namespace)
+        args["by"] = by
+        if ttl is not None:
+            args["ttl_ms"] = _seconds_to_ms(ttl)
+        result, _ = self.call("cache.incr", args)
+        return int(result["value"])
+
     def cache_list(self, namespace: Optional[str] = None, prefix: Optional[str] = None,
                    limit: Optional[int] = None) -> Iterator[CacheKey]:
         """Every live key of a namespace (those starting with ``prefix`` if given), in byte order, as
@@ -169,16 +190,7 @@ class CacheMixin:
                         cursor: Optional[str] = None) -> Tuple[List[CacheKey], Optional[str]]:
         """One page of ``cache.list``: ``(keys, cursor)``; ``cursor`` is None on the last page, else the value to
         pass for the next page."""
-        args: Dict[str, Any] = {}
-        if namespace is not None:
-            args["namespace"] = namespace
-        if prefix is not None:
-            args["prefix"] = prefix
-        if limit is not None:
-            args["limit"] = limit
-        if cursor is not None:
-            args["cursor"] = cursor
-        result, _ = self.call("cache.list", args)
+        result, _ = self.call("cache.list", given_args(namespace=namespace, prefix=prefix, limit=limit, cursor=cursor))
         items = result.get("keys")
         if not isinstance(items, list):
             raise FerryError(ErrorCode.internal, f"cache.list result has no keys array: {result!r}")

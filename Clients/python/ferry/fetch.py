@@ -12,9 +12,10 @@ Any HTTP status is a result, not an error::
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 from .bodyfile import BodyFile
+from .cache import given_args
 from .errors import FerryError
 from .strictjson import dumps_compact, is_int
 from .wire import ErrorCode, EventName
@@ -303,3 +304,44 @@ class FetchMixin:
         if isinstance(named, dict) and file_target is not None:
             written[0] = int(named.get("length", 0))
         return _fetch_response(url, result, b"", streamed=written[0])
+
+    # ----- the shared HTTP cache, inspected and purged (http.*)
+
+    def http_list(self, prefix: Optional[str] = None, limit: Optional[int] = None) -> Iterator[dict]:
+        """Every URL the shared HTTP cache holds whose stored (normalised) form starts with ``prefix``, in byte
+        order, as the daemon's dicts: ``url``, ``bytes``, ``partitions`` and either ``status``, ``size``, ``age_s``,
+        ``fresh`` or, for responses with ``Vary``, ``vary`` and ``variants``. Pages of ``limit`` (at most 1000)
+        are fetched as the iterator goes; the first at once, so bad arguments raise here."""
+        def page(cursor: Optional[str]) -> Tuple[list, Optional[str]]:
+            result, _ = self.call("http.list", given_args(prefix=prefix, limit=limit, cursor=cursor))
+            return result.get("urls", []), result.get("cursor")
+
+        first, cursor = page(None)
+
+        def pages() -> Iterator[dict]:
+            urls, next_cursor = first, cursor
+            while True:
+                yield from urls
+                if next_cursor is None:
+                    return
+                urls, next_cursor = page(next_cursor)
+        return pages()
+
+    def http_show(self, url: str) -> Optional[dict]:
+        """What the shared HTTP cache holds for ``url`` (its responses with headers, ``age_s``, ``lifetime_s``,
+        ``fresh``; partitions by count only), or None when nothing is stored for it."""
+        try:
+            result, _ = self.call("http.show", {"url": url})
+        except FerryError as e:
+            if e.code == ErrorCode.not_found.value:
+                return None
+            raise
+        return result
+
+    def http_purge(self, url: Optional[str] = None, *, prefix: Optional[str] = None) -> int:
+        """Removes what the HTTP cache (and the image loader's memory) holds for ``url``, or for every URL starting
+        with ``prefix`` (one of the two); returns how many URLs were removed."""
+        if (url is None) == (prefix is None):
+            raise ValueError("give url or prefix, one of them")
+        result, _ = self.call("http.purge", {"url": url} if url is not None else {"prefix": prefix})
+        return int(result.get("purged", 0))

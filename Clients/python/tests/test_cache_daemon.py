@@ -4,7 +4,7 @@ get (large values in parts and chunks), expiry and touch."""
 import os
 import time
 
-from ferry import CacheEntry, encode_json
+from ferry import CacheEntry, Client, encode_json
 
 from .support.daemon import DEFAULT_MAX_VALUE_BYTES, MAX_TTL_MS, MIB, CacheDaemonCase, now_ms
 from .support.helpers import run_threads
@@ -223,6 +223,26 @@ class CacheDaemonTests(CacheDaemonCase):
         self.assertIsNone(c.cache_get("k", namespace=ns))
         self.assertFerryError("not_found", c.cache_touch, "missing", 1000, namespace=ns)
         self.assertFerryError("not_found", c.cache_touch, "missing", None, namespace=ns)
+
+    def test_incr_is_atomic_across_connections(self):
+        """Eight threads, each on a connection of its own, increment one key 100 times: exactly 800, none lost;
+        the counter reads as its decimal digits; a word is refused and left alone."""
+        ns = self.ns
+
+        def work(_):
+            with Client(self.path, name="incr", timeout=20) as c:
+                for _ in range(100):
+                    c.cache_incr("hits", namespace=ns)
+        run_threads(work, 8, timeout=60)
+        self.assertEqual(self.client.cache_get("hits", namespace=ns).value, b"800")
+        self.assertEqual(self.client.cache_incr("hits", -801, namespace=ns), -1)
+        self.assertEqual(self.client.cache_incr("new", namespace=ns, ttl=60), 1)
+        self.assertIsNotNone(self.client.cache_get("new", namespace=ns).expires_at)
+        self.client.cache_set("word", "hello", namespace=ns)
+        self.assertFerryError("failed_precondition", self.client.cache_incr, "word", namespace=ns)
+        self.assertEqual(self.client.cache_get("word", namespace=ns).value, b"hello")
+        with self.assertRaises(TypeError):
+            self.client.cache_incr("hits", 1.5, namespace=ns)
 
     def test_touch_keeps_value_and_created_at(self):
         c, ns = self.client, self.ns

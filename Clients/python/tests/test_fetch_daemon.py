@@ -75,6 +75,29 @@ class FetchDaemonTests(FerryAssertions, DaemonWithOrigin):
         self.assertEqual(self.origin.count(target), 1)
 
 
+    def test_http_list_show_and_purge(self):
+        """The HTTP cache from Python: a stored URL is listed and shown (headers, freshness; a credentialed copy
+        by count only), and after a purge the next request is a miss."""
+        c = self.client
+        shared = self.url(self.target("/r", body="s", cc="max-age=600"))
+        personal = self.url(self.target("/r", body="p", cc="max-age=600", h="Vary:Authorization"))
+        c.fetch(shared)
+        c.fetch(personal, headers={"Authorization": "Bearer x"})
+        listed = {u["url"]: u for u in c.http_list(prefix=self.base + "/r?", limit=1)}
+        self.assertEqual(listed[shared]["status"], 200)
+        self.assertTrue(listed[shared]["fresh"])
+        self.assertEqual(listed[personal]["partitions"], 1)
+        shown = c.http_show(shared)
+        self.assertEqual(shown["responses"][0]["lifetime_s"], 600)
+        self.assertIn(["Cache-Control", "max-age=600"], shown["responses"][0]["headers"])
+        self.assertIsNone(c.http_show(self.url(self.target("/nothing"))))
+        self.assertEqual(c.http_purge(shared), 1)
+        self.assertEqual(c.fetch(shared).cache_status, "miss")
+        self.assertEqual(self.origin.count(self.target("/r", body="s", cc="max-age=600")), 2)
+        self.assertEqual(c.http_purge(prefix=personal), 1)
+        with self.assertRaises(ValueError):
+            c.http_purge()
+
     def test_get_status_headers_body(self):
         target = self.target("/r", body="hello", ct="text/x-test", h=["X-Multi:a", "X-Multi:b"])
         r = self.client.fetch(self.url(target))

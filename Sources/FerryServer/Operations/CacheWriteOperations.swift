@@ -85,3 +85,32 @@ final class CacheClearOperation: CacheOperation, OperationHandler {
         }
     }
 }
+
+/// `cache.incr`: adds `by` (default 1) to the integer stored at a key, atomically in the daemon (`CacheStore.incr`);
+/// a missing key counts from 0 and takes `ttl_ms`, an existing one keeps its expiry.
+final class CacheIncrOperation: CacheOperation, OperationHandler {
+    let descriptor = OperationCatalog.cacheIncr
+
+    func start(_ request: RequestContext) {
+        request.withArguments { () throws(CacheArguments.Invalid) in
+            let key = try CacheArguments.key(request.args)
+            let ttl = try CacheArguments.ttl(request.args) ?? nil
+            var delta: Int64 = 1
+            if let v = request.args["by"], v != .null {
+                guard case .int(let by) = v else { throw CacheArguments.Invalid(message: "\"by\" must be an integer (64-bit, may be negative)") }
+                delta = by
+            }
+            store.incr(key, by: delta, ttlMs: ttl, now: WallClock.nowMs()) { result in
+                request.answer(result) { outcome in
+                    switch outcome {
+                    case .value(let n): request.succeed(["value": .int(n)])
+                    case .notAnInteger:
+                        request.fail(.failedPrecondition, "the value of \"\(key.key.truncatedForMessages)\" is not a decimal 64-bit integer")
+                    case .overflow:
+                        request.fail(.failedPrecondition, "incrementing \"\(key.key.truncatedForMessages)\" by \(delta) would overflow a 64-bit integer")
+                    }
+                }
+            }
+        }
+    }
+}
