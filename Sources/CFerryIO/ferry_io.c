@@ -4,9 +4,28 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+// Platform differences, all here: Linux is built and tested. Elsewhere (Darwin) there is no MSG_NOSIGNAL (the
+// client sets SO_NOSIGPIPE on its socket), no MSG_CMSG_CLOEXEC (received descriptors get FD_CLOEXEC after the
+// call), no sealed memfd (ferry_sealed_memfd fails with ENOSYS and the daemon sends the bytes instead), and
+// copies go through read/write.
+#ifdef __linux__
+#include <sys/sendfile.h>
+#define FERRY_HAVE_LINUX_COPIES 1
+#else
+#define FERRY_HAVE_LINUX_COPIES 0
+#endif
+#ifndef MSG_NOSIGNAL
+#define MSG_NOSIGNAL 0
+#endif
+#ifndef MSG_CMSG_CLOEXEC
+#define MSG_CMSG_CLOEXEC 0
+#define FERRY_CLOEXEC_AFTER 1
+#else
+#define FERRY_CLOEXEC_AFTER 0
+#endif
 
 ssize_t ferry_send_with_fd(int sock, const void *buf, size_t len, int fd) {
     if (sock < 0 || fd < 0 || buf == NULL || len == 0) return -EINVAL;
@@ -45,6 +64,7 @@ ssize_t ferry_recv_with_fds(int sock, void *buf, size_t len, int *fds, int max_f
         for (size_t i = 0; i < count; i++) {
             int fd;
             memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+            if (FERRY_CLOEXEC_AFTER) fcntl(fd, F_SETFD, FD_CLOEXEC);
             if (*nfds < max_fds) fds[(*nfds)++] = fd; else close(fd);
         }
     }
@@ -56,6 +76,10 @@ ssize_t ferry_recv_with_fds(int sock, void *buf, size_t len, int *fds, int max_f
 }
 
 int ferry_sealed_memfd(const char *name, const void *data, size_t len) {
+#if !FERRY_HAVE_LINUX_COPIES
+    (void)name; (void)data; (void)len;
+    return -ENOSYS;
+#else
     int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0) return -errno;
     // Sized first, so the pages are allocated in one go and a short write cannot leave a hole.
@@ -73,22 +97,29 @@ fail:;
     int e = errno;
     close(fd);
     return -e;
+#endif
 }
 
 int ferry_copy_fd_range(int in_fd, off_t in_off, int out_fd, size_t len) {
     off_t off = in_off;
     size_t left = len;
-    int mode = 0;  // 0: copy_file_range, 1: sendfile, 2: read/write
+    int mode = FERRY_HAVE_LINUX_COPIES ? 0 : 2;  // 0: copy_file_range, 1: sendfile, 2: read/write
     char buf[65536];
     while (left > 0) {
         ssize_t n;
-        if (mode == 0) {
+        if (mode < 2) {
+#if FERRY_HAVE_LINUX_COPIES
+          if (mode == 0) {
             n = copy_file_range(in_fd, &off, out_fd, NULL, left, 0);
             // Not for this pair of files (another file system on an old kernel, a pipe, a terminal): fall back.
             if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP || errno == EBADF)) { mode = 1; continue; }
-        } else if (mode == 1) {
+          } else {
             n = sendfile(out_fd, in_fd, &off, left);
             if (n < 0 && (errno == EINVAL || errno == ENOSYS)) { mode = 2; continue; }
+          }
+#else
+            n = 0;
+#endif
         } else {
             n = pread(in_fd, buf, left < sizeof(buf) ? left : sizeof(buf), off);
             if (n > 0) {

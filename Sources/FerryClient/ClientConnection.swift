@@ -1,5 +1,7 @@
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 import CFerryIO
 import FerryProtocol
@@ -45,7 +47,7 @@ final class ClientConnection: Sendable {
         fd = try SocketIO.connect(path: path)
         outbox = Outbox(fd: fd)
         let me = self
-        SocketIO.startThread { me.readLoop() }
+        Platform.startThread { me.readLoop() }
     }
 
     /// The server's limits, from `hello`; read for every request and every read, so without a lock.
@@ -228,7 +230,7 @@ final class ClientConnection: Sendable {
         }
     }
 
-    deinit { Glibc.close(fd) }
+    deinit { Platform.close(fd) }
 }
 
 /// The body of a call's `chunk` events, gathered in place. A class: an array held in the waiter's enum was copied

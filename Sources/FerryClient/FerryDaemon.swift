@@ -1,5 +1,7 @@
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 import FerryProtocol
 
@@ -71,36 +73,11 @@ public struct FerryDaemon: Sendable {
         let log = try FerryDaemon.openLog(logPath)
         defer { close(log) }
 
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, log, 2)
-        // Nothing else of ours leaks into the long-lived daemon (a parent waiting for EOF on a pipe would hang).
-        for fd in FerryDaemon.inheritableDescriptors() { posix_spawn_file_actions_addclose(&actions, fd) }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // A clean signal state: the async runtime's threads may block signals, and a blocked SIGTERM would make
-        // the daemon unstoppable.
-        var emptyMask = sigset_t()
-        sigemptyset(&emptyMask)
-        posix_spawnattr_setsigmask(&attributes, &emptyMask)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for sig in [SIGINT, SIGTERM, SIGPIPE, SIGHUP] { sigaddset(&defaults, sig) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(FerryDaemon.spawnSetSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-        var pid: pid_t = 0
-        let cArgs = args.map { strdup($0) } + [nil]
-        defer { cArgs.forEach { free($0) } }
-        let rc = posix_spawn(&pid, daemon, &actions, &attributes, cArgs, environ)
-        guard rc == 0 else {
-            throw FerryError.connection("cannot start \(daemon): \(String(cString: strerror(rc)))")
+        do {
+            return try Platform.spawnDetached(daemon, args, stderr: log)
+        } catch {
+            throw FerryError.connection("cannot start \(daemon): \(String(cString: strerror(error.code)))")
         }
-        return pid
     }
 
     /// Polls until the daemon answers `hello`, up to `readyTimeoutMs`.
@@ -127,22 +104,6 @@ public struct FerryDaemon: Sendable {
             try? await Task.sleep(for: .milliseconds(10))
         }
         throw FerryError.connection("ferryd did not answer on \(socketPath) within \(readyTimeoutMs / 1000) s; see \(FerryDaemon.logPath(forSocket: socketPath))")
-    }
-
-    /// Open descriptors above 2 without close-on-exec (e.g. a pipe our own parent passed down). glibc's
-    /// `posix_spawn_file_actions_addclosefrom_np` would do this, but Swift's Glibc module does not export it.
-    static func inheritableDescriptors() -> [Int32] {
-        guard let dir = opendir("/proc/self/fd") else { return [] }
-        var fds: [Int32] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if let fd = Int32(name), fd > 2 { fds.append(fd) }
-        }
-        closedir(dir)
-        return fds.filter { fd in
-            let flags = fcntl(fd, F_GETFD)
-            return flags >= 0 && flags & FD_CLOEXEC == 0
-        }
     }
 
     /// Reaps `pid` if it has exited (so it leaves no zombie) and says whether it did.
@@ -180,10 +141,7 @@ public struct FerryDaemon: Sendable {
 
     /// `ferryd` beside this executable (how `swift build` and installs lay them out), else on PATH.
     public static func findDaemonExecutable() -> String? {
-        var buf = [CChar](repeating: 0, count: 4096)
-        let n = readlink("/proc/self/exe", &buf, buf.count - 1)
-        if n > 0 {
-            let exe = String(decoding: buf[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        if let exe = Platform.executablePath() {
             if let slash = exe.lastIndex(of: "/") {
                 let candidate = String(exe[..<slash]) + "/ferryd"
                 if access(candidate, X_OK) == 0 { return candidate }
@@ -196,8 +154,4 @@ public struct FerryDaemon: Sendable {
         }
         return nil
     }
-
-    /// glibc's POSIX_SPAWN_SETSID (not exported to Swift): the daemon gets its own session, so a terminal's
-    /// Ctrl-C or hang-up does not reach it.
-    static let spawnSetSID: Int32 = 0x80
 }

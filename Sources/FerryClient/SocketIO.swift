@@ -1,5 +1,7 @@
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 import FerryProtocol
 
@@ -8,7 +10,7 @@ public enum SocketIO {
     /// A connected stream socket to `path` (close-on-exec); `unavailable` when nothing answers.
     public static func connect(path: String) throws(FerryError) -> Int32 {
         if let problem = SocketPath.problem(with: path) { throw FerryError(.invalidArgument, problem) }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = Platform.streamSocket()
         guard fd >= 0 else { throw FerryError.connection("socket(): \(String(cString: strerror(errno)))") }
         var addr = sockaddr_un()
         addr.sun_family = sa_family_t(AF_UNIX)
@@ -17,12 +19,12 @@ public enum SocketIO {
         }
         let rc = withUnsafePointer(to: &addr) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                Platform.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
             }
         }
         if rc != 0 {
             let e = errno
-            close(fd)
+            Platform.close(fd)
             throw FerryError.connection("no ferryd answers on \(path): \(String(cString: strerror(e)))")
         }
         return fd
@@ -32,7 +34,7 @@ public enum SocketIO {
     public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
         var off = 0
         while off < bytes.count {
-            let n = send(fd, bytes.baseAddress! + off, bytes.count - off, Int32(MSG_NOSIGNAL))
+            let n = Platform.send(fd, bytes.baseAddress! + off, bytes.count - off)
             if n > 0 {
                 off += n
             } else if n < 0 && errno == EINTR {
@@ -42,22 +44,5 @@ public enum SocketIO {
             }
         }
         return true
-    }
-
-    /// Starts a detached thread running `body` (no Foundation: it would add milliseconds to every CLI start).
-    static func startThread(_ body: @escaping @Sendable () -> Void) {
-        final class Box: @unchecked Sendable {
-            let body: @Sendable () -> Void
-            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-        }
-        let arg = Unmanaged.passRetained(Box(body)).toOpaque()
-        var thread = pthread_t()
-        let rc = pthread_create(&thread, nil, { raw in
-            let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
-            box.body()
-            return nil
-        }, arg)
-        precondition(rc == 0, "pthread_create failed: \(rc)")
-        pthread_detach(thread)
     }
 }
