@@ -31,7 +31,12 @@ struct FetchCommand {
           -f, --fail             exit 22 on HTTP status 400 or more (and print no body)
               --fail-with-body   the same, after writing the body
           -s, --silent           no progress bar
-          -m, --max-time SECS    the whole transfer's limit (exit 28)
+          -m, --max-time SECS    the whole transfer's limit (exit 28); with --retry, each try's
+              --retry N          try again after a timeout or an HTTP 408, 429, 500, 502, 503 or 504, up to N
+                                 times: 1 s, then 2, 4 … (the origin's Retry-After when it gives one); unlike
+                                 curl, a retried try's body is not written, and one that wrote to stdout stands
+              --retry-delay S    wait S seconds between tries instead; --retry-max-time S: none after S
+              --retry-connrefused, --retry-all-errors   retry a refused connection too, or every failure
               --max-filesize N   refuse a larger body (exit 63)
               --max-redirs N     at most N redirects (default 10; -L is accepted and is the default)
               --cache MODE       default, no-store, reload, no-cache, force-cache, only-if-cached
@@ -71,14 +76,69 @@ struct FetchCommand {
             resumeAt = n
             if n > 0 { request.headers.append(HTTPHeader("Range", "bytes=\(n)-")) }
         }
+        let retry = try RetryPolicy.parse(retries: args.value("retry"), delay: args.value("retry-delay"), maxTime: args.value("retry-max-time"),
+                                          allErrors: args.has("retry-all-errors"), connectionRefused: args.has("retry-connrefused"))
         let client = try await commands.launcher.connect()
         defer { client.close() }
+        let firstTry = ContinuousClock.now
+        var retriesMade = 0
+        while true {
+            let attempt = Attempt(policy: retry, retriesMade: retriesMade, firstTry: firstTry)
+            do {
+                return try await once(client, request, deadline: deadline, output: output, resumeAt: resumeAt, attempt)
+            } catch {
+                // A transient status was stopped at its head with its wait decided; a failure is decided here. Bytes
+                // already on stdout cannot be taken back: that try stands.
+                let problem = error.retryStatus ?? .failure(error.code)
+                let decision = attempt.plannedWait.map { .retry(after: $0) }
+                    ?? (attempt.wroteToStdout ? .giveUp : retry.decide(problem, retriesMade: retriesMade, elapsed: .now - firstTry))
+                guard case .retry(let wait) = decision else { throw error }
+                retriesMade += 1
+                if !args.has("silent") || args.has("show-error") {
+                    writeStderr(RetryPolicy.warning(problem, wait: wait, left: retry.retries - retriesMade + 1))
+                }
+                try? await Task.sleep(for: wait)
+            }
+        }
+    }
+
+    /// One try of `--retry`: whether its body reached stdout, and the wait decided when it stopped at the head of
+    /// a transient status (a status that will be tried again is not written: no -i head, no body).
+    final class Attempt {
+        let policy: RetryPolicy
+        let retriesMade: Int
+        let firstTry: ContinuousClock.Instant
+        var wroteToStdout = false
+        private(set) var plannedWait: Duration?
+
+        init(policy: RetryPolicy, retriesMade: Int, firstTry: ContinuousClock.Instant) {
+            self.policy = policy
+            self.retriesMade = retriesMade
+            self.firstTry = firstTry
+        }
+
+        /// Throws when `head` is a status to try again.
+        func check(_ head: FetchResponse) throws(CommandFailure) {
+            guard policy.retriesStatus(head.status) else { return }
+            let after = head.headers.first { $0.name.lowercased() == "retry-after" }.flatMap { Int($0.value.trimmingCharacters()) }
+            let problem = RetryPolicy.Problem.status(head.status, retryAfter: after.map { .seconds($0) })
+            guard case .retry(let wait) = policy.decide(problem, retriesMade: retriesMade, elapsed: .now - firstTry) else { return }
+            plannedWait = wait
+            throw CommandFailure(code: .operationFailed, message: "", retryStatus: problem)
+        }
+    }
+
+    /// One try: the request, its head and body to `output` (a file, started afresh) or stdout.
+    private func once(_ client: FerryClient, _ originalRequest: FetchRequest, deadline: Duration?, output: String?, resumeAt: Int,
+                      _ attempt: Attempt) async throws(CommandFailure) {
+        var request = originalRequest
         let started = ContinuousClock.now
         if args.has("verbose") { writeStderrRaw(FetchCommand.verboseRequest(request)) }
         let failOnError = args.has("fail") || args.has("fail-with-body"), bodyOnError = args.has("fail-with-body")
         if request.method == "HEAD" {
             let response = try await fetch(client, request, deadline: deadline, head: nil, sink: nil)
             if args.has("verbose") { writeStderrRaw(FetchCommand.verboseHead(response)) }
+            try attempt.check(response)
             writeStdout(FetchCommand.headLines(response))
             return try finish(response, bytes: 0, started: started, failOnError: failOnError)
         }
@@ -93,20 +153,28 @@ struct FetchCommand {
         }
         var complete = false, bytes = 0
         let response = try await fetch(client, request, deadline: deadline, head: { head throws(CommandFailure) in
+            if args.has("verbose") { writeStderrRaw(FetchCommand.verboseHead(head)) }
+            try attempt.check(head)
             if resumeAt > 0 { complete = try FetchCommand.checkResume(head, at: resumeAt) }
             if failOnError && !bodyOnError && head.status >= 400 && !complete {
                 try finish(head, bytes: 0, started: started, failOnError: true)
             }
-            if args.has("include") { writeStdout(FetchCommand.headLines(head)) }
-            if args.has("verbose") { writeStderrRaw(FetchCommand.verboseHead(head)) }
+            if args.has("include") {
+                attempt.wroteToStdout = true
+                writeStdout(FetchCommand.headLines(head))
+            }
         }, sink: { chunk throws(CommandFailure) in
             if complete { return }
             bytes += chunk.count
-            if let file { try file.append(chunk) } else if toTerminalAnyway { writeStdout(chunk) } else { try FetchCommand.toStdout(chunk) }
+            if let file { return try file.append(chunk) }
+            attempt.wroteToStdout = true
+            if toTerminalAnyway { writeStdout(chunk) } else { try FetchCommand.toStdout(chunk) }
         }, fileSink: { body throws(CommandFailure) in
             if complete { return }
             bytes += body.length
-            if let file { try file.append(from: body) } else { try copyToStdout(body) }
+            if let file { return try file.append(from: body) }
+            attempt.wroteToStdout = true
+            try copyToStdout(body)
         })
         try file?.commit()
         try finish(response, bytes: bytes, started: started, failOnError: failOnError)

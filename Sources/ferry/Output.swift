@@ -32,6 +32,8 @@ enum ExitCode: Int32 {
 struct CommandFailure: Error {
     var code: ExitCode
     var message: String
+    /// `ferry fetch --retry`: the try stopped at a transient status's head, to be tried again.
+    var retryStatus: RetryPolicy.Problem? = nil
 }
 
 func writeStderr(_ s: String) {

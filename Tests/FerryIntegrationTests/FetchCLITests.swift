@@ -155,5 +155,48 @@ struct FetchCLITests {
         let bad = try ferry(["--cacert", "/dev/null", url], rig.daemon)
         #expect(bad.status == 1 && bad.err.contains("ca_pem"), "\(bad)")
     }
+
+    /// `--retry` as curl's: a 503 twice then a 200 is a success after two retries for both (the origin counts
+    /// three requests each; curl also writes the 503s' bodies to stdout, ferry only the last try's); with one retry
+    /// both end with the 503's body and exit 0 (22 with -f); a timeout is retried (exit 28 after 1 + N tries); a
+    /// 404 is not; -o FILE holds the last try's body.
+    @Test func retryAsCurlDoes() throws {
+        let rig = try Rig()
+        defer { rig.stop() }
+        let (origin, daemon) = (rig.origin, rig.daemon)
+        func url(_ tag: String, _ extra: String = "") -> String { origin.url("/r?fail_first=2&body=done&t=\(tag)\(extra)") }
+        let theirs = try curl(["--retry", "2", url("curl")])
+        let mine = try ferry(["--retry", "2", "--retry-delay", "0.05", url("ferry")], daemon)
+        #expect(theirs.status == 0 && theirs.out == "failingfailingdone" && mine.status == 0 && mine.out == "done", "\(theirs) \(mine)")
+        #expect(try origin.countExact("/r?fail_first=2&body=done&t=curl") == 3)
+        #expect(try origin.countExact("/r?fail_first=2&body=done&t=ferry") == 3)
+
+        let shortCurl = try curl(["--retry", "1", "-w", "%{http_code}", url("curl-short")])
+        let shortMine = try ferry(["--retry", "1", "--retry-delay", "0.05", "-w", "%{http_code}", url("ferry-short")], daemon)
+        #expect(shortCurl.out == "failingfailing503" && shortMine.out == "failing503" && shortCurl.status == 0 && shortMine.status == 0,
+                "\(shortCurl) \(shortMine)")
+        let failing = try ferry(["-f", "--retry", "1", "--retry-delay", "0.05", url("ferry-f")], daemon)
+        #expect(failing.status == 22 && failing.out.isEmpty)
+
+        let loud = try runCommand(Binaries.ferry, ["fetch", "--retry", "3", "--retry-delay", "0.05", "-o", "/dev/null", url("warn")],
+                                  environment: ["FERRY_SOCKET": daemon.socket])
+        #expect(loud.err.components(separatedBy: "Warning: Problem : HTTP error. Will retry in 0.05 seconds.").count == 3, "\(loud.err)")
+        #expect(loud.err.contains("3 retries left.") && loud.err.contains("2 retries left."))
+
+        // Timed out before any byte of the body reached stdout (a try that wrote some is not repeated).
+        let slow = origin.url("/r?delay_ms=2000&cc=no-store&t=retry")
+        let timedOut = try ferry(["--retry", "2", "--retry-delay", "0.05", "-m", "0.3", slow], daemon)
+        let slowCount = try origin.countExact("/r?delay_ms=2000&cc=no-store&t=retry")
+        #expect(timedOut.status == 28 && slowCount == 3, "\(timedOut) \(slowCount)")
+        #expect(try ferry(["--retry", "3", "--retry-delay", "0.05", origin.url("/r?status=404&t=retry")], daemon).status == 0)
+        #expect(try origin.countExact("/r?status=404&t=retry") == 1, "a 404 is not transient")
+
+        let dir = TempDir()
+        defer { dir.remove() }
+        let saved = try ferry(["--retry", "2", "--retry-delay", "0.05", "-o", dir.path + "/out", url("file")], daemon)
+        let savedText = try String(contentsOfFile: dir.path + "/out", encoding: .utf8)
+        #expect(saved.status == 0 && savedText == "done")
+        #expect(try ferry(["--retry", "x", url("bad")], daemon).status == 2)
+    }
 }
 }

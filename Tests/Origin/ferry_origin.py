@@ -20,7 +20,9 @@ Content-Type/Content-Encoding and has no body; 204/304 have no Content-Length; H
 
 Endpoints:
   /r          status (200..599, default 200), body (default "ok") or size=N, ct (default text/plain),
-              random=1 (appends " token=<16 hex> serial=<n>", n = requests so far to this path)
+              random=1 (appends " token=<16 hex> serial=<n>", n = requests so far to this path);
+              fail_first=K: the first K requests of this exact URL answer fail_status (default 503) with the
+              body "failing" (and the common headers, e.g. h=Retry-After:1), the later ones as asked
   /echo       any method; 200 JSON {method, path, query, headers [[name, value]...] in received order,
               body (text, or null if not UTF-8), body_len, body_sha256}; honours status
   /redirect   to (default /r), status (301/302/303/307/308, default 302)
@@ -496,6 +498,10 @@ class OriginHandler(BaseHTTPRequestHandler):
         """Generic response."""
         status = self.params.int("status", 200, 200, 599)
         ct = header_value(self.params.get("ct", "text/plain"), "ct")
+        failing = self.params.int("fail_first", 0, 0, 1000)
+        if failing and self.server.state.count(url=self.raw_path + "?" + self.raw_query) <= failing:
+            status = self.params.int("fail_status", 503, 400, 599)
+            return self.reply(status, [("Content-Type", "text/plain")], b"failing")
         self.reply(status, [("Content-Type", ct)], self.make_body(), conditional=True)
 
     def ep_echo(self):

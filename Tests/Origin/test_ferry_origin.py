@@ -132,6 +132,16 @@ class ResponseTests(OriginTestCase):
         resp, _ = self.get("/r?date=omit")
         self.assertIsNone(resp.getheader("Date"))
 
+    def test_r_fail_first(self):
+        """The first K requests of the exact URL fail with fail_status (503 by default), the rest answer as asked;
+        another query is another URL."""
+        statuses = [self.get("/r?fail_first=2&body=x&h=Retry-After:1")[0].status for _ in range(3)]
+        self.assertEqual(statuses, [503, 503, 200])
+        resp, body = self.get("/r?fail_first=1&fail_status=429&body=y")
+        self.assertEqual((resp.status, body), (429, b"failing"))
+        self.assertEqual(self.get("/r?fail_first=1&fail_status=429&body=y")[1], b"y")
+        self.assertEqual(self.get("/r?fail_first=2&body=x&h=Retry-After:1")[0].getheader("Retry-After"), "1")
+
     def test_r_size_pattern(self):
         resp, body = self.get("/r?size=70000")
         self.assertEqual(body, expected_pattern(70000))
