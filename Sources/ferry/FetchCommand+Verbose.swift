@@ -6,6 +6,8 @@ import FerryClient
 /// ```text
 /// $ ferry fetch -v -o /dev/null http://127.0.0.1:8080/r
 /// > GET /r HTTP/1.1
+/// > Host: 127.0.0.1:8080
+/// > Accept: */*
 /// > User-Agent: ferry/0.1.0
 /// < HTTP/1.1 200 OK
 /// * ferry cache: hit, age 3 s
@@ -21,10 +23,16 @@ extension FetchCommand {
         return name
     }
 
-    /// `-v`: the request as ferry sends it to the daemon (libcurl adds Host, Accept and the connection's fields).
+    /// `-v`: the request as the daemon's libcurl sends it, in its order: the request line, `Host` (with the port
+    /// unless it is the scheme's), `Accept: */*` unless one was given, the fields given (libcurl adds its
+    /// `Accept-Encoding` too).
     static func verboseRequest(_ r: FetchRequest) -> String {
         let u = URLParts(r.url)
+        let host = u.host.contains(":") ? "[\(u.host)]" : u.host
+        let isDefaultPort = u.port == (r.url.lowercased().hasPrefix("https:") ? 443 : 80)
         var text = "* ferry: through ferryd's shared HTTP cache to \(u.host) port \(u.port)\n> \(r.method) \(u.target) HTTP/1.1\n"
+        if !r.headers.contains(where: { $0.name.lowercased() == "host" }) { text += "> Host: \(host)\(isDefaultPort ? "" : ":\(u.port)")\n" }
+        if !r.headers.contains(where: { $0.name.lowercased() == "accept" }) { text += "> Accept: */*\n" }
         for h in r.headers { text += "> \(h.name): \(h.value)\n" }
         if !r.body.isEmpty { text += "> (\(r.body.count) bytes of body)\n" }
         return text + ">\n"

@@ -21,8 +21,9 @@ struct URLParts {
             rest = url[url.index(colon, offsetBy: 3)...]
         }
         let end = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
-        let after = rest[end...]
-        target = after.hasPrefix("/") || after.hasPrefix("?") ? String(after) : "/"
+        // The fragment is never sent; "http://h?q" asks for "/?q", as curl sends them.
+        let after = rest[end...].prefix { $0 != "#" }
+        target = after.hasPrefix("/") ? String(after) : after.hasPrefix("?") ? "/" + after : "/"
         var authority = rest[..<end]
         if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
         let defaultPort = scheme == "https" ? 443 : 80

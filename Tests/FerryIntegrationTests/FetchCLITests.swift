@@ -198,5 +198,24 @@ struct FetchCLITests {
         #expect(saved.status == 0 && savedText == "done")
         #expect(try ferry(["--retry", "x", url("bad")], daemon).status == 2)
     }
+
+    /// `-v` shows the request as curl's does (request line with the target curl sends: "/?x=1" for a URL with a
+    /// query and no path, no fragment; Host with the port; Accept; the fields — in the daemon's wire order, which
+    /// differs from curl's) and the response's head, line for line, then where the answer came from.
+    @Test func verboseShowsWhatCurlShows() throws {
+        let rig = try Rig()
+        defer { rig.stop() }
+        let url = "http://127.0.0.1:\(rig.origin.port)?x=1#frag"
+        let args = ["-v", "-o", "/dev/null", "-A", "ferry-test", "-H", "X-One: 1", url]
+        func lines(_ err: String, _ mark: String) -> [String] {
+            err.split(whereSeparator: \.isNewline).map(String.init).filter { $0.hasPrefix(mark) && !$0.hasPrefix(mark + " Date:") }
+                .map { $0.trimmingCharacters(in: .whitespaces) }
+        }
+        let mine = try ferry(args, rig.daemon).err, theirs = try curl(args).err
+        #expect(lines(mine, ">").sorted() == lines(theirs, ">").sorted(), "\(mine)\n--- curl:\n\(theirs)")
+        #expect(lines(mine, "<") == lines(theirs, "<"))
+        #expect(lines(mine, ">").first == "> GET /?x=1 HTTP/1.1")
+        #expect(mine.contains("* ferry cache: miss"))
+    }
 }
 }
