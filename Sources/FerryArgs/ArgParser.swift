@@ -7,13 +7,17 @@ public struct OptionSpec: Sendable {
     /// The commands that take this option; empty: every command. Another command given it is a usage error
     /// (`ArgParser.misplaced`), not an option silently ignored.
     public var commands: [String]
+    /// The value used when none is given, as a person writes it (help text and `--print-config` show it).
+    public var defaultValue: String?
 
-    public init(_ name: String, short: Character? = nil, takesValue: Bool = false, help: String, commands: [String] = []) {
+    public init(_ name: String, short: Character? = nil, takesValue: Bool = false, default defaultValue: String? = nil,
+                help: String, commands: [String] = []) {
         self.name = name
         self.short = short
         self.takesValue = takesValue
         self.help = help
         self.commands = commands
+        self.defaultValue = defaultValue
     }
 }
 
@@ -176,7 +180,7 @@ public struct ArgParser: Sendable {
     public var helpText: String {
         let rows = options.map { o -> (String, String) in
             let short = o.short.map { "-\($0), " } ?? "    "
-            return ("  \(short)--\(o.name)\(o.takesValue ? " VALUE" : "")", o.help)
+            return ("  \(short)--\(o.name)\(o.takesValue ? " VALUE" : "")", o.help + (o.defaultValue.map { " (default: \($0))" } ?? ""))
         }
         let width = (rows.map(\.0.count).max() ?? 0) + 2
         return rows.map { $0.0 + String(repeating: " ", count: width - $0.0.count) + $0.1 }.joined(separator: "\n")

@@ -92,8 +92,13 @@ public struct FerryDaemon: Sendable {
         var respawns = 0
         while clock.now < deadline {
             if let client = try await tryConnect() { return client }
-            if let pid = child, FerryDaemon.hasExited(pid) {
+            if let pid = child, let status = FerryDaemon.exitStatus(pid) {
                 child = nil
+                // Anything but "another daemon has the socket" will not get better by waiting: say why, now.
+                guard status == FerryDaemon.alreadyRunningStatus else {
+                    let why = FerryDaemon.lastLogLine(FerryDaemon.logPath(forSocket: socketPath)) ?? "no reason in its log"
+                    throw FerryError.connection("ferryd exited at once (status \(status)): \(why)")
+                }
                 if respawns < 5 {
                     respawns += 1
                     try? await Task.sleep(for: .milliseconds(100 * respawns))
@@ -106,11 +111,30 @@ public struct FerryDaemon: Sendable {
         throw FerryError.connection("ferryd did not answer on \(socketPath) within \(readyTimeoutMs / 1000) s; see \(FerryDaemon.logPath(forSocket: socketPath))")
     }
 
-    /// Reaps `pid` if it has exited (so it leaves no zombie) and says whether it did.
-    static func hasExited(_ pid: pid_t) -> Bool {
+    /// ferryd's exit status when another daemon holds its socket (it lost a start race, or one was draining).
+    public static let alreadyRunningStatus: Int32 = 3
+
+    /// The exit status of `pid` if it has exited (reaped, so it leaves no zombie); nil while it runs.
+    static func exitStatus(_ pid: pid_t) -> Int32? {
         var status: Int32 = 0
-        return waitpid(pid, &status, WNOHANG) == pid
+        guard waitpid(pid, &status, WNOHANG) == pid else { return nil }
+        // WIFEXITED / WEXITSTATUS, which Swift's Glibc module does not export: a signal's death is 128 + signal.
+        return status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + status & 0x7f
     }
+
+    /// The daemon's last word in its log: the last line it wrote as `ferryd: …` (else the last line).
+    static func lastLogLine(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        let size = lseek(fd, 0, SEEK_END)
+        let start = max(0, size - 8192)
+        var buffer = [UInt8](repeating: 0, count: Int(size - start))
+        guard pread(fd, &buffer, buffer.count, start) == buffer.count else { return nil }
+        let lines = String(decoding: buffer, as: UTF8.self).split(separator: "\n").map(String.init).filter { !$0.isEmpty }
+        return lines.last { $0.hasPrefix("ferryd: ") } ?? lines.last
+    }
+
 
     /// The socket's directory must exist for the log file; ferryd checks its mode and owner itself.
     private func ensureDirectory(of path: String) {

@@ -22,6 +22,9 @@ struct DaemonCommands {
             let pid = (try? await client.stats())?["pid"]?.intValue ?? 0
             client.close()
             print("ferryd is already running on \(launcher.socketPath) (pid \(pid))")
+            if !launcher.daemonArguments.isEmpty {
+                writeStderr("ferry: its options are unchanged; to start it with \(launcher.daemonArguments.joined(separator: " ")): ferry daemon stop, then start")
+            }
             return
         }
         let client = try await launcher.waitUntilReady(spawned: try launcher.start())

@@ -9,7 +9,13 @@ import FerryProtocol
 struct DaemonLauncher {
     let daemon: FerryDaemon
 
-    init(explicitSocket: String?) { daemon = FerryDaemon(socket: explicitSocket, clientName: "ferry-cli") }
+    init(explicitSocket: String?, daemonArguments: [String] = []) {
+        var daemon = FerryDaemon(socket: explicitSocket, clientName: "ferry-cli")
+        daemon.daemonArguments = daemonArguments
+        self.daemon = daemon
+    }
+
+    var daemonArguments: [String] { daemon.daemonArguments }
 
     var socketPath: String { daemon.socketPath }
 

@@ -104,12 +104,30 @@ let subcommandHelp: [String: String] = [
     "http": HTTPCommands.usage,
     "fetch": FetchCommand.usage,
     "image": ImageCommand.usage,
-    "daemon": "Usage: ferry daemon start|stop|status [--socket PATH]\n\nstart: start ferryd in the background (no-op if running)\nstop: SIGTERM the daemon and wait for it to exit\nstatus: print the daemon's state; exit 3 if it is not running",
+    "daemon": "Usage: ferry daemon start [FERRYD-OPTIONS] | stop | status [--socket PATH]\n\nstart: start ferryd in the background with these of its options, e.g. --disk-limit 1GiB (no-op if running; ferryd also reads its configuration file, ferryd --print-config)\nstop: SIGTERM the daemon and wait for it to exit\nstatus: print the daemon's state; exit 3 if it is not running",
 ]
 
 func runCLI() async -> Int32 {
     var args: ParsedArgs
-    let words = Array(CommandLine.arguments.dropFirst())
+    var words = Array(CommandLine.arguments.dropFirst())
+    // `ferry daemon start FLAGS…`: ferryd's own flags go to the daemon it starts (ferryd checks them, and the
+    // CLI says why at once when it refuses them); --socket and --help stay the CLI's.
+    var daemonArgs: [String] = []
+    if words.count > 1, words[0] == "daemon", words[1] == "start" {
+        let rest = words.dropFirst(2)
+        words = ["daemon", "start"]
+        var k = rest.startIndex
+        while k < rest.endIndex {
+            let w = rest[k]
+            if w == "--socket", k + 1 < rest.endIndex {
+                words += [w, rest[k + 1]]
+                k += 2
+                continue
+            }
+            if w.hasPrefix("--socket=") || w == "--help" || w == "-h" { words.append(w) } else { daemonArgs.append(w) }
+            k += 1
+        }
+    }
     do {
         args = try parser.parse(words)
         // fetch reads `--json DATA` (a value), the others `--json` (a flag): read fetch's words again its way.
@@ -136,7 +154,7 @@ func runCLI() async -> Int32 {
         print("ferry \(ferryVersion)")
         return 0
     }
-    let launcher = DaemonLauncher(explicitSocket: args.value("socket"))
+    let launcher = DaemonLauncher(explicitSocket: args.value("socket"), daemonArguments: daemonArgs)
     let commands = Commands(args: args, launcher: launcher)
     do {
         switch command {

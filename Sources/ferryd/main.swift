@@ -4,7 +4,8 @@ import Glibc
 import FerryArgs
 import FerryServer
 
-/// ferryd: parse flags, run the server, map failures to exit codes (0 clean stop, 1 could not start, 2 usage).
+/// ferryd: parse flags, run the server, map failures to exit codes (0 clean stop, 1 could not start, 2 usage or
+/// configuration, 3 another daemon has the socket).
 func writeStderr(_ s: String) {
     var line = s + "\n"
     line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
@@ -20,15 +21,25 @@ do {
         print("ferryd \(ferryVersion)")
         exit(0)
     }
-    let config = try DaemonOptions.config(from: args)
+    let settings = try DaemonOptions.settings(args, environment: DaemonOptions.environment, uid: getuid(), read: DaemonOptions.readFile)
+    let config = try DaemonOptions.config(from: settings)
+    if args.has("print-config") {
+        let file = DaemonOptions.configFile(args, environment: DaemonOptions.environment, uid: getuid())
+        print(DaemonOptions.printed(settings, config, file: file.map { ($0.path, access($0.path, R_OK) == 0) }))
+        exit(0)
+    }
     let server = Server(config: config)
     do {
         try server.run()
     } catch {
         writeStderr("ferryd: \(error)")
-        exit(1)
+        // 3: another daemon has the socket (a client that started this one waits for that one instead).
+        switch error {
+        case .alreadyRunning, .liveSocket: exit(3)
+        default: exit(1)
+        }
     }
 } catch {
-    writeStderr("ferryd: \(error)\n\n\(DaemonOptions.usage)")
+    writeStderr("ferryd: \(error) (ferryd --help lists every option)")
     exit(2)
 }

@@ -47,7 +47,9 @@ final class Daemon: @unchecked Sendable {
         self.socket = socket ?? dir.path + "/s.sock"
         logPath = dir.path + "/ferryd.log"
         process = try Subprocess(Binaries.ferryd,
-                                 ["--socket", self.socket, "--cache-dir", dir.path + "/cache", "--log-level", "debug"] + extraArgs,
+                                 ["--socket", self.socket, "--cache-dir", dir.path + "/cache", "--log-level", "debug"]
+                                     // The machine's own configuration file is not the test's.
+                                     + (extraArgs.contains("--config") ? [] : ["--no-config"]) + extraArgs,
                                  environment: environment, stderr: logPath)
         if waitReady { try waitUntilListening() }
     }
