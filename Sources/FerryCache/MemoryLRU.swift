@@ -20,7 +20,7 @@
 /// lru.get("a")          // "a" gets a second chance at the next eviction
 /// ```
 public final class MemoryLRU<Key: Hashable, Value> {
-    public let budget: Int
+    public private(set) var budget: Int
     public private(set) var usedBytes = 0
     /// One slot per entry, its fields together: a `get` touches one array (one exclusivity check, one uniqueness
     /// check, through `withSlots`), not six.
@@ -169,6 +169,19 @@ public final class MemoryLRU<Key: Hashable, Value> {
     /// Removes and returns the least recently used entry (for owners with limits of their own, e.g. an entry count).
     @discardableResult
     public func removeLeastRecent() -> (key: Key, value: Value)? { evictOne(sparing: nil) }
+
+    /// A new budget (a reload): a smaller one evicts least recently used entries until it holds; returns them.
+    ///
+    /// ```swift
+    /// lru.resize(budget: 500).count   // entries that no longer fit
+    /// ```
+    public func resize(budget newBudget: Int) -> [(key: Key, value: Value)] {
+        precondition(newBudget >= 0)
+        budget = newBudget
+        var evicted: [(key: Key, value: Value)] = []
+        while usedBytes > budget, let victim = evictOne(sparing: nil) { evicted.append(victim) }
+        return evicted
+    }
 
     /// CLOCK's hand: the entry at the old end goes, unless it was used since it got there (it then goes back to
     /// the new end, its bit cleared) or it is `sparing`. Nil when nothing but `sparing` is left.

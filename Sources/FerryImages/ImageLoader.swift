@@ -153,6 +153,11 @@ public actor ImageLoader {
         return !keys.isEmpty
     }
 
+    /// New memory bounds (`--image-memory-limit`, `--image-max-entries`, changed live by a reload).
+    public func resizeMemory(budget: Int, maxEntries: Int) {
+        memory.resize(budget: budget, maxEntries: maxEntries)
+    }
+
     /// Drops from the memory tier every image (and variant) of the URLs starting with `prefix` (`http.purge
     /// --prefix`); returns how many entries went.
     public func evict(urlPrefix prefix: String) -> Int {
@@ -164,6 +169,8 @@ public actor ImageLoader {
     public func snapshot() -> ImageStats {
         var s = stats
         s.bytes = memory.bytes
+        s.budget = memory.budget
+        s.maxEntries = memory.maxEntries
         s.entries = memory.count
         s.memoryEvictions = memory.evictions
         s.inFlight = inFlight.count

@@ -28,8 +28,8 @@ struct CachedImage: Sendable {
 struct ImageMemoryCache {
     enum Insertion: Equatable { case stored, oversized }
 
-    let budget: Int
-    let maxEntries: Int
+    private(set) var budget: Int
+    private(set) var maxEntries: Int
     private let lru: MemoryLRU<String, CachedImage>
     private(set) var evictions = 0
 
@@ -55,6 +55,14 @@ struct ImageMemoryCache {
             return nil
         }
         return image
+    }
+
+    /// New bounds (a reload): least recently used images go until both hold.
+    mutating func resize(budget newBudget: Int, maxEntries newMax: Int) {
+        budget = newBudget
+        maxEntries = max(1, newMax)
+        evictions += lru.resize(budget: newBudget).count
+        while lru.count > maxEntries, lru.removeLeastRecent() != nil { evictions += 1 }
     }
 
     mutating func insert(_ image: CachedImage, for key: String) -> Insertion {

@@ -5,6 +5,9 @@
 /// s.memoryHits, s.downloads, s.bytes   // hits served from memory, downloads started, bytes held
 /// ```
 public struct ImageStats: Sendable {
+    /// The memory tier's bounds now (a reload may change them).
+    public var budget = 0
+    public var maxEntries = 0
     public var memoryHits: UInt64 = 0
     public var diskHits: UInt64 = 0
     public var downloads: UInt64 = 0

@@ -12,7 +12,7 @@ import FerryProtocol
 /// listener.close()                                                                  // at the first signal
 /// ```
 final class Listener {
-    private let config: ServerConfig
+    private var config: ServerConfig
     private let table: ConnectionTable
     private let log: Logger
     private let socket: LoopPipeListener
@@ -32,6 +32,12 @@ final class Listener {
     }
 
     func close() { socket.close() }
+
+    /// A reload's new admission rules, for connections from now on.
+    func update(maxConnections: Int, allowOtherUsers: Bool) {
+        config.maxConnections = maxConnections
+        config.allowOtherUsers = allowOtherUsers
+    }
 
     private func accept(status: Int32) {
         guard status == 0, let pipe = socket.accept() else { return }

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import FerryCache
 import FerryFetch
+import FerryImages
 import FerryLoop
 import FerryProtocol
 import FerryStore
@@ -38,9 +39,17 @@ public final class Server {
     /// How long replies may take to reach clients once the daemon stops.
     static let finalFlushMs: UInt64 = 2000
 
+    /// The image loader, for a reload's new memory bounds.
+    private var images: ImageLoader?
+    /// Since when no connection has been open (for `--idle-exit`), in ms of the wall clock.
+    private var idleSince: Int64?
+    /// Reads the configuration again for SIGHUP (ferryd: its file, the environment, the flags it started with);
+    /// nil: SIGHUP only reopens the log file.
+    public var reload: (() throws(ReloadError) -> ServerConfig)?
+
     public init(config: ServerConfig) {
         self.config = config
-        log = Logger(level: config.logLevel)
+        log = Logger(level: config.logLevel, file: config.logFile)
     }
 
     /// Binds the socket and serves until a signal asks to stop and the drain is over.
@@ -87,6 +96,7 @@ public final class Server {
         self.fetch = fetch
         let (images, imagePool) = Wiring.startImages(config, fetch: fetch, store: store, budget: budget, post: mailbox.post)
         self.imagePool = imagePool
+        self.images = images
         let stats = ServerStats()
         let router = Router()
         router.hotPath = config.hotPath
@@ -116,12 +126,55 @@ public final class Server {
                 handle(.signal)
             })
         }
-        let sweep = LoopTimer(loop: loop) { timer in
+        handles.append(LoopSignal(loop: loop, signal: SIGHUP) { [unowned self] _ in reloadNow() })
+        let sweep = LoopTimer(loop: loop) { [unowned self] timer in
             store.sweep(now: WallClock.nowMs())
+            checkIdle(table: table)
             timer.start(afterMs: Server.sweepIntervalMs)
         }
         sweep.start(afterMs: Server.sweepIntervalMs)
         handles.append(sweep)
+    }
+
+    // MARK: Reload and idle exit
+
+    /// SIGHUP: the log file is opened again (after logrotate moved it), and the configuration read again; what can
+    /// change live does (`ConfigReload`), and the log says what needs a restart. A configuration that no longer
+    /// reads keeps the running one.
+    private func reloadNow() {
+        if let problem = log.sink.reopen() { log.error(problem) }
+        guard let reload else { return log.info("SIGHUP: log reopened (no configuration to read again)") }
+        let next: ServerConfig
+        do { next = try reload() } catch {
+            return log.error("SIGHUP: the configuration does not read, keeping the running one: \(error.message)")
+        }
+        let plan = ConfigReload.plan(from: config, to: next)
+        let running = config
+        config = ConfigReload.applying(next, to: config)
+        config.maxConnections = min(config.maxConnections, DaemonProcess.connectionCap(config, fileLimit: DaemonProcess.fileLimit()))
+        log.sink.level = config.logLevel
+        if config.memoryLimit != running.memoryLimit { store?.resizeMemory(config.memoryLimit) }
+        if config.imageMemoryLimit != running.imageMemoryLimit || config.imageMaxEntries != running.imageMaxEntries, let images {
+            let (budget, entries) = (config.imageMemoryLimit, config.imageMaxEntries)
+            Task { await images.resizeMemory(budget: budget, maxEntries: entries) }
+        }
+        listener?.update(maxConnections: config.maxConnections, allowOtherUsers: config.allowOtherUsers)
+        if plan.isEmpty { return log.info("SIGHUP: configuration read again, nothing changed") }
+        log.info("SIGHUP: configuration read again; changed now: \(plan.live.isEmpty ? "nothing" : plan.live.joined(separator: ", "))"
+                 + (plan.restart.isEmpty ? "" : "; needs a restart (kept as running): \(plan.restart.joined(separator: ", "))"))
+    }
+
+    /// `--idle-exit`: with no connection open for that long, the daemon stops as on SIGTERM.
+    private func checkIdle(table: ConnectionTable) {
+        guard let limit = config.idleExitMs, !lifecycle.isDraining else { return }
+        let now = WallClock.nowMs()
+        guard table.count == 0 else { return idleSince = nil }
+        let since = idleSince ?? now
+        idleSince = since
+        if now - since >= Int64(limit) {
+            log.info("idle for \(limit / 1000) s with no connection: stopping (--idle-exit)")
+            handle(.signal)
+        }
     }
 
     /// Once per loop iteration: the store writes and acknowledges the iteration's journaled sets, every connection

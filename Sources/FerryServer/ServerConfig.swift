@@ -9,6 +9,10 @@ public struct ServerConfig: Sendable {
     public var socketIsDefault: Bool
     public var cacheDirectory: String
     public var logLevel: LogLevel = .info
+    /// Where log lines go: a file opened for appending (and again on SIGHUP); nil: stderr.
+    public var logFile: String?
+    /// `--idle-exit`: stop after this long with no connection (an auto-started daemon's habit); nil: never.
+    public var idleExitMs: UInt64?
     public var limits = ProtocolLimits()
     /// Connections open at once; beyond it new ones get `resource_exhausted` and are closed.
     public var maxConnections = 4096

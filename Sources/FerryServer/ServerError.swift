@@ -24,3 +24,9 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
         }
     }
 }
+
+/// A configuration read again (SIGHUP) that does not read: the running one is kept.
+public struct ReloadError: Error, Sendable {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+}

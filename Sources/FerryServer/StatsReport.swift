@@ -42,7 +42,7 @@ final class StatsReport {
             "evictions": ["memory": .int(Int64(c.memoryEvictions)), "disk": .int(Int64(c.diskEvictions))],
             "expirations": .int(Int64(c.expirations)), "damaged": .int(Int64(c.damaged)),
             "memory": ["bytes": .int(Int64(c.memoryBytes)), "entries": .int(Int64(c.memoryEntries)),
-                       "budget": .int(Int64(store.config.memoryBudget))],
+                       "budget": .int(Int64(store.memoryBudget))],
             "disk": ["bytes": .int(Int64(c.diskBytes)), "entries": .int(Int64(c.diskEntries)),
                      "budget": .int(Int64(store.config.diskBudget)), "full": .bool(c.diskFull)],
         ]

@@ -156,6 +156,7 @@ enum DaemonProcess {
         sigemptyset(&shutdownSignals)
         sigaddset(&shutdownSignals, SIGINT)
         sigaddset(&shutdownSignals, SIGTERM)
+        sigaddset(&shutdownSignals, SIGHUP)
         pthread_sigmask(SIG_UNBLOCK, &shutdownSignals, nil)
     }
 

@@ -290,6 +290,15 @@ public final class CacheStore: @unchecked Sendable {
 
     // MARK: Memory tier
 
+    /// The memory tier's budget now (`--memory-limit`, changed live by a reload).
+    public var memoryBudget: Int { memory.budget }
+
+    /// A new memory budget (a reload): a smaller one evicts least recently used values now (they stay on disk).
+    public func resizeMemory(_ bytes: Int) {
+        own.memoryEvictions += UInt64(memory.resize(budget: bytes).count)
+        syncMemoryCounters()
+    }
+
     private func remember(_ key: CacheKey, _ entry: CacheEntry) {
         let evicted = memory.set(key, entry, cost: entry.value.count + key.overheadBytes)
         own.memoryEvictions += UInt64(evicted.filter { $0.key != key }.count)

@@ -13,6 +13,8 @@ enum DaemonOptions {
         OptionSpec("socket", takesValue: true, help: "socket path (default: $FERRY_SOCKET, $XDG_RUNTIME_DIR/ferry/ferryd.sock, /tmp/ferry-$UID/ferryd.sock)"),
         OptionSpec("cache-dir", takesValue: true, help: "cache directory (default: $XDG_CACHE_HOME/ferry, else ~/.cache/ferry)"),
         OptionSpec("log-level", takesValue: true, default: "info", help: "debug, info, warn or error"),
+        OptionSpec("log-file", takesValue: true, help: "write the log to this file (appended; opened again on SIGHUP) instead of stderr"),
+        OptionSpec("idle-exit", takesValue: true, help: "stop after this long with no connection, e.g. 10m (as sccache's auto-started server does; default: never)"),
         OptionSpec("grace", takesValue: true, default: "10s", help: "how long requests in flight may finish after SIGTERM"),
         OptionSpec("max-connections", takesValue: true, default: "4096", help: "connections open at once"),
         OptionSpec("max-in-flight", takesValue: true, default: "256", help: "requests in flight per connection"),
@@ -159,6 +161,12 @@ enum DaemonOptions {
         if let level = value("log-level") {
             guard let l = LogLevel(name: level) else { throw UsageError("unknown log level \"\(level)\" (debug, info, warn, error)") }
             config.logLevel = l
+        }
+        if let file = value("log-file") { config.logFile = file }
+        if let idle = value("idle-exit") {
+            let ms = try parseDurationMs(idle)
+            guard ms >= 1000 else { throw UsageError("--idle-exit must be at least 1s (got \"\(idle)\")") }
+            config.idleExitMs = UInt64(ms)
         }
         if let grace = value("grace") { config.gracePeriodMs = UInt64(try parseDurationMs(grace)) }
         if let n = value("max-connections") { config.maxConnections = try positive(n, "--max-connections") }

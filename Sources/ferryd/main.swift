@@ -29,6 +29,15 @@ do {
         exit(0)
     }
     let server = Server(config: config)
+    // SIGHUP reads the same layers again: the file, the environment, and the flags this daemon started with.
+    server.reload = { () throws(ReloadError) -> ServerConfig in
+        do {
+            let again = try DaemonOptions.settings(args, environment: DaemonOptions.environment, uid: getuid(), read: DaemonOptions.readFile)
+            return try DaemonOptions.config(from: again)
+        } catch {
+            throw ReloadError("\(error)")
+        }
+    }
     do {
         try server.run()
     } catch {

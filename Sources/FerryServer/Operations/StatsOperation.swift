@@ -24,7 +24,7 @@ final class StatsOperation: OperationHandler {
             let images = await loader.snapshot()
             post {
                 var json = bound.value.1
-                json["image"] = .object(images.json(budget: loader.config.memoryBudget, maxEntries: loader.config.maxEntries))
+                json["image"] = .object(images.json(budget: images.budget, maxEntries: images.maxEntries))
                 if case .object(var memory)? = json["memory"] {
                     memory["images"] = .int(Int64(images.bytes))
                     json["memory"] = .object(memory)
