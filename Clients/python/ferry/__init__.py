@@ -36,14 +36,21 @@ The whole protocol::
 
         img = ferry.image("https://img.example.com/a.png")    # Image(bytes, format, width, height, source, url)
 
+For asyncio, ``ferry.aio`` (imported on its own: ``import ferry.aio``) has ``AsyncClient``, the same methods as
+coroutines on one connection shared by any number of tasks, and ``AsyncSession`` / ``ferry.aio.get`` …::
+
+    async with ferry.aio.AsyncClient() as c:
+        await c.cache_set("build/abc", b"data")
+        counts = await asyncio.gather(*(c.cache_incr("hits") for _ in range(100)))
+
 One ``Client`` may be shared by many threads: the threads waiting for replies read them, one at a time, and match
 them to requests by id. A request body too large for one frame is sent in parts (PROTOCOL.md section 5) by the
 Client itself; ``split_request`` shows the frames it would send. Large bodies come as descriptors when the daemon
 offers it (``BodyFile``).
 
-The modules: ``client`` (``Client``), ``connection`` (socket, hello, reading by the waiting threads, generic
-requests), ``cache``, ``fetch``, ``image`` (the operation families, as mixins of ``Client``), ``bodyfile``
-(``BodyFile``), ``framing`` (frames, ``FrameDecoder``,
+The modules: ``client`` (``Client``), ``aio`` (``AsyncClient``, ``AsyncSession``: asyncio), ``connection``
+(socket, hello, reading by the waiting threads, generic requests), ``cache``, ``fetch``, ``image`` (the operation
+families, as mixins of ``Client``), ``bodyfile`` (``BodyFile``), ``framing`` (frames, ``FrameDecoder``,
 ``split_request``), ``strictjson``, ``errors``, ``wire`` (the protocol's words as ``str`` enums) and ``paths``
 (``default_socket_path``). The older single module ``ferry_client`` re-exports this package.
 """

@@ -162,6 +162,31 @@ def _with_params(url: str, params: Any) -> str:
     return url + ("&" if "?" in url else "?") + query
 
 
+def _fetch_arguments(session_headers: Mapping[str, str], method: str, url: str, params: Any,
+                     headers: Optional[Mapping[str, str]], data: Any, json: Any, timeout: Timeout,
+                     cache: Optional[str], allow_redirects: bool,
+                     max_redirects: Optional[int]) -> Tuple[Tuple[Any, ...], Dict[str, Any]]:
+    """The ``(args, kwargs)`` of the ``fetch`` a ``request`` makes (shared by ``Session`` and
+    ``ferry.aio.AsyncSession``): ``params`` in the query, the session's headers under the request's, ``data``
+    form-encoded (a mapping or a list of pairs), UTF-8 (a str) or as bytes, ``timeout`` in seconds as both the
+    exchange's and the whole request's limit, ``allow_redirects=False`` as ``redirect="manual"``."""
+    fields = {**session_headers, **dict(headers or {})}
+    body = b""
+    if data is not None:
+        if isinstance(data, Mapping) or (isinstance(data, list) and data and isinstance(data[0], tuple)):
+            body = urllib.parse.urlencode(data, doseq=True).encode()
+            if not any(k.lower() == "content-type" for k in fields):
+                fields["Content-Type"] = "application/x-www-form-urlencoded"
+        else:
+            body = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    ms = seconds_to_ms(timeout)
+    kwargs: Dict[str, Any] = {"timeout_ms": ms, "request_timeout_ms": ms, "cache": cache, "max_redirects": max_redirects,
+                              "redirect": None if allow_redirects else "manual"}
+    if json is not _NO_JSON:
+        kwargs["json"] = json
+    return (_with_params(url, params), method.upper(), list(fields.items()), body), kwargs
+
+
 class Session:
     """A ``Client`` of its own, with default ``headers`` for every request; a context manager, as ``requests``'
     Session. ``Session(client=c)`` uses an existing client (not closed by the session). It starts ferryd when none
@@ -193,22 +218,11 @@ class Session:
         """One request: ``params`` into the query; ``data`` a dict (form-encoded), str (utf-8) or bytes; ``json``
         any JSON value; ``timeout`` seconds for the whole request; ``cache`` a fetch cache mode; with
         ``allow_redirects=False`` a 3xx is the response."""
-        fields = {**self.headers, **dict(headers or {})}
-        body = b""
-        if data is not None:
-            if isinstance(data, Mapping) or (isinstance(data, list) and data and isinstance(data[0], tuple)):
-                body = urllib.parse.urlencode(data, doseq=True).encode()
-                if not any(k.lower() == "content-type" for k in fields):
-                    fields["Content-Type"] = "application/x-www-form-urlencoded"
-            else:
-                body = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-        ms = seconds_to_ms(timeout)
-        kwargs: Dict[str, Any] = {"timeout_ms": ms, "request_timeout_ms": ms, "cache": cache, "max_redirects": max_redirects,
-                                  "redirect": None if allow_redirects else "manual"}
-        if json is not _NO_JSON:
-            kwargs["json"] = json
+        args, kwargs = _fetch_arguments(self.headers, method, url, params, headers, data, json, timeout, cache,
+                                        allow_redirects, max_redirects)
+
         def send(client: Client) -> FetchResponse:
-            return client.fetch(_with_params(url, params), method.upper(), list(fields.items()), body, **kwargs)
+            return client.fetch(*args, **kwargs)
 
         client = self._connected()
         try:

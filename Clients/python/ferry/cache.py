@@ -70,19 +70,7 @@ class CacheMixin:
         ``resource_exhausted`` when the value exceeds the server's ``max_value_bytes`` or the server's disk is full
         (nothing is stored), or locally when the request's envelope is too large to send (``key`` longer than
         max_json_bytes allows); ``invalid_argument`` for bad arguments."""
-        if isinstance(value, str):
-            value = value.encode("utf-8")
-        if not isinstance(value, (bytes, bytearray, memoryview)):
-            raise TypeError(f"a cache value must be bytes-like or str, not {type(value).__name__}")
-        args = self._cache_args(key, namespace)
-        if ttl is not None:
-            if ttl_ms is not None:
-                raise ValueError("ttl (seconds) or ttl_ms, not both")
-            ttl_ms = _seconds_to_ms(ttl)
-        if ttl_ms is not None:
-            args["ttl_ms"] = ttl_ms
-        if if_absent is not False:
-            args["if_absent"] = if_absent
+        args, value = _cache_set_request(key, value, namespace, ttl_ms, if_absent, ttl)
         result, _ = self.call("cache.set", args, value)
         return result.get("stored") is True
 
@@ -97,11 +85,7 @@ class CacheMixin:
         if isinstance(body, BodyFile):
             with body:
                 body = body.read()
-        size = result.get("size", len(body))
-        if size != len(body):
-            raise FerryError(ErrorCode.internal, f"cache.get of {key!r}: result says size {size!r} but the value "
-                                                 f"has {len(body)} bytes")
-        return CacheEntry(body, len(body), result.get("created_at"), result.get("expires_at"))
+        return _cache_entry(key, result, body)
 
     def cache_get_file(self, key: str, namespace: Optional[str] = None) -> Optional[BodyFile]:
         """The value as a ``BodyFile`` (a descriptor, when the daemon offers them and the value is large; else one
@@ -126,11 +110,8 @@ class CacheMixin:
     def _cache_get_reply(self, key: str, namespace: Optional[str]):
         """``cache.get``'s ``(result, body)``, the body a ``BodyFile`` when the daemon handed a large one over as a
         descriptor (not through the socket); None when the key is absent or expired."""
-        args = self._cache_args(key, namespace)
-        if self.offers_body_fd:
-            args["body_fd"] = True
         try:
-            return self.call("cache.get", args)
+            return self.call("cache.get", _cache_get_args(key, namespace, self.offers_body_fd))
         except FerryError as e:
             if e.code == ErrorCode.not_found:
                 return None
@@ -150,13 +131,7 @@ class CacheMixin:
         """Gives a live entry a new time to live, counted from now: ``ttl`` in seconds (or a ``timedelta``) or
         ``ttl_ms``; neither (sent as JSON null) makes it never expire. Returns the new ``expires_at`` (ms since the
         Unix epoch), or None for never. Raises FerryError ``not_found`` when the key is absent or expired."""
-        if ttl is not None:
-            if ttl_ms is not None:
-                raise ValueError("ttl (seconds) or ttl_ms, not both")
-            ttl_ms = _seconds_to_ms(ttl)
-        args = self._cache_args(key, namespace)
-        args["ttl_ms"] = ttl_ms
-        result, _ = self.call("cache.touch", args)
+        result, _ = self.call("cache.touch", _cache_touch_args(key, ttl_ms, namespace, ttl))
         return result.get("expires_at")
 
     def cache_incr(self, key: str, by: int = 1, namespace: Optional[str] = None, *,
@@ -165,13 +140,7 @@ class CacheMixin:
         returns the new value, as Redis's INCRBY does. A missing key counts from 0 and takes ``ttl`` (seconds or a
         ``timedelta``); an existing key keeps its expiry. Raises FerryError ``failed_precondition`` when the value is
         not a decimal integer or the sum would overflow 64 bits (the value is left as it was)."""
-        if isinstance(by, bool) or not isinstance(by, int):
-            raise TypeError("by must be an int")
-        args = self._cache_args(key, namespace)
-        args["by"] = by
-        if ttl is not None:
-            args["ttl_ms"] = _seconds_to_ms(ttl)
-        result, _ = self.call("cache.incr", args)
+        result, _ = self.call("cache.incr", _cache_incr_args(key, by, namespace, ttl))
         return int(result["value"])
 
     def cache_list(self, namespace: Optional[str] = None, prefix: Optional[str] = None,
@@ -191,12 +160,7 @@ class CacheMixin:
         """One page of ``cache.list``: ``(keys, cursor)``; ``cursor`` is None on the last page, else the value to
         pass for the next page."""
         result, _ = self.call("cache.list", given_args(namespace=namespace, prefix=prefix, limit=limit, cursor=cursor))
-        items = result.get("keys")
-        if not isinstance(items, list):
-            raise FerryError(ErrorCode.internal, f"cache.list result has no keys array: {result!r}")
-        keys = [CacheKey(item.get("key"), item.get("size"), item.get("expires_at"))
-                for item in items if isinstance(item, dict)]
-        return keys, result.get("cursor")
+        return _cache_list_page(result)
 
     def _cache_list_pages(self, keys: List[CacheKey], cursor: Optional[str], namespace: Optional[str],
                           prefix: Optional[str], limit: Optional[int]) -> Iterator[CacheKey]:
@@ -206,24 +170,111 @@ class CacheMixin:
                 return
             previous = cursor
             keys, cursor = self.cache_list_page(namespace, prefix, limit, previous)
-            if cursor is not None and cursor == previous:
-                raise FerryError(ErrorCode.internal, f"cache.list returned the cursor it was given ({cursor!r}); "
-                                                     "paging would never end")
+            _check_next_cursor(previous, cursor)
 
     def cache_clear(self, namespace: Optional[str] = None) -> int:
         """Removes every entry of a namespace (``"default"`` when None); returns how many were removed."""
-        args: Dict[str, Any] = {}
-        if namespace is not None:
-            args["namespace"] = namespace
-        result, _ = self.call("cache.clear", args)
+        result, _ = self.call("cache.clear", _cache_clear_args(namespace))
         return result.get("removed")
 
     @staticmethod
     def _cache_args(key: Any, namespace: Optional[str]) -> Dict[str, Any]:
-        args: Dict[str, Any] = {"key": key}
-        if namespace is not None:
-            args["namespace"] = namespace
-        return args
+        return _cache_args(key, namespace)
+
+
+# ----- the pure parts of the cache_* methods, shared with ferry.aio.AsyncClient: arguments built and checked
+# locally, replies shaped into results; nothing here does I/O.
+
+def _cache_args(key: Any, namespace: Optional[str]) -> Dict[str, Any]:
+    args: Dict[str, Any] = {"key": key}
+    if namespace is not None:
+        args["namespace"] = namespace
+    return args
+
+
+def _cache_set_request(key: str, value: Union[bytes, str], namespace: Optional[str], ttl_ms: Optional[int],
+                       if_absent: bool, ttl: Union[None, int, float, datetime.timedelta]) -> Tuple[Dict[str, Any], Any]:
+    """``cache_set``'s ``(args, body)``: a ``str`` value as its UTF-8 bytes; TypeError for a value that is not
+    bytes-like, ValueError for both ``ttl`` and ``ttl_ms``."""
+    if isinstance(value, str):
+        value = value.encode("utf-8")
+    if not isinstance(value, (bytes, bytearray, memoryview)):
+        raise TypeError(f"a cache value must be bytes-like or str, not {type(value).__name__}")
+    args = _cache_args(key, namespace)
+    if ttl is not None:
+        if ttl_ms is not None:
+            raise ValueError("ttl (seconds) or ttl_ms, not both")
+        ttl_ms = _seconds_to_ms(ttl)
+    if ttl_ms is not None:
+        args["ttl_ms"] = ttl_ms
+    if if_absent is not False:
+        args["if_absent"] = if_absent
+    return args, value
+
+
+def _cache_get_args(key: str, namespace: Optional[str], body_fd: bool) -> Dict[str, Any]:
+    """``cache.get``'s args; ``body_fd``: ask for a large value as a descriptor."""
+    args = _cache_args(key, namespace)
+    if body_fd:
+        args["body_fd"] = True
+    return args
+
+
+def _cache_entry(key: str, result: dict, body: bytes) -> CacheEntry:
+    """A ``cache.get`` reply (its body in bytes) as a CacheEntry; FerryError("internal") when the sizes differ."""
+    size = result.get("size", len(body))
+    if size != len(body):
+        raise FerryError(ErrorCode.internal, f"cache.get of {key!r}: result says size {size!r} but the value "
+                                             f"has {len(body)} bytes")
+    return CacheEntry(body, len(body), result.get("created_at"), result.get("expires_at"))
+
+
+def _cache_touch_args(key: str, ttl_ms: Optional[int], namespace: Optional[str],
+                      ttl: Union[None, int, float, datetime.timedelta]) -> Dict[str, Any]:
+    """``cache.touch``'s args: ``ttl_ms`` always present (null: never expire); ValueError for both times."""
+    if ttl is not None:
+        if ttl_ms is not None:
+            raise ValueError("ttl (seconds) or ttl_ms, not both")
+        ttl_ms = _seconds_to_ms(ttl)
+    args = _cache_args(key, namespace)
+    args["ttl_ms"] = ttl_ms
+    return args
+
+
+def _cache_incr_args(key: str, by: int, namespace: Optional[str],
+                     ttl: Union[None, int, float, datetime.timedelta]) -> Dict[str, Any]:
+    """``cache.incr``'s args; TypeError when ``by`` is not an int (a bool is not)."""
+    if isinstance(by, bool) or not isinstance(by, int):
+        raise TypeError("by must be an int")
+    args = _cache_args(key, namespace)
+    args["by"] = by
+    if ttl is not None:
+        args["ttl_ms"] = _seconds_to_ms(ttl)
+    return args
+
+
+def _cache_list_page(result: dict) -> Tuple[List[CacheKey], Optional[str]]:
+    """A ``cache.list`` result as ``(keys, cursor)``; FerryError("internal") without a keys array."""
+    items = result.get("keys")
+    if not isinstance(items, list):
+        raise FerryError(ErrorCode.internal, f"cache.list result has no keys array: {result!r}")
+    keys = [CacheKey(item.get("key"), item.get("size"), item.get("expires_at"))
+            for item in items if isinstance(item, dict)]
+    return keys, result.get("cursor")
+
+
+def _check_next_cursor(previous: str, cursor: Optional[str]) -> None:
+    """Refuses a page whose cursor is the one it was asked with (paging would never end)."""
+    if cursor is not None and cursor == previous:
+        raise FerryError(ErrorCode.internal, f"cache.list returned the cursor it was given ({cursor!r}); "
+                                             "paging would never end")
+
+
+def _cache_clear_args(namespace: Optional[str]) -> Dict[str, Any]:
+    args: Dict[str, Any] = {}
+    if namespace is not None:
+        args["namespace"] = namespace
+    return args
 
 
 def _seconds_to_ms(value: Union[int, float, datetime.timedelta]) -> int:

@@ -115,7 +115,7 @@ class Connection:
         self._write_poll = select.poll()    # used under _send_lock only
         self._write_poll.register(self._sock.fileno(), select.POLLIN | select.POLLOUT)
         try:
-            result, _ = self.call("hello", {"versions": [PROTOCOL_VERSION], "client": self.name})
+            result, _ = self.call("hello", _hello_args(self.name))
         except BaseException:
             self.close()
             raise
@@ -134,17 +134,7 @@ class Connection:
         return sock
 
     def _accept_hello(self, result: dict) -> None:
-        self.version = result.get("version")
-        self.server = result.get("server")
-        self.limits = dict(result.get("limits") or {})
-        self.operations = list(result.get("operations") or [])
-        self.capabilities = [c for c in (result.get("capabilities") or []) if isinstance(c, str)]
-        max_frame = self.limits.get("max_frame_bytes", DEFAULT_MAX_FRAME_BYTES)
-        self._decoder.max_frame_bytes = max_frame
-        self._decoder.max_json_bytes = self.limits.get("max_json_bytes", DEFAULT_MAX_JSON_BYTES)
-        self._decoder.max_nesting = self.limits.get("max_nesting", DEFAULT_MAX_NESTING)
-        self._send_limit = max_frame
-        self._send_json_limit = self._decoder.max_json_bytes
+        _accept_hello(self, result)
 
     @property
     def offers_body_fd(self) -> bool:
@@ -246,11 +236,7 @@ class Connection:
     # ----- internals: sending
 
     def _start(self, op: str, args: Optional[dict], body: bytes, timeout_ms: Optional[int]) -> _Pending:
-        envelope: Dict[str, Any] = {"id": 0, "op": op}
-        if args:
-            envelope["args"] = args
-        if timeout_ms is not None:
-            envelope["timeout_ms"] = timeout_ms
+        envelope = _request_envelope(op, args, timeout_ms)
         body = _byte_view(body)
         with self._lock:
             self._raise_if_closed()
@@ -333,10 +319,7 @@ class Connection:
     # ----- internals: waiting
 
     def _deadline(self, timeout: Optional[float], timeout_ms: Optional[int]) -> Optional[float]:
-        if timeout is None and timeout_ms is not None:
-            timeout = timeout_ms / 1000.0 + LOCAL_DEADLINE_GRACE_S
-        if timeout is None:
-            timeout = self.timeout
+        timeout = _local_timeout(timeout, timeout_ms, self.timeout)
         return None if timeout is None else time.monotonic() + timeout
 
     def _lookup(self, request_id: int) -> _Pending:
@@ -397,30 +380,21 @@ class Connection:
                 raise
 
     def _check_chunk(self, pending: _Pending, data: Any, have: int) -> None:
-        offset = data.get("offset") if isinstance(data, dict) else None
-        if offset is not None and offset != have:
+        error = _chunk_error(pending.id, data, have)
+        if error is not None:
             self._abandon(pending)
-            raise FerryProtocolError(f"request {pending.id}: chunk at offset {offset}, expected {have}")
+            raise error
 
     def _next_item(self, pending: _Pending, deadline: Optional[float]) -> tuple:
         """The next reply of a request; raises FerryError for an error reply, a closed connection or a timeout."""
         item = self._await(pending, deadline)
         if item is None:
             self._abandon(pending)
-            raise FerryError(ErrorCode.deadline_exceeded,
-                             f"no reply to request {pending.id} ({pending.op}) within the local timeout") from None
-        kind = item[0]
-        if kind == _EVENT:
+            raise _local_timeout_error(pending.id, pending.op) from None
+        if item[0] == _EVENT:
             return item
         self._forget(pending.id)
-        if kind == _CLOSED:
-            err = item[1]   # shared by all waiters: raise a copy each
-            raise FerryError.make(err.code, err.message, err.details)
-        _, envelope, body = item
-        if "error" in envelope:
-            raise FerryError.from_wire(envelope["error"])
-        result = envelope.get("result")
-        return _FINAL, result if isinstance(result, dict) else {}, body
+        return _final_item(item)
 
     def _abandon(self, pending: _Pending) -> None:
         if self._forget(pending.id):
@@ -434,8 +408,7 @@ class Connection:
         if self._sock is None:
             raise FerryError(ErrorCode.failed_precondition, "client is not connected; call connect() first")
         if self._closed_error is not None:
-            err = self._closed_error
-            raise FerryError.make(err.code, err.message, err.details)
+            raise _copy_error(self._closed_error)
 
     # ----- internals: reading (by the waiting threads, one at a time)
 
@@ -539,8 +512,7 @@ class Connection:
         if reason is None:
             return
         if self._server_error is not None:
-            err = self._server_error
-            reason = FerryError.make(err.code, f"ferryd closed the connection after: {err.message}", err.details)
+            reason = _closed_after(self._server_error)
         self._shutdown(reason)
 
     def _dispatch(self, envelope: dict, body: bytes) -> None:
@@ -567,10 +539,8 @@ class Connection:
                 pending.wake.notify()
 
     def _note_connection_error(self, envelope: dict) -> None:
-        if not isinstance(envelope.get("error"), dict):
-            return
-        error = FerryError.from_wire(envelope["error"])
-        if error.code in _CLOSING_CODES:
+        error = _closing_error(envelope)
+        if error is not None:
             self._server_error = error
 
     def _shutdown(self, reason: FerryError) -> None:
@@ -587,3 +557,88 @@ class Connection:
             self._sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+
+
+# ----- the parts of a connection that do no I/O, shared with ferry.aio.AsyncClient
+
+def _hello_args(name: str) -> Dict[str, Any]:
+    return {"versions": [PROTOCOL_VERSION], "client": name}
+
+
+def _accept_hello(conn: Any, result: dict) -> None:
+    """Stores the ``hello`` result on ``conn`` (``version``, ``server``, ``limits``, ``operations``,
+    ``capabilities``) and raises its decoder's and sender's limits to the ones the server announced."""
+    conn.version = result.get("version")
+    conn.server = result.get("server")
+    conn.limits = dict(result.get("limits") or {})
+    conn.operations = list(result.get("operations") or [])
+    conn.capabilities = [c for c in (result.get("capabilities") or []) if isinstance(c, str)]
+    max_frame = conn.limits.get("max_frame_bytes", DEFAULT_MAX_FRAME_BYTES)
+    conn._decoder.max_frame_bytes = max_frame
+    conn._decoder.max_json_bytes = conn.limits.get("max_json_bytes", DEFAULT_MAX_JSON_BYTES)
+    conn._decoder.max_nesting = conn.limits.get("max_nesting", DEFAULT_MAX_NESTING)
+    conn._send_limit = max_frame
+    conn._send_json_limit = conn._decoder.max_json_bytes
+
+
+def _request_envelope(op: str, args: Optional[dict], timeout_ms: Optional[int]) -> Dict[str, Any]:
+    """A request envelope with id 0 (the caller sets the id); empty args and no timeout_ms are left out."""
+    envelope: Dict[str, Any] = {"id": 0, "op": op}
+    if args:
+        envelope["args"] = args
+    if timeout_ms is not None:
+        envelope["timeout_ms"] = timeout_ms
+    return envelope
+
+
+def _local_timeout(timeout: Optional[float], timeout_ms: Optional[int], default: Optional[float]) -> Optional[float]:
+    """How long (seconds) to wait locally for a request: ``timeout`` if given, else its ``timeout_ms`` plus a grace
+    (section 7), else the client's ``default``; None: no limit."""
+    if timeout is None and timeout_ms is not None:
+        timeout = timeout_ms / 1000.0 + LOCAL_DEADLINE_GRACE_S
+    if timeout is None:
+        timeout = default
+    return timeout
+
+
+def _local_timeout_error(rid: int, op: str) -> FerryError:
+    return FerryError(ErrorCode.deadline_exceeded, f"no reply to request {rid} ({op}) within the local timeout")
+
+
+def _copy_error(err: FerryError) -> FerryError:
+    """A new exception like ``err`` (one error shared by all waiters is raised as a copy each)."""
+    return FerryError.make(err.code, err.message, err.details)
+
+
+def _final_item(item: tuple) -> Tuple[str, dict, Any]:
+    """A request's last queue item (its final frame, or the connection's end) as ``("final", result, body)``;
+    raises FerryError for an error reply or a closed connection."""
+    if item[0] == _CLOSED:
+        raise _copy_error(item[1])
+    _, envelope, body = item
+    if "error" in envelope:
+        raise FerryError.from_wire(envelope["error"])
+    result = envelope.get("result")
+    return _FINAL, result if isinstance(result, dict) else {}, body
+
+
+def _chunk_error(rid: int, data: Any, have: int) -> Optional[FerryProtocolError]:
+    """The error for a chunk event whose offset is not the ``have`` bytes received so far, else None."""
+    offset = data.get("offset") if isinstance(data, dict) else None
+    if offset is not None and offset != have:
+        return FerryProtocolError(f"request {rid}: chunk at offset {offset}, expected {have}")
+    return None
+
+
+def _closing_error(envelope: dict) -> Optional[FerryError]:
+    """The error of an id-0 frame after which the server closes the connection (section 4), else None."""
+    if not isinstance(envelope.get("error"), dict):
+        return None
+    error = FerryError.from_wire(envelope["error"])
+    return error if error.code in _CLOSING_CODES else None
+
+
+def _closed_after(server_error: FerryError) -> FerryError:
+    """Why the connection ended, when the server named a reason (an id-0 closing error) before closing it."""
+    return FerryError.make(server_error.code, f"ferryd closed the connection after: {server_error.message}",
+                           server_error.details)

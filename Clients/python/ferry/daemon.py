@@ -57,22 +57,62 @@ def connect(path: Optional[str] = None, name: str = "python", timeout: Optional[
     try:
         return Client(path, name=name, timeout=timeout).connect()
     except FerryError as e:
-        if e.code != ErrorCode.unavailable or not autostart or os.environ.get("FERRY_NO_AUTOSTART", "0") not in ("", "0"):
+        if not _may_autostart(e, autostart):
             raise
-    child = start_ferryd(path, daemon_args)
-    deadline = time.monotonic() + ready_seconds
-    respawns = 0
-    while time.monotonic() < deadline:
+    starter = _Autostart(path, daemon_args, ready_seconds)
+    while starter.waiting():
         try:
             return Client(path, name=name, timeout=timeout).connect()
         except FerryError as e:
             if e.code != ErrorCode.unavailable:
                 raise
-        # Lost the start race, or an old daemon still held the lock: spawn again, a few times at most.
-        if child.poll() is not None and respawns < 5:
-            respawns += 1
-            time.sleep(0.1 * respawns)
-            child = start_ferryd(path, daemon_args)
-        time.sleep(0.01)
-    raise FerryError(ErrorCode.unavailable, f"ferryd did not answer on {path} within {ready_seconds:g} s; see "
-                                            f"{os.path.join(os.path.dirname(path), 'ferryd.log')}")
+        delay = starter.respawn_delay()
+        if delay is not None:
+            time.sleep(delay)
+            starter.respawn()
+        time.sleep(_POLL_SECONDS)
+    raise starter.failure()
+
+
+# ----- the steps of connect(), shared with ferry.aio.connect (which sleeps with asyncio and spawns in a thread)
+
+_POLL_SECONDS = 0.01
+
+
+def _may_autostart(error: FerryError, autostart: bool) -> bool:
+    """Whether a failed first connect should start ferryd: nobody answered (``unavailable``), ``autostart`` is on
+    and ``FERRY_NO_AUTOSTART`` does not turn it off."""
+    return (error.code == ErrorCode.unavailable and autostart
+            and os.environ.get("FERRY_NO_AUTOSTART", "0") in ("", "0"))
+
+
+class _Autostart:
+    """One autostart: spawns ferryd at once, then tells the connect loop how long it may keep trying
+    (``waiting``) and when to spawn again (``respawn_delay``, then ``respawn``)."""
+
+    def __init__(self, path: str, daemon_args: Sequence[str], ready_seconds: float):
+        self.path = path
+        self.daemon_args = daemon_args
+        self.ready_seconds = ready_seconds
+        self.child = start_ferryd(path, daemon_args)
+        self.deadline = time.monotonic() + ready_seconds
+        self.respawns = 0
+
+    def waiting(self) -> bool:
+        return time.monotonic() < self.deadline
+
+    def respawn_delay(self) -> Optional[float]:
+        """Seconds to wait before spawning again, or None. Lost the start race, or an old daemon still held the
+        lock: spawn again, a few times at most."""
+        if self.child.poll() is not None and self.respawns < 5:
+            self.respawns += 1
+            return 0.1 * self.respawns
+        return None
+
+    def respawn(self) -> None:
+        self.child = start_ferryd(self.path, self.daemon_args)
+
+    def failure(self) -> FerryError:
+        return FerryError(ErrorCode.unavailable, f"ferryd did not answer on {self.path} within "
+                                                 f"{self.ready_seconds:g} s; see "
+                                                 f"{os.path.join(os.path.dirname(self.path), 'ferryd.log')}")

@@ -170,6 +170,111 @@ def _sink(to: Any) -> Optional[Callable[[bytes], Any]]:
     raise ValueError(f"fetch: to must be a binary file or a callable taking bytes, not {to!r}")
 
 
+class _FetchPlan:
+    """The pure part of one ``fetch``, shared by ``FetchMixin.fetch`` and ``ferry.aio.AsyncClient.fetch``: the local
+    checks (ValueError), the request's ``args`` and ``body``, the callbacks the reply is read with (``on_event``,
+    ``sink``, ``give_head`` as ``before_final``) and the ``response`` made of the final reply. ``body_fd``: ask for
+    a large complete body as a descriptor (only a client that reads descriptors does)."""
+
+    def __init__(self, url: str, method: str, headers: Any, body: Any, json: Any, timeout_ms: Optional[int],
+                 redirect: Optional[str], max_redirects: Optional[int], max_bytes: Optional[int],
+                 cache: Optional[str], progress: Optional[Callable[[int, Optional[int]], Any]],
+                 retry: Optional[bool], to: Any, on_head: Optional[Callable[["FetchResponse"], Any]],
+                 body_fd: bool = False):
+        if not isinstance(url, str):
+            raise ValueError(f"fetch: url must be a str, not {type(url).__name__}")
+        if not isinstance(method, str):
+            raise ValueError(f"fetch: method must be a str, not {type(method).__name__}")
+        pairs = _header_pairs(headers)
+        if body is None:
+            body = b""
+        if json is not _NO_JSON:
+            if _byte_view_len(body):
+                raise ValueError("fetch: give either body or json, not both")
+            body = _json_body(json)
+            if not any(name.lower() == "content-type" for name, _ in pairs):
+                pairs.append(["Content-Type", "application/json"])
+        elif not isinstance(body, (bytes, bytearray, memoryview)):
+            hint = " (encode a str first, or pass json=)" if isinstance(body, str) else ""
+            raise ValueError(f"fetch: body must be bytes-like, not {type(body).__name__}{hint}")
+        if progress is not None and not callable(progress):
+            raise ValueError(f"fetch: progress must be a callable taking (received, total), not {progress!r}")
+        sink = _sink(to)
+        if on_head is not None and not callable(on_head):
+            raise ValueError(f"fetch: on_head must be a callable taking a FetchResponse, not {on_head!r}")
+
+        args: Dict[str, Any] = {"url": url}
+        if method != "GET":
+            args["method"] = method
+        if pairs:
+            args["headers"] = pairs
+        for name, value in (("timeout_ms", timeout_ms), ("redirect", redirect), ("max_redirects", max_redirects),
+                            ("max_bytes", max_bytes), ("cache", cache), ("retry", retry)):
+            if value is not None:
+                args[name] = value
+        listeners: List[Callable[[str, dict], Any]] = []
+        if progress is not None:
+            args["progress"] = True
+            listeners.append(_progress_listener(progress))
+        if body_fd:
+            args["body_fd"] = True   # a large complete body (a hit) comes as a descriptor, not through the socket
+        if on_head is not None:
+            listeners.append(lambda name, data: self.give_head(data) if name == EventName.head else None)
+
+        self.url = url
+        self.args = args
+        self.body = body
+        self._on_head = on_head
+        self._head_seen = False
+        self._listeners = listeners
+        self._sink = sink
+        self.written = 0
+        # Where the reply goes (``Connection._collect``'s arguments): events to on_event, the body to sink.
+        self.on_event = self._on_event if listeners else None
+        self.sink = self._counting_sink if sink is not None else None
+        # A body that came as a descriptor is copied to a file in the kernel.
+        self.file_target = to if sink is not None and hasattr(to, "fileno") else None
+
+    def give_head(self, result: dict) -> None:
+        """Hands the response's head to ``on_head``, once: from the ``head`` event of a body that streams, or from
+        the final result (a body small enough for the final frame comes without a head event: its head is the
+        final result, given before that body reaches the sink)."""
+        if self._on_head is not None and not self._head_seen:
+            self._head_seen = True
+            self._on_head(_fetch_response(self.url, {k: v for k, v in result.items() if k != "size"}, b""))
+
+    def _on_event(self, name: str, data: dict) -> None:
+        for listener in self._listeners:
+            listener(name, data)
+
+    def _counting_sink(self, piece: bytes) -> None:
+        self.written += len(piece)
+        self._sink(piece)
+
+    def response(self, result: dict, data: Any) -> FetchResponse:
+        """The FetchResponse of the final reply: its body, or ``b""`` when the body went to ``to``."""
+        named = result.pop("body_fd", None)
+        if self._sink is None:
+            if isinstance(data, BodyFile):
+                with data:
+                    data = data.read()
+            return _fetch_response(self.url, result, data)
+        if isinstance(named, dict) and self.file_target is not None:
+            self.written = int(named.get("length", 0))
+        return _fetch_response(self.url, result, b"", streamed=self.written)
+
+
+def _http_list_args(prefix: Optional[str], limit: Optional[int], cursor: Optional[str]) -> Dict[str, Any]:
+    return given_args(prefix=prefix, limit=limit, cursor=cursor)
+
+
+def _http_purge_args(url: Optional[str], prefix: Optional[str]) -> Dict[str, Any]:
+    """``http.purge``'s args; ValueError unless exactly one of ``url`` and ``prefix`` is given."""
+    if (url is None) == (prefix is None):
+        raise ValueError("give url or prefix, one of them")
+    return {"url": url} if url is not None else {"prefix": prefix}
+
+
 class FetchMixin:
     """The ``fetch`` method of ``ferry.Client`` (built on ``Connection._start`` and ``Connection._collect``).
 
@@ -231,79 +336,12 @@ class FetchMixin:
         ``details`` has ``curl_code`` and ``curl_message``), ``deadline_exceeded``, ``resource_exhausted`` (body
         over ``max_bytes``; ``details["max_bytes"]``), ``failed_precondition`` (too many redirects, a redirect with
         ``redirect="error"`` or to another scheme)."""
-        if not isinstance(url, str):
-            raise ValueError(f"fetch: url must be a str, not {type(url).__name__}")
-        if not isinstance(method, str):
-            raise ValueError(f"fetch: method must be a str, not {type(method).__name__}")
-        pairs = _header_pairs(headers)
-        if body is None:
-            body = b""
-        if json is not _NO_JSON:
-            if _byte_view_len(body):
-                raise ValueError("fetch: give either body or json, not both")
-            body = _json_body(json)
-            if not any(name.lower() == "content-type" for name, _ in pairs):
-                pairs.append(["Content-Type", "application/json"])
-        elif not isinstance(body, (bytes, bytearray, memoryview)):
-            hint = " (encode a str first, or pass json=)" if isinstance(body, str) else ""
-            raise ValueError(f"fetch: body must be bytes-like, not {type(body).__name__}{hint}")
-        if progress is not None and not callable(progress):
-            raise ValueError(f"fetch: progress must be a callable taking (received, total), not {progress!r}")
-        sink = _sink(to)
-        if on_head is not None and not callable(on_head):
-            raise ValueError(f"fetch: on_head must be a callable taking a FetchResponse, not {on_head!r}")
-
-        args: Dict[str, Any] = {"url": url}
-        if method != "GET":
-            args["method"] = method
-        if pairs:
-            args["headers"] = pairs
-        for name, value in (("timeout_ms", timeout_ms), ("redirect", redirect), ("max_redirects", max_redirects),
-                            ("max_bytes", max_bytes), ("cache", cache), ("retry", retry)):
-            if value is not None:
-                args[name] = value
-        listeners = []
-        if progress is not None:
-            args["progress"] = True
-            listeners.append(_progress_listener(progress))
-        if self.offers_body_fd:
-            args["body_fd"] = True   # a large complete body (a hit) comes as a descriptor, not through the socket
-        head_seen = [False]
-
-        def give_head(result: dict) -> None:
-            if on_head is not None and not head_seen[0]:
-                head_seen[0] = True
-                on_head(_fetch_response(url, {k: v for k, v in result.items() if k != "size"}, b""))
-
-        if on_head is not None:
-            listeners.append(lambda name, data: give_head(data) if name == EventName.head else None)
-
-        def on_event(name: str, data: dict) -> None:
-            for listener in listeners:
-                listener(name, data)
-
-        written = [0]
-
-        def counting_sink(piece: bytes) -> None:
-            written[0] += len(piece)
-            sink(piece)
-
-        pending = self._start("fetch", args, body, request_timeout_ms)
-        # A body small enough for the final frame comes without a head event: its head is the final result,
-        # given before that body reaches the sink.
-        file_target = to if sink is not None and hasattr(to, "fileno") else None
-        result, data = self._collect(pending, self._deadline(None, request_timeout_ms),
-                                     on_event if listeners else None, counting_sink if sink is not None else None,
-                                     before_final=give_head, file_target=file_target)
-        named = result.pop("body_fd", None)
-        if sink is None:
-            if isinstance(data, BodyFile):
-                with data:
-                    data = data.read()
-            return _fetch_response(url, result, data)
-        if isinstance(named, dict) and file_target is not None:
-            written[0] = int(named.get("length", 0))
-        return _fetch_response(url, result, b"", streamed=written[0])
+        plan = _FetchPlan(url, method, headers, body, json, timeout_ms, redirect, max_redirects, max_bytes, cache,
+                          progress, retry, to, on_head, body_fd=self.offers_body_fd)
+        pending = self._start("fetch", plan.args, plan.body, request_timeout_ms)
+        result, data = self._collect(pending, self._deadline(None, request_timeout_ms), plan.on_event, plan.sink,
+                                     before_final=plan.give_head, file_target=plan.file_target)
+        return plan.response(result, data)
 
     # ----- the shared HTTP cache, inspected and purged (http.*)
 
@@ -313,7 +351,7 @@ class FetchMixin:
         ``fresh`` or, for responses with ``Vary``, ``vary`` and ``variants``. Pages of ``limit`` (at most 1000)
         are fetched as the iterator goes; the first at once, so bad arguments raise here."""
         def page(cursor: Optional[str]) -> Tuple[list, Optional[str]]:
-            result, _ = self.call("http.list", given_args(prefix=prefix, limit=limit, cursor=cursor))
+            result, _ = self.call("http.list", _http_list_args(prefix, limit, cursor))
             return result.get("urls", []), result.get("cursor")
 
         first, cursor = page(None)
@@ -341,7 +379,5 @@ class FetchMixin:
     def http_purge(self, url: Optional[str] = None, *, prefix: Optional[str] = None) -> int:
         """Removes what the HTTP cache (and the image loader's memory) holds for ``url``, or for every URL starting
         with ``prefix`` (one of the two); returns how many URLs were removed."""
-        if (url is None) == (prefix is None):
-            raise ValueError("give url or prefix, one of them")
-        result, _ = self.call("http.purge", {"url": url} if url is not None else {"prefix": prefix})
+        result, _ = self.call("http.purge", _http_purge_args(url, prefix))
         return int(result.get("purged", 0))

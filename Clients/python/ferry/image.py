@@ -63,24 +63,9 @@ class ImageMixin:
             open("a." + img.format, "wb").write(img.bytes)
             thumb = ferry.image("https://img.example.com/a.png", width=200, height=200, fit="cover", format="webp")
         """
-        if not isinstance(url, str):
-            raise ValueError("url must be a str")
-        args: Dict[str, Any] = {"url": url}
-        if headers:
-            pairs = list(headers.items()) if isinstance(headers, Mapping) else [tuple(h) for h in headers]
-            args["headers"] = [[str(n), str(v)] for n, v in pairs]
-        if cache is not None:
-            args["cache"] = cache
-        if timeout_ms is not None:
-            args["timeout_ms"] = timeout_ms
-        for name, value in (("width", width), ("height", height), ("fit", fit), ("format", format),
-                            ("quality", quality), ("density", density)):
-            if value is not None:
-                args[name] = value
+        args = _image_args(url, headers, cache, timeout_ms, width, height, fit, format, quality, density)
         result, body = self.call("image.get", args, timeout_ms=request_timeout_ms)
-        return Image(body, result.get("format", ""), int(result.get("width", 0)), int(result.get("height", 0)),
-                     result.get("source", ""), result.get("url", url), int(result.get("orientation", 1)),
-                     int(result.get("pages", 1)))
+        return _image_result(url, result, body)
 
     def prefetch_images(self, urls: Iterable[str], *, width: Optional[int] = None, height: Optional[int] = None,
                         fit: Optional[str] = None, format: Optional[str] = None, quality: Optional[int] = None,
@@ -92,13 +77,50 @@ class ImageMixin:
 
             ferry.prefetch_images(urls, width=88, height=88, fit="cover")
         """
-        args: Dict[str, Any] = {"urls": list(urls)}
-        for name, value in (("width", width), ("height", height), ("fit", fit), ("format", format),
-                            ("quality", quality), ("density", density)):
-            if value is not None:
-                args[name] = value
+        args = _prefetch_args(urls, width, height, fit, format, quality, density)
         return int(self.call("image.prefetch", args)[0].get("queued", 0))
 
     def evict_image(self, url: str) -> bool:
         """Drops a URL's image from the loader's memory tier; returns whether it was there."""
         return bool(self.call("image.evict", {"url": url})[0].get("evicted", False))
+
+
+# ----- the pure parts of the image methods, shared with ferry.aio.AsyncClient
+
+def _variant_args(args: Dict[str, Any], width: Optional[int], height: Optional[int], fit: Optional[str],
+                  format: Optional[str], quality: Optional[int], density: Optional[int]) -> Dict[str, Any]:
+    for name, value in (("width", width), ("height", height), ("fit", fit), ("format", format),
+                        ("quality", quality), ("density", density)):
+        if value is not None:
+            args[name] = value
+    return args
+
+
+def _image_args(url: str, headers: Any, cache: Optional[str], timeout_ms: Optional[int], width: Optional[int],
+                height: Optional[int], fit: Optional[str], format: Optional[str], quality: Optional[int],
+                density: Optional[int]) -> Dict[str, Any]:
+    """``image.get``'s args; ValueError when ``url`` is not a str."""
+    if not isinstance(url, str):
+        raise ValueError("url must be a str")
+    args: Dict[str, Any] = {"url": url}
+    if headers:
+        pairs = list(headers.items()) if isinstance(headers, Mapping) else [tuple(h) for h in headers]
+        args["headers"] = [[str(n), str(v)] for n, v in pairs]
+    if cache is not None:
+        args["cache"] = cache
+    if timeout_ms is not None:
+        args["timeout_ms"] = timeout_ms
+    return _variant_args(args, width, height, fit, format, quality, density)
+
+
+def _image_result(url: str, result: dict, body: bytes) -> Image:
+    """An ``image.get`` reply as an Image."""
+    return Image(body, result.get("format", ""), int(result.get("width", 0)), int(result.get("height", 0)),
+                 result.get("source", ""), result.get("url", url), int(result.get("orientation", 1)),
+                 int(result.get("pages", 1)))
+
+
+def _prefetch_args(urls: Iterable[str], width: Optional[int], height: Optional[int], fit: Optional[str],
+                   format: Optional[str], quality: Optional[int], density: Optional[int]) -> Dict[str, Any]:
+    """``image.prefetch``'s args."""
+    return _variant_args({"urls": list(urls)}, width, height, fit, format, quality, density)

@@ -16,4 +16,7 @@ One module alone, from Clients/python: ``python3 -m unittest tests.test_vectors 
   restart on the same --cache-dir.
 - test_fetch_daemon, test_image: ``fetch`` and ``image.*`` against a real ferryd and the test origin
   Tests/Origin/ferry_origin.py (support/origin.py).
+- test_api_daemon: the requests-like API (``ferry.get``, ``Session``) and auto-start.
+- test_aio_daemon: ``ferry.aio`` (``AsyncClient``, ``AsyncSession``): many requests on one connection, parts up
+  and chunks down, cancelling a task cancels its request in the daemon, a daemon gone mid-request.
 """
