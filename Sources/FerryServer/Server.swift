@@ -107,7 +107,7 @@ public final class Server {
         let table = ConnectionTable(loop: loop, config: config, log: log, stats: stats, router: router, budget: budget,
                                     descriptors: descriptors)
         self.table = table
-        let report = StatsReport(loop: loop, stats: stats, router: router, table: table, store: store, fetch: fetch)
+        let report = StatsReport(loop: loop, stats: stats, router: router, table: table, store: store, fetch: fetch, log: log)
         for op in Wiring.operations(config, loop: loop, log: log, store: store, fetch: fetch, images: images, report: report,
                                     post: mailbox.post) {
             router.register(op)

@@ -23,7 +23,10 @@ final class StatsReport {
     private let fetch: FetchEngine?
     private let startedAt: UInt64
 
-    init(loop: EventLoop, stats: ServerStats, router: Router, table: ConnectionTable, store: CacheStore, fetch: FetchEngine?) {
+    private let log: Logger
+
+    init(loop: EventLoop, stats: ServerStats, router: Router, table: ConnectionTable, store: CacheStore, fetch: FetchEngine?, log: Logger) {
+        self.log = log
         self.loop = loop
         self.stats = stats
         self.router = router
@@ -35,6 +38,8 @@ final class StatsReport {
 
     func json() -> JSONObject {
         var json = stats.json(pid: getpid(), uptimeMs: loop.nowMs - startedAt, inFlight: table.totalInFlight, operations: router.counters)
+        // Where the log goes ("stderr", or the file), so `ferry logs` finds it, and its level now.
+        json["log"] = ["file": .string(log.sink.path ?? "stderr"), "level": .string(log.level.name)]
         let c = store.counters
         json["cache"] = [
             "hits": .int(Int64(c.memoryHits + c.diskHits)), "memory_hits": .int(Int64(c.memoryHits)),

@@ -67,6 +67,8 @@ let parser = ArgParser([
     OptionSpec("format", takesValue: true, help: "image: original (default), jpeg, png, webp or avif", commands: ["image"]),
     OptionSpec("quality", takesValue: true, help: "image: encoder quality 1-100", commands: ["image"]),
     OptionSpec("density", takesValue: true, help: "image: pixels per point, 1-4 (default 1)", commands: ["image"]),
+    OptionSpec("follow", help: "logs: keep printing lines as they come (-f)", commands: ["logs"]),
+    OptionSpec("lines", takesValue: true, help: "logs: only the last N lines (-n)", commands: ["logs"]),
     OptionSpec("version", help: "print the version"),
     OptionSpec("help", short: "h", help: "print help"),
 ])
@@ -86,6 +88,7 @@ let usage = """
       http ls|show|purge       the shared HTTP cache: what it holds, and purging (ferry http --help)
       image URL -o FILE | --info     an image through the shared image loader (ferry image --help)
       daemon start|stop|status control the daemon
+      logs [-f] [-n N]         the daemon's log (-f: follow it)
 
     When no daemon answers, ferry starts ferryd in the background (FERRY_NO_AUTOSTART=1 turns this off).
     Exit codes: 0 success, 1 the operation failed, 2 usage error, 3 no daemon could be reached, 22 fetch -f and
@@ -102,6 +105,7 @@ let subcommandHelp: [String: String] = [
     "call": "Usage: ferry call OP [JSON | -] [--timeout 5s] [--body FILE] [-o FILE] [--socket PATH]\n\nCalls OP with a JSON object of arguments (- reads it from stdin) and prints the result as one JSON line.\nErrors go to stderr as `code: message` with exit code 1.",
     "cache": CacheCommands.usage,
     "http": HTTPCommands.usage,
+    "logs": LogsCommand.usage,
     "fetch": FetchCommand.usage,
     "image": ImageCommand.usage,
     "daemon": "Usage: ferry daemon start [FERRYD-OPTIONS] | stop | status [--socket PATH]\n\nstart: start ferryd in the background with these of its options, e.g. --disk-limit 1GiB (no-op if running; ferryd also reads its configuration file, ferryd --print-config)\nstop: SIGTERM the daemon and wait for it to exit\nstatus: print the daemon's state; exit 3 if it is not running",
@@ -109,7 +113,7 @@ let subcommandHelp: [String: String] = [
 
 func runCLI() async -> Int32 {
     var args: ParsedArgs
-    var words = Array(CommandLine.arguments.dropFirst())
+    var words = LogsCommand.rewrite(Array(CommandLine.arguments.dropFirst()))
     // `ferry daemon start FLAGS…`: ferryd's own flags go to the daemon it starts (ferryd checks them, and the
     // CLI says why at once when it refuses them); --socket and --help stay the CLI's.
     var daemonArgs: [String] = []
@@ -164,6 +168,7 @@ func runCLI() async -> Int32 {
         case "call": try await commands.call()
         case "cache": try await CacheCommands(args: args, commands: commands).run()
         case "http": try await HTTPCommands(args: args, commands: commands).run()
+        case "logs": try await LogsCommand(args: args, commands: commands).run()
         case "fetch": try await FetchCommand(args: args, commands: commands).run()
         case "image": try await ImageCommand(args: args, commands: commands).run()
         case "daemon": try await DaemonCommands(launcher: launcher).run(args.positionals.count > 1 ? args.positionals[1] : nil)

@@ -39,6 +39,28 @@ extension IntegrationTests {
         #expect(try await client.ping() >= .zero, "alive after three SIGHUPs")
     }
 
+    /// `ferry logs` finds the running daemon's file (stats' log.file); `-n 1` the last line; `-f` follows it across
+    /// a rotation (logrotate moves the file, SIGHUP makes a new one).
+    @Test func ferryLogsShowsAndFollowsTheLog() async throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let log = dir.path + "/ferryd.log"
+        let daemon = try Daemon(["--log-file", log])
+        defer { daemon.stop() }
+        let env = ["FERRY_SOCKET": daemon.socket, "FERRY_NO_AUTOSTART": "1"]
+        let all = try runCommand(Binaries.ferry, ["logs"], environment: env)
+        #expect(all.status == 0 && all.out.contains("listening on \(daemon.socket)"), "\(all)")
+        let last = try runCommand(Binaries.ferry, ["logs", "-n", "1"], environment: env)
+        let file = try String(contentsOfFile: log, encoding: .utf8)
+        #expect(last.out.split(separator: "\n").count == 1 && file.contains(last.out), "\(last.out)")
+        let follow = Task.detached { try runCommand("/usr/bin/timeout", ["2", Binaries.ferry, "logs", "-f", "-n", "0"], environment: env) }
+        try await Task.sleep(for: .milliseconds(600))
+        try FileManager.default.moveItem(atPath: log, toPath: log + ".1")
+        kill(daemon.pid, SIGHUP)
+        let followed = try await follow.value
+        #expect(followed.out.contains("SIGHUP") && !followed.out.contains("listening on"), "only what came after: \(followed.out)")
+    }
+
     @Test func idleExitStopsADaemonNobodyUses() async throws {
         let daemon = try Daemon(["--idle-exit", "1s"])
         defer { daemon.stop() }
