@@ -129,9 +129,10 @@ class ApiPureTests(unittest.TestCase):
         self.assertEqual(project["project"]["dependencies"], [])
         setup = project["tool"]["setuptools"]
         for package in setup["packages"]:
-            self.assertTrue(os.path.exists(os.path.join(here, package, "__init__.py")), package)
+            directory = os.path.join(here, *package.split("."))   # a subpackage, "ferry.aio": ferry/aio
+            self.assertTrue(os.path.exists(os.path.join(directory, "__init__.py")), package)
             for data in setup["package-data"].get(package, []):
-                self.assertTrue(os.path.exists(os.path.join(here, package, data)), data)
+                self.assertTrue(os.path.exists(os.path.join(directory, data)), data)
         for module in setup["py-modules"]:
             self.assertTrue(os.path.exists(os.path.join(here, module + ".py")), module)
         try:
@@ -143,3 +144,4 @@ class ApiPureTests(unittest.TestCase):
                                   "--no-index", "--target", target, here], capture_output=True, text=True, timeout=300)
             self.assertEqual(run.returncode, 0, run.stderr)
             self.assertTrue(os.path.exists(os.path.join(target, "ferry", "py.typed")))
+            self.assertTrue(os.path.exists(os.path.join(target, "ferry", "aio", "__init__.py")))
