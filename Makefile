@@ -2,12 +2,13 @@
 # needs first (Debian packages, through apt-get, as root or with sudo).
 SWIFT ?= swift
 # `time`: /usr/bin/time, with which a CLI test measures the CLI's own peak memory. `imagemagick`: a test makes an
-# animated GIF with its /usr/bin/convert.
-APT_PACKAGES := libuv1-dev libsqlite3-dev libcurl4-openssl-dev libssl-dev libvips-dev libvips-tools imagemagick pkg-config python3 openssl ca-certificates time nginx curl
+# animated GIF with its /usr/bin/convert. `systemd`: systemd-socket-activate and systemd-analyze (the units' tests;
+# no systemd runs). `zsh`, `fish`: the completion scripts are checked by each shell. `man-db`: man pages rendered.
+APT_PACKAGES := libuv1-dev libsqlite3-dev libcurl4-openssl-dev libssl-dev libvips-dev libvips-tools imagemagick pkg-config python3 openssl ca-certificates time nginx curl systemd zsh fish man-db
 # Warnings fail the build: the project promises a warning-free Swift 6 build.
 SWIFT_FLAGS := -Xswiftc -warnings-as-errors
 
-.PHONY: all deps build release run test test-swift test-python fuzz fuzz-smoke bench clean
+.PHONY: all deps build release run test test-swift test-python fuzz fuzz-smoke bench clean install install-files uninstall
 
 all: build
 
@@ -72,3 +73,51 @@ bench: deps
 
 clean:
 	rm -rf .build bench-results
+
+# `make install` (PREFIX=/usr/local, DESTDIR for packaging): the two programs, man pages ferry(1) and ferryd(8),
+# bash/zsh/fish completions (made by the programs from their option tables), the systemd units (user and system;
+# @BINDIR@ becomes where ferryd went) and an example configuration. `make uninstall` removes exactly those files.
+# `install-files` installs what is built already (FERRY_BIN: the directory holding ferry and ferryd).
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+SYSTEMD_USER_DIR ?= $(PREFIX)/lib/systemd/user
+SYSTEMD_SYSTEM_DIR ?= $(PREFIX)/lib/systemd/system
+BASH_COMPLETION_DIR ?= $(PREFIX)/share/bash-completion/completions
+ZSH_COMPLETION_DIR ?= $(PREFIX)/share/zsh/site-functions
+FISH_COMPLETION_DIR ?= $(PREFIX)/share/fish/vendor_completions.d
+DOC_DIR ?= $(PREFIX)/share/doc/ferry
+INSTALLED := $(BINDIR)/ferryd $(BINDIR)/ferry $(MANDIR)/man8/ferryd.8 $(MANDIR)/man1/ferry.1 \
+	$(SYSTEMD_USER_DIR)/ferryd.socket $(SYSTEMD_USER_DIR)/ferryd.service \
+	$(SYSTEMD_SYSTEM_DIR)/ferryd.socket $(SYSTEMD_SYSTEM_DIR)/ferryd.service \
+	$(BASH_COMPLETION_DIR)/ferry $(BASH_COMPLETION_DIR)/ferryd $(ZSH_COMPLETION_DIR)/_ferry $(ZSH_COMPLETION_DIR)/_ferryd \
+	$(FISH_COMPLETION_DIR)/ferry.fish $(FISH_COMPLETION_DIR)/ferryd.fish $(DOC_DIR)/ferryd.conf.example
+
+install: release
+	$(MAKE) --no-print-directory install-files FERRY_BIN="$$($(SWIFT) build -c release --show-bin-path)"
+
+install-files:
+	@test -x "$(FERRY_BIN)/ferryd" -a -x "$(FERRY_BIN)/ferry" || { echo "FERRY_BIN=$(FERRY_BIN) holds no ferry and ferryd (make install builds them)"; exit 1; }
+	install -D -m 755 "$(FERRY_BIN)/ferryd" "$(DESTDIR)$(BINDIR)/ferryd"
+	install -D -m 755 "$(FERRY_BIN)/ferry" "$(DESTDIR)$(BINDIR)/ferry"
+	install -D -m 644 Sources/ferryd/dist/ferryd.8 "$(DESTDIR)$(MANDIR)/man8/ferryd.8"
+	install -D -m 644 Sources/ferry/dist/ferry.1 "$(DESTDIR)$(MANDIR)/man1/ferry.1"
+	@for kind in user system; do \
+	  if [ $$kind = user ]; then dir="$(DESTDIR)$(SYSTEMD_USER_DIR)"; else dir="$(DESTDIR)$(SYSTEMD_SYSTEM_DIR)"; fi; \
+	  mkdir -p "$$dir"; \
+	  for unit in ferryd.socket ferryd.service; do \
+	    sed 's|@BINDIR@|$(BINDIR)|g' "Sources/ferryd/dist/systemd/$$kind/$$unit" > "$$dir/$$unit" && chmod 644 "$$dir/$$unit"; \
+	    echo "installed $$dir/$$unit"; \
+	  done; \
+	done
+	mkdir -p "$(DESTDIR)$(BASH_COMPLETION_DIR)" "$(DESTDIR)$(ZSH_COMPLETION_DIR)" "$(DESTDIR)$(FISH_COMPLETION_DIR)"
+	"$(FERRY_BIN)/ferry" completions bash > "$(DESTDIR)$(BASH_COMPLETION_DIR)/ferry"
+	"$(FERRY_BIN)/ferryd" --completions bash > "$(DESTDIR)$(BASH_COMPLETION_DIR)/ferryd"
+	"$(FERRY_BIN)/ferry" completions zsh > "$(DESTDIR)$(ZSH_COMPLETION_DIR)/_ferry"
+	"$(FERRY_BIN)/ferryd" --completions zsh > "$(DESTDIR)$(ZSH_COMPLETION_DIR)/_ferryd"
+	"$(FERRY_BIN)/ferry" completions fish > "$(DESTDIR)$(FISH_COMPLETION_DIR)/ferry.fish"
+	"$(FERRY_BIN)/ferryd" --completions fish > "$(DESTDIR)$(FISH_COMPLETION_DIR)/ferryd.fish"
+	install -D -m 644 Sources/ferryd/dist/ferryd.conf "$(DESTDIR)$(DOC_DIR)/ferryd.conf.example"
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))

@@ -98,11 +98,14 @@ let package = Package(
         ),
         .target(name: "FerryClient", dependencies: ["FerryProtocol", "CFerryIO"]),
         .target(name: "FerryCodable", dependencies: ["FerryClient"]),
-        .executableTarget(name: "ferryd", dependencies: ["FerryServer", "FerryStore", "FerryArgs", "FerryHTTPCache"]),
+        .executableTarget(name: "ferryd", dependencies: ["FerryServer", "FerryStore", "FerryArgs", "FerryHTTPCache"],
+                         // man page, systemd units, example configuration: installed by `make install`.
+                         exclude: ["dist"]),
         // Shell users pay the CLI's start-up on every call: the Swift runtime linked statically saves ~1 ms a run
         // (measured in BENCHMARKS.md).
         .executableTarget(
             name: "ferry", dependencies: ["FerryClient", "FerryArgs", "CFerryIO"],
+            exclude: ["dist"],  // the man page, installed by `make install`
             linkerSettings: [.unsafeFlags(["-static-stdlib"])]
         ),
         .executableTarget(name: "ferry-bench", dependencies: ["FerryClient", "FerryProtocol", "FerryArgs"]),

@@ -101,6 +101,11 @@ public struct Settings: Sendable {
         positionals = args.positionals
     }
 
+    /// A default other than the option's own (`ferryd --system`'s paths), taken unless a layer sets the option.
+    public mutating func setDefault(_ name: String, _ value: String) {
+        if entries[name] == nil { entries[name] = (value, .builtIn) }
+    }
+
     public func value(_ name: String) -> String? { entries[name].map(\.value) }
     public func has(_ name: String) -> Bool { entries[name]?.value == "true" }
     public func allValues(_ name: String) -> [String] { lists[name] ?? value(name).map { [$0] } ?? [] }

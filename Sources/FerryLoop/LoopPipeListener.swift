@@ -39,6 +39,12 @@ public final class LoopPipeListener {
         if rc != 0 { throw LoopError(code: rc) }
     }
 
+    /// Takes a socket already bound and listening, handed over by systemd (`LISTEN_FDS`), instead of binding one.
+    public func open(descriptor fd: Int32) throws(LoopError) {
+        let rc = uv_pipe_open(handle, fd)
+        if rc != 0 { throw LoopError(code: rc) }
+    }
+
     /// Starts listening; `onConnection` gets 0 for each connection waiting to be accepted (or a libuv error).
     public func listen(backlog: Int32, _ onConnection: @escaping (Int32) -> Void) throws(LoopError) {
         self.onConnection = onConnection

@@ -24,7 +24,7 @@ final class Listener {
         self.log = log
         socket = LoopPipeListener(loop: loop)
         do throws(LoopError) {
-            try socket.bind(path: config.socketPath)
+            if let fd = config.inheritedListener { try socket.open(descriptor: fd) } else { try socket.bind(path: config.socketPath) }
             try socket.listen(backlog: 4096) { [unowned self] status in accept(status: status) }
         } catch {
             throw .bind(path: config.socketPath, message: error.description)

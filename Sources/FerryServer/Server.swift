@@ -46,6 +46,8 @@ public final class Server {
     /// Reads the configuration again for SIGHUP (ferryd: its file, the environment, the flags it started with);
     /// nil: SIGHUP only reopens the log file.
     public var reload: (() throws(ReloadError) -> ServerConfig)?
+    /// systemd's `NOTIFY_SOCKET` (a `Type=notify` service): told when the daemon is ready, reloading and stopping.
+    public var notifier: SystemdNotifier?
 
     public init(config: ServerConfig) {
         self.config = config
@@ -61,21 +63,26 @@ public final class Server {
             log.warn("serving at most \(cap) connections: the open-file limit is \(fileLimit) (\(DaemonProcess.reservedDescriptors(config)) kept for the cache and transfers); raise it with ulimit -n")
             config.maxConnections = cap
         }
-        let guardian = try SocketGuard.acquire(path: config.socketPath, ownsDirectory: config.socketIsDefault, log: log)
+        // A socket systemd bound is systemd's: no lock beside it, no stale file to remove, and it stays after we stop
+        // (the next connection starts ferryd again).
+        let guardian = config.inheritedListener == nil
+            ? try SocketGuard.acquire(path: config.socketPath, ownsDirectory: config.socketIsDefault, log: log) : nil
         do {
             try start()
         } catch {
-            guardian.release()
+            guardian?.release()
             store?.close()
             throw error
         }
-        log.info("ferryd \(ferryVersion) listening on \(config.socketPath) (pid \(getpid()))")
+        log.info("ferryd \(ferryVersion) listening on \(config.socketPath) (pid \(getpid()))"
+                 + (config.inheritedListener != nil ? ", socket passed by systemd" : ""))
+        notifier?.send("READY=1\nSTATUS=listening on \(config.socketPath)\nMAINPID=\(getpid())")
         loop.run()
         // Everything acknowledged is already on disk; this applies the journal to the index and waits for the rest of
         // the queue, then the worker ends.
         store?.close()
         imagePool?.stop()
-        guardian.release()
+        guardian?.release()
         log.info("ferryd stopped")
     }
 
@@ -121,6 +128,7 @@ public final class Server {
                 if lifecycle.isDraining {
                     log.warn("second signal \(s): stopping now")
                 } else {
+                    notifier?.send("STOPPING=1\nSTATUS=draining \(table.totalInFlight) requests in flight")
                     log.info("signal \(s): draining \(table.totalInFlight) requests in flight (grace \(config.gracePeriodMs) ms)")
                 }
                 handle(.signal)
@@ -142,6 +150,8 @@ public final class Server {
     /// change live does (`ConfigReload`), and the log says what needs a restart. A configuration that no longer
     /// reads keeps the running one.
     private func reloadNow() {
+        notifier?.send("RELOADING=1\nMONOTONIC_USEC=\(SystemdNotifier.monotonicMicroseconds())")
+        defer { notifier?.send("READY=1\nSTATUS=listening on \(config.socketPath)") }
         if let problem = log.sink.reopen() { log.error(problem) }
         guard let reload else { return log.info("SIGHUP: log reopened (no configuration to read again)") }
         let next: ServerConfig
@@ -173,6 +183,7 @@ public final class Server {
         idleSince = since
         if now - since >= Int64(limit) {
             log.info("idle for \(limit / 1000) s with no connection: stopping (--idle-exit)")
+            notifier?.send("STOPPING=1\nSTATUS=idle, stopping")
             handle(.signal)
         }
     }

@@ -9,6 +9,9 @@ public struct ServerConfig: Sendable {
     public var socketIsDefault: Bool
     public var cacheDirectory: String
     public var logLevel: LogLevel = .info
+    /// A listening socket handed over by systemd (socket activation): served instead of binding `socketPath`,
+    /// which is then its path, for the log and the lock file. Nil: ferryd binds the socket itself.
+    public var inheritedListener: Int32?
     /// Where log lines go: a file opened for appending (and again on SIGHUP); nil: stderr.
     public var logFile: String?
     /// `--idle-exit`: stop after this long with no connection (an auto-started daemon's habit); nil: never.

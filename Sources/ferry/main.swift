@@ -89,6 +89,7 @@ let usage = """
       image URL -o FILE | --info     an image through the shared image loader (ferry image --help)
       daemon start|stop|status control the daemon
       logs [-f] [-n N]         the daemon's log (-f: follow it)
+      completions bash|zsh|fish  a completion script for the shell
 
     When no daemon answers, ferry starts ferryd in the background (FERRY_NO_AUTOSTART=1 turns this off).
     Exit codes: 0 success, 1 the operation failed, 2 usage error, 3 no daemon could be reached, 22 fetch -f and
@@ -97,6 +98,14 @@ let usage = """
     Options:
     \(parser.helpText)
     """
+
+/// The commands and their actions, for shell completion (`ferry completions SHELL`).
+let cliCompletions = Completions(program: "ferry", commands: [
+    ("ping", []), ("describe", []), ("stats", []), ("call", []), ("fetch", []),
+    ("cache", ["get", "set", "del", "exists", "ttl", "touch", "incr", "decr", "ls", "clear"]),
+    ("http", ["ls", "show", "purge"]), ("image", ["prefetch"]), ("daemon", ["start", "stop", "status"]),
+    ("logs", []), ("completions", ["bash", "zsh", "fish"]),
+], options: parser.options)
 
 let subcommandHelp: [String: String] = [
     "ping": "Usage: ferry ping [--count N] [--socket PATH]\n\nSends ping requests and prints each round-trip time.",
@@ -169,6 +178,12 @@ func runCLI() async -> Int32 {
         case "cache": try await CacheCommands(args: args, commands: commands).run()
         case "http": try await HTTPCommands(args: args, commands: commands).run()
         case "logs": try await LogsCommand(args: args, commands: commands).run()
+        case "completions":
+            guard args.positionals.count == 2, let shell = Completions.Shell(rawValue: args.positionals[1]) else {
+                writeStderr("usage: ferry completions bash|zsh|fish")
+                return ExitCode.usage.rawValue
+            }
+            print(cliCompletions.render(shell), terminator: "")
         case "fetch": try await FetchCommand(args: args, commands: commands).run()
         case "image": try await ImageCommand(args: args, commands: commands).run()
         case "daemon": try await DaemonCommands(launcher: launcher).run(args.positionals.count > 1 ? args.positionals[1] : nil)

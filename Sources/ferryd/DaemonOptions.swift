@@ -46,6 +46,7 @@ enum DaemonOptions {
         OptionSpec("system", help: "the machine's shared daemon: its configuration file is /etc/ferry/ferryd.conf"),
         OptionSpec("no-config", help: "read no configuration file"),
         OptionSpec("print-config", help: "print every setting's effective value and where it came from (a valid configuration file), and exit"),
+        OptionSpec("completions", takesValue: true, help: "print a completion script for bash, zsh or fish, and exit"),
         OptionSpec("version", help: "print the version and exit"),
         OptionSpec("help", short: "h", help: "print this help and exit"),
     ])
@@ -64,7 +65,7 @@ enum DaemonOptions {
         """
 
     /// The options a configuration file or the environment may set (the others act on this invocation only).
-    static let settable = parser.options.filter { !["help", "version", "print-config", "config", "no-config", "system"].contains($0.name) }
+    static let settable = parser.options.filter { !["help", "version", "print-config", "config", "no-config", "system", "completions"].contains($0.name) }
 
     /// The configuration file to read: `--config`, `$FERRY_CONFIG`, else the user's (root's: the system's). Nil
     /// with `--no-config`. `explicit`: a missing file is an error (a default one that is missing is not).
@@ -72,16 +73,25 @@ enum DaemonOptions {
         if args.has("no-config") { return nil }
         if let path = args.value("config") { return (path, true) }
         if let path = environment("FERRY_CONFIG"), !path.isEmpty { return (path, true) }
-        if args.has("system") { return ("/etc/ferry/ferryd.conf", false) }
+        if args.has("system") { return (systemConfigFile, false) }
         if let xdg = environment("XDG_CONFIG_HOME"), xdg.hasPrefix("/") { return (xdg + "/ferry/ferryd.conf", false) }
         guard let home = environment("HOME"), !home.isEmpty else { return nil }
         return (home + "/.config/ferry/ferryd.conf", false)
     }
 
+    /// `--system`'s places, as the system units lay them out.
+    static let systemConfigFile = "/etc/ferry/ferryd.conf"
+    static let systemSocket = "/run/ferry/ferryd.sock"
+    static let systemCacheDirectory = "/var/cache/ferry"
+
     /// The layers read: the file (when there is one), the `FERRY_*` environment, the command line.
     static func settings(_ args: ParsedArgs, environment: (String) -> String?, uid: UInt32,
                          read: (String) -> String?) throws(UsageError) -> Settings {
         var settings = Settings(options: settable)
+        if args.has("system") {
+            settings.setDefault("socket", systemSocket)
+            settings.setDefault("cache-dir", systemCacheDirectory)
+        }
         if let (path, explicit) = configFile(args, environment: environment, uid: uid) {
             if let text = read(path) {
                 try settings.apply(file: text, path: path)

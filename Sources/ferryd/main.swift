@@ -17,18 +17,39 @@ do {
         print(DaemonOptions.usage)
         exit(0)
     }
+    if let shell = args.value("completions") {
+        guard let which = Completions.Shell(rawValue: shell) else { throw UsageError("--completions takes bash, zsh or fish") }
+        print(Completions(program: "ferryd", options: DaemonOptions.parser.options).render(which), terminator: "")
+        exit(0)
+    }
     if args.has("version") {
         print("ferryd \(ferryVersion)")
         exit(0)
     }
     let settings = try DaemonOptions.settings(args, environment: DaemonOptions.environment, uid: getuid(), read: DaemonOptions.readFile)
-    let config = try DaemonOptions.config(from: settings)
+    var config = try DaemonOptions.config(from: settings)
+    // Socket activation: systemd bound the socket and passes it as fd 3; its path replaces --socket.
+    switch Systemd.listenDescriptor(environment: DaemonOptions.environment, pid: getpid()) {
+    case .success(let fd?):
+        switch Systemd.socketPath(of: fd) {
+        case .success(let path):
+            config.inheritedListener = fd
+            config.socketPath = path
+            config.socketIsDefault = false
+        case .failure(let error): throw UsageError("\(error)")
+        }
+    case .success(nil): break
+    case .failure(let error): throw UsageError("\(error)")
+    }
+    // Not for processes this one may start.
+    for name in ["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"] { unsetenv(name) }
     if args.has("print-config") {
         let file = DaemonOptions.configFile(args, environment: DaemonOptions.environment, uid: getuid())
         print(DaemonOptions.printed(settings, config, file: file.map { ($0.path, access($0.path, R_OK) == 0) }))
         exit(0)
     }
     let server = Server(config: config)
+    server.notifier = SystemdNotifier(environment: DaemonOptions.environment)
     // SIGHUP reads the same layers again: the file, the environment, and the flags this daemon started with.
     server.reload = { () throws(ReloadError) -> ServerConfig in
         do {
