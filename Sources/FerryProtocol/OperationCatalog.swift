@@ -108,7 +108,7 @@ public enum OperationCatalog {
 
     public static let stats = OperationDescriptor(
         op: .stats, summary: "Counters: uptime, connections, requests and errors per operation and code, bytes.",
-        args: [],
+        args: [FieldDescriptor("format", "string", "json (the default) or prometheus: then the body is Prometheus' text exposition and the result {\"format\": \"prometheus\"}")],
         result: [FieldDescriptor("pid", "integer", "the daemon's process id"),
                  FieldDescriptor("version", "string", "the daemon's version"),
                  FieldDescriptor("uptime_ms", "integer", "time since start"),

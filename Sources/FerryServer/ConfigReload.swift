@@ -53,6 +53,7 @@ public enum ConfigReload {
         ("sealed-copy-limit", false, { $0.sealedCopyBytes != $1.sealedCopyBytes }),
         ("no-hot-path", false, { $0.hotPath != $1.hotPath }),
         ("idle-exit", true, { $0.idleExitMs != $1.idleExitMs }),
+        ("metrics-listen", false, { $0.metricsListen?.host != $1.metricsListen?.host || $0.metricsListen?.port != $1.metricsListen?.port }),
     ]
 
     public static func plan(from running: ServerConfig, to next: ServerConfig) -> Plan {

@@ -78,6 +78,7 @@ extension Connection {
         guard handler.answerHot(request, HotReply(connection: self, id: hot.id, counters: entry.counters)) else { return false }
         table.stats.requestsTotal += 1
         entry.counters.requests += 1
+        entry.counters.latency.recordInstant()
         return true
     }
 }

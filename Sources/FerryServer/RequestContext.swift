@@ -27,6 +27,8 @@ public final class RequestContext {
     /// Tells a deadline entry for this request from one for a later request that reuses its id.
     let serial: UInt64
     let counters: OperationCounters
+    /// When it was read (the monotonic clock), for its operation's latency histogram.
+    private let startedNs = LatencyHistogram.now()
     /// Strong on purpose: the only cycle (connection → inFlight → request → connection) is broken when the request
     /// ends, which every path guarantees, and a weak reference costs a side-table hop on every request.
     private(set) var connection: Connection?
@@ -167,6 +169,7 @@ public final class RequestContext {
         guard !isFinished else { return nil }
         isFinished = true
         onCancel = nil
+        counters.latency.record(nanoseconds: LatencyHistogram.now() &- startedNs)
         guard let connection else { return nil }
         connection.requestEnded(self)
         self.connection = nil

@@ -41,6 +41,8 @@ public final class Server {
 
     /// The image loader, for a reload's new memory bounds.
     private var images: ImageLoader?
+    /// `--metrics-listen`: Prometheus' scrape endpoint, `/metrics`.
+    private var metricsServer: LoopHTTPServer?
     /// Since when no connection has been open (for `--idle-exit`), in ms of the wall clock.
     private var idleSince: Int64?
     /// Reads the configuration again for SIGHUP (ferryd: its file, the environment, the flags it started with);
@@ -119,6 +121,18 @@ public final class Server {
                                     post: mailbox.post) {
             router.register(op)
         }
+        if let listen = config.metricsListen {
+            do throws(LoopError) {
+                let server = try LoopHTTPServer(loop: loop, host: listen.host, port: listen.port) { line, reply in
+                    Server.answerScrape(line, report: report, loader: images, post: mailbox.post, reply: reply)
+                }
+                metricsServer = server
+                report.metricsAddress = "\(listen.host):\(server.port)"
+                log.info("metrics on http://\(listen.host):\(server.port)/metrics")
+            } catch {
+                throw .bind(path: "\(listen.host):\(listen.port)", message: "--metrics-listen: \(error)")
+            }
+        }
         table.onDrained = { [unowned self] in handle(.drained) }
         table.onEmpty = { [unowned self] in handle(.allClosed) }
         listener = try Listener(loop: loop, config: config, table: table, log: log)
@@ -142,6 +156,24 @@ public final class Server {
         }
         sweep.start(afterMs: Server.sweepIntervalMs)
         handles.append(sweep)
+    }
+
+    /// `--metrics-listen`'s answers: `/metrics` is the Prometheus view of `stats`; anything else is 404.
+    static func answerScrape(_ line: String, report: StatsReport, loader: ImageLoader?, post: @escaping LoopPost,
+                             reply: @escaping ([UInt8]) -> Void) {
+        let parts = line.split(separator: " ")
+        guard parts.count >= 2, parts[0] == "GET" || parts[0] == "HEAD" else {
+            return reply(LoopHTTPServer.response(status: "405 Method Not Allowed", contentType: "text/plain", body: Array("GET /metrics\n".utf8)))
+        }
+        guard parts[1] == "/metrics" || parts[1].hasPrefix("/metrics?") else {
+            return reply(LoopHTTPServer.response(status: "404 Not Found", contentType: "text/plain", body: Array("ferryd serves /metrics\n".utf8)))
+        }
+        StatsOperation.collect(report: report, loader: loader, post: post) { json in
+            let text = Array(MetricsReport.render(stats: json, operations: report.operations).utf8)
+            var response = LoopHTTPServer.response(status: "200 OK", contentType: "text/plain; version=0.0.4; charset=utf-8", body: text)
+            if parts[0] == "HEAD" { response.removeLast(text.count) }
+            reply(response)
+        }
     }
 
     // MARK: Reload and idle exit
@@ -211,6 +243,9 @@ public final class Server {
         case .stopAccepting:
             table.isDraining = true
             listener?.close()
+            // The scrape endpoint stops with the socket: an open handle would keep the loop (and the daemon) alive.
+            metricsServer?.close()
+            metricsServer = nil
             listener = nil
         case .startGraceTimer:
             let timer = LoopTimer(loop: loop) { [unowned self] _ in

@@ -14,6 +14,8 @@ public struct ServerConfig: Sendable {
     public var inheritedListener: Int32?
     /// Where log lines go: a file opened for appending (and again on SIGHUP); nil: stderr.
     public var logFile: String?
+    /// `--metrics-listen`: where Prometheus scrapes `/metrics` (TCP; an IPv4 address, usually 127.0.0.1).
+    public var metricsListen: (host: String, port: Int)?
     /// `--idle-exit`: stop after this long with no connection (an auto-started daemon's habit); nil: never.
     public var idleExitMs: UInt64?
     public var limits = ProtocolLimits()

@@ -4,6 +4,9 @@ import FerryProtocol
 final class OperationCounters {
     var requests: UInt64 = 0
     var errors: UInt64 = 0
+    /// Errors by code (`ErrorCode.index`), for metrics by operation and code.
+    var errorsByCode = [UInt64](repeating: 0, count: ErrorCode.allCases.count)
+    var latency = LatencyHistogram()
 }
 
 /// The daemon's counters, as `stats` reports them. Touched only on the loop thread.
@@ -15,12 +18,13 @@ final class ServerStats {
     var requestErrors: UInt64 = 0
     var bytesIn: UInt64 = 0
     var bytesOut: UInt64 = 0
-    private var errorsByCode = [UInt64](repeating: 0, count: ErrorCode.allCases.count)
+    private(set) var errorsByCode = [UInt64](repeating: 0, count: ErrorCode.allCases.count)
 
     func countError(_ code: ErrorCode, op: OperationCounters?) {
         errorsByCode[code.index] += 1
         requestErrors += 1
         op?.errors += 1
+        op?.errorsByCode[code.index] += 1
     }
 
     /// An error that belongs to no request (a broken frame header, a refused connection): counted by code only.

@@ -24,6 +24,10 @@ final class StatsReport {
     private let startedAt: UInt64
 
     private let log: Logger
+    /// Where `--metrics-listen` serves (host:port as bound); nil without it.
+    var metricsAddress: String?
+    /// Each operation's counters (requests, errors by code, latency), for the Prometheus view.
+    var operations: [(String, OperationCounters)] { router.counters }
 
     init(loop: EventLoop, stats: ServerStats, router: Router, table: ConnectionTable, store: CacheStore, fetch: FetchEngine?, log: Logger) {
         self.log = log
@@ -40,6 +44,7 @@ final class StatsReport {
         var json = stats.json(pid: getpid(), uptimeMs: loop.nowMs - startedAt, inFlight: table.totalInFlight, operations: router.counters)
         // Where the log goes ("stderr", or the file), so `ferry logs` finds it, and its level now.
         json["log"] = ["file": .string(log.sink.path ?? "stderr"), "level": .string(log.level.name)]
+        json["metrics"] = ["listen": .string(metricsAddress ?? "")]
         let c = store.counters
         json["cache"] = [
             "hits": .int(Int64(c.memoryHits + c.diskHits)), "memory_hits": .int(Int64(c.memoryHits)),

@@ -56,6 +56,10 @@ struct Commands {
     func stats() async throws(CommandFailure) {
         let client = try await launcher.connect()
         defer { client.close() }
+        if args.has("prometheus") {
+            let reply = try await run { try await client.call(.stats, ["format": "prometheus"]) }
+            return writeStdout(reply.body)
+        }
         let s = try await run { try await client.stats() }
         if args.has("json") {
             print(jsonLine(.object(s)))
@@ -64,9 +68,31 @@ struct Commands {
         print(Commands.formatStats(s))
     }
 
+    /// `ferry stats` for a person: first what is asked first — how often each tier answers, what was served, what
+    /// the origins were spared — then the daemon, connections, requests by operation, errors.
     static func formatStats(_ s: JSONObject) -> String {
         func n(_ v: JSONValue?, _ key: String) -> Int64 { v?[key]?.intValue ?? 0 }
+        func ratio(_ hits: Int64, _ total: Int64) -> String {
+            total == 0 ? "-" : (Commands.format1(100 * Double(hits) / Double(total))) + " %"
+        }
+        let cache = s["cache"], fetch = s["fetch"], image = s["image"]
+        let cacheHits = n(cache, "memory_hits") + n(cache, "disk_hits"), cacheReads = cacheHits + n(cache, "misses")
+        let fetchAnswered = n(fetch, "hits") + n(fetch, "stale") + n(fetch, "revalidated") + n(fetch, "coalesced")
+        let fetchTotal = fetchAnswered + n(fetch, "misses") + n(fetch, "bypass")
+        let imageHits = n(image, "memory_hits") + n(image, "disk_hits"), imageTotal = imageHits + n(image, "downloads") + n(image, "coalesced")
         var lines = [
+            "hit ratio:   HTTP \(ratio(n(fetch, "hits") + n(fetch, "stale"), fetchTotal)) of \(fetchTotal) fetches"
+                + " (+ \(n(fetch, "revalidated")) revalidated, \(n(fetch, "coalesced")) coalesced)",
+            "             cache \(ratio(cacheHits, cacheReads)) of \(cacheReads) reads (memory \(ratio(n(cache, "memory_hits"), cacheReads)),"
+                + " disk \(ratio(n(cache, "disk_hits"), cacheReads)))",
+            "             images \(ratio(imageHits, imageTotal)) of \(imageTotal) (memory \(ratio(n(image, "memory_hits"), imageTotal)))",
+            "served:      \(humanBytes(n(fetch, "bytes_from_cache"))) from the cache, \(humanBytes(n(fetch, "bytes_from_origin"))) from origins",
+            "saved:       \(n(fetch, "hits") + n(fetch, "stale") + n(fetch, "coalesced")) origin requests"
+                + " (\(n(fetch, "coalesced")) by coalescing); \(n(fetch, "origin_requests")) made",
+            "memory:      cache \(humanBytes(n(cache?["memory"], "bytes"))) of \(humanBytes(n(cache?["memory"], "budget"))),"
+                + " images \(humanBytes(n(image, "bytes"))) of \(humanBytes(n(image, "budget"))); disk \(humanBytes(n(cache?["disk"], "bytes")))"
+                + " of \(humanBytes(n(cache?["disk"], "budget")))",
+            "",
             "ferryd \(s["version"]?.stringValue ?? "?"), pid \(s["pid"]?.intValue ?? 0), up \(humanDuration(ms: s["uptime_ms"]?.intValue ?? 0))",
             "connections: \(n(s["connections"], "open")) open, \(n(s["connections"], "total")) total, \(n(s["connections"], "rejected")) rejected",
             "requests:    \(n(s["requests"], "total")) total, \(n(s["requests"], "in_flight")) in flight, \(n(s["requests"], "errors")) errors",
@@ -78,6 +104,12 @@ struct Commands {
         let errors = (s["errors"]?.objectValue ?? JSONObject()).map { "\($0.key) \($0.value.intValue ?? 0)" }
         if !errors.isEmpty { lines.append("errors:      " + errors.joined(separator: ", ")) }
         return lines.joined(separator: "\n")
+    }
+
+    /// One decimal: 97.5.
+    static func format1(_ v: Double) -> String {
+        let tenths = Int((v * 10).rounded())
+        return "\(tenths / 10).\(tenths % 10)"
     }
 
     /// `ferry call OP [JSON | -]`: a raw call for scripts; the result goes to stdout as one JSON line.

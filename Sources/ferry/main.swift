@@ -69,6 +69,7 @@ let parser = ArgParser([
     OptionSpec("density", takesValue: true, help: "image: pixels per point, 1-4 (default 1)", commands: ["image"]),
     OptionSpec("follow", help: "logs: keep printing lines as they come (-f)", commands: ["logs"]),
     OptionSpec("lines", takesValue: true, help: "logs: only the last N lines (-n)", commands: ["logs"]),
+    OptionSpec("prometheus", help: "stats: Prometheus' text exposition (for node_exporter's textfile collector, or a look)", commands: ["stats"]),
     OptionSpec("version", help: "print the version"),
     OptionSpec("help", short: "h", help: "print help"),
 ])
@@ -110,7 +111,7 @@ let cliCompletions = Completions(program: "ferry", commands: [
 let subcommandHelp: [String: String] = [
     "ping": "Usage: ferry ping [--count N] [--socket PATH]\n\nSends ping requests and prints each round-trip time.",
     "describe": "Usage: ferry describe [--json] [--socket PATH]\n\nLists every operation the daemon serves with its arguments and result fields.",
-    "stats": "Usage: ferry stats [--json] [--socket PATH]\n\nPrints uptime, connections, requests and errors per operation and code, bytes in and out.",
+    "stats": "Usage: ferry stats [--json | --prometheus] [--socket PATH]\n\nPrints the hit ratio of each tier, bytes served, origin requests saved, budgets in use, then uptime, connections, requests and errors per operation and code. --json: the whole object; --prometheus: Prometheus' text exposition.",
     "call": "Usage: ferry call OP [JSON | -] [--timeout 5s] [--body FILE] [-o FILE] [--socket PATH]\n\nCalls OP with a JSON object of arguments (- reads it from stdin) and prints the result as one JSON line.\nErrors go to stderr as `code: message` with exit code 1.",
     "cache": CacheCommands.usage,
     "http": HTTPCommands.usage,

@@ -14,6 +14,7 @@ enum DaemonOptions {
         OptionSpec("cache-dir", takesValue: true, help: "cache directory (default: $XDG_CACHE_HOME/ferry, else ~/.cache/ferry)"),
         OptionSpec("log-level", takesValue: true, default: "info", help: "debug, info, warn or error"),
         OptionSpec("log-file", takesValue: true, help: "write the log to this file (appended; opened again on SIGHUP) instead of stderr"),
+        OptionSpec("metrics-listen", takesValue: true, help: "serve Prometheus metrics at http://HOST:PORT/metrics, e.g. 127.0.0.1:9187 (port 0: any free one, see stats)"),
         OptionSpec("idle-exit", takesValue: true, help: "stop after this long with no connection, e.g. 10m (as sccache's auto-started server does; default: never)"),
         OptionSpec("grace", takesValue: true, default: "10s", help: "how long requests in flight may finish after SIGTERM"),
         OptionSpec("max-connections", takesValue: true, default: "4096", help: "connections open at once"),
@@ -173,6 +174,13 @@ enum DaemonOptions {
             config.logLevel = l
         }
         if let file = value("log-file") { config.logFile = file }
+        if let listen = value("metrics-listen") {
+            guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port),
+                  listen[..<colon].split(separator: ".").count == 4, listen[..<colon].split(separator: ".").allSatisfy({ UInt8($0) != nil }) else {
+                throw UsageError("--metrics-listen takes an IPv4 address and a port, e.g. 127.0.0.1:9187 (got \"\(listen)\")")
+            }
+            config.metricsListen = (String(listen[..<colon]), port)
+        }
         if let idle = value("idle-exit") {
             let ms = try parseDurationMs(idle)
             guard ms >= 1000 else { throw UsageError("--idle-exit must be at least 1s (got \"\(idle)\")") }
