@@ -53,6 +53,8 @@ public enum ConfigReload {
         ("sealed-copy-limit", false, { $0.sealedCopyBytes != $1.sealedCopyBytes }),
         ("no-hot-path", false, { $0.hotPath != $1.hotPath }),
         ("idle-exit", true, { $0.idleExitMs != $1.idleExitMs }),
+        ("log-format", false, { $0.logFormat != $1.logFormat }),
+        ("slow-ms", false, { $0.slowMs != $1.slowMs }),
         ("metrics-listen", false, { $0.metricsListen?.host != $1.metricsListen?.host || $0.metricsListen?.port != $1.metricsListen?.port }),
     ]
 

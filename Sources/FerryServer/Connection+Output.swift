@@ -172,6 +172,7 @@ extension Connection {
     /// A final frame whose result is written by `result`: a hot operation's (`HotReply`), and every other one
     /// through `appendFinal`, so both paths write the same envelope.
     func writeHotResult(id: UInt64, body: UnsafeRawBufferPointer, result: (inout [UInt8]) -> Void) {
+        lastHotBodyBytes = body.count
         appendFrame(body: body) { out in
             JSONWriter.appendASCII("{\"id\":", to: &out)
             JSONWriter.writeInt(Int64(id), to: &out)

@@ -8,6 +8,8 @@ import FerryProtocol
 /// Lifetime: its pipe holds it (as delegate) from accept until libuv's close callback, so callbacks never see a freed
 /// connection; everything else holds it weakly or by id.
 final class Connection: LoopPipeDelegate {
+    /// The body size of the last hot reply written (for its access line).
+    var lastHotBodyBytes = 0
     /// Where a connection is on its way out: one state, so reading, admitting and writing ask one question.
     enum Life: Equatable {
         case open

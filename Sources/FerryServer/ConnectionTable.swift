@@ -21,6 +21,8 @@ final class ConnectionTable {
     let loop: EventLoop
     /// Large reply bodies as descriptors, for clients that ask (`body_fd`); nil when the daemon hands none out.
     let descriptors: BodyDescriptors?
+    /// One line per request (`AccessLog`), written at the end of each loop iteration.
+    var access: AccessLog?
     private(set) var deadlines: RequestDeadlines!
     private var connections: [UInt64: Connection] = [:]
     private var needFlush: [Connection] = []

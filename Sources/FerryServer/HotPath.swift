@@ -79,6 +79,13 @@ extension Connection {
         table.stats.requestsTotal += 1
         entry.counters.requests += 1
         entry.counters.latency.recordInstant()
+        if let access = table.access, access.wants(nanoseconds: 0) {
+            // A set is acknowledged at the end of the iteration: its line says what was taken, the body it stored.
+            let isSet = entry.name == OperationName.cacheSet.rawValue
+            access.request(AccessEntry(op: entry.name, connection: id, uid: peerUID,
+                                       key: hot.key.map(request.string), namespace: hot.key == nil ? nil : hot.namespace.map(request.string) ?? CacheKey.defaultNamespace,
+                                       outcome: "ok", bytes: isSet ? frame.body.count : lastHotBodyBytes, nanoseconds: 0))
+        }
         return true
     }
 }

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import FerryProtocol
 import Synchronization
 
 /// Log levels, most verbose first.
@@ -36,7 +37,9 @@ public enum LogLevel: Int, Sendable, Comparable, CaseIterable {
 public struct Logger: Sendable {
     public let sink: LogSink
 
-    public init(level: LogLevel = .info, file: String? = nil) { sink = LogSink(level: level, path: file) }
+    public init(level: LogLevel = .info, file: String? = nil, format: LogFormat = .logfmt) {
+        sink = LogSink(level: level, path: file, format: format)
+    }
 
     public var level: LogLevel { sink.level }
 
@@ -47,7 +50,14 @@ public struct Logger: Sendable {
 
     public func log(_ l: LogLevel, _ message: @autoclosure () -> String) {
         guard l >= sink.level else { return }
-        sink.write(Logger.timestamp() + " " + l.name + " " + message() + "\n")
+        switch sink.format {
+        case .logfmt: sink.write(Logger.timestamp() + " " + l.name + " " + message() + "\n")
+        case .json:
+            var line = Array("{\"time\":\"\(Logger.timestamp())\",\"level\":\"\(l.name)\",\"msg\":".utf8)
+            JSONWriter.writeString(message(), to: &line)
+            line += Array("}\n".utf8)
+            sink.write(bytes: line)
+        }
     }
 
     static func timestamp() -> String {
@@ -72,8 +82,10 @@ public final class LogSink: Sendable {
     /// The file's descriptor (2: stderr). Swapped under the lock; a write holds it for its one `write(2)`.
     private let fd: Mutex<Int32>
     public let path: String?
+    public let format: LogFormat
 
-    init(level: LogLevel, path: String?) {
+    init(level: LogLevel, path: String?, format: LogFormat) {
+        self.format = format
         levelRaw = Atomic(level.rawValue)
         self.path = path
         fd = Mutex(2)
@@ -103,15 +115,19 @@ public final class LogSink: Sendable {
 
     func write(_ line: String) {
         var line = line
+        line.withUTF8 { write(UnsafeRawBufferPointer($0)) }
+    }
+
+    func write(bytes: [UInt8]) { bytes.withUnsafeBytes { write($0) } }
+
+    private func write(_ b: UnsafeRawBufferPointer) {
         fd.withLock { fd in
-            line.withUTF8 { b in
-                var off = 0
-                while off < b.count {
-                    let n = Glibc.write(fd, b.baseAddress! + off, b.count - off)
-                    if n < 0 && errno == EINTR { continue }
-                    if n <= 0 { break }
-                    off += n
-                }
+            var off = 0
+            while off < b.count {
+                let n = Glibc.write(fd, b.baseAddress! + off, b.count - off)
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                off += n
             }
         }
     }

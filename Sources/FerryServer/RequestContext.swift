@@ -68,20 +68,20 @@ public final class RequestContext {
 
     /// Ends the request with a result; a body too large for one frame is sent as `chunk` events first.
     public func succeed(_ result: JSONObject, body: [UInt8] = []) {
-        guard let connection = end() else { return }
+        guard let connection = end(result, bytes: body.count) else { return }
         connection.writeResult(id: id, result: result, body: body)
     }
 
     /// The same, with the body as a slice of a larger buffer (sent without copying it first).
     public func succeed(_ result: JSONObject, body: ArraySlice<UInt8>) {
-        guard let connection = end() else { return }
+        guard let connection = end(result, bytes: body.count) else { return }
         connection.writeResult(id: id, result: result, body: body)
     }
 
     /// The same, with the result written straight into the output by `writeResult` (a hot reply, no tree), and a
     /// body that fits one frame.
     func succeed(writing writeResult: (inout [UInt8]) -> Void, body: ArraySlice<UInt8>) {
-        guard let connection = end() else { return }
+        guard let connection = end(nil, bytes: body.count) else { return }
         body.withUnsafeBytes { connection.writeHotResult(id: id, body: $0, result: writeResult) }
     }
 
@@ -93,7 +93,20 @@ public final class RequestContext {
     /// `amend` edits the result as the final frame is made.
     func succeed(_ result: JSONObject, streaming body: ReplyBody, onDrop: (() -> Void)? = nil,
                  amend: ((inout JSONObject) -> Void)? = nil) {
-        guard let connection = end() else { return onDrop?() ?? () }
+        // A body still arriving (a spool) has its size only when its final frame is made: its access line waits
+        // for that, and its time runs to its last byte, as nginx's request time does.
+        let arriving: Bool
+        if case .spool = body { arriving = true } else { arriving = false }
+        guard let connection = end(result, bytes: body.size, logged: !arriving) else { return onDrop?() ?? () }
+        var amend = amend
+        if arriving, let access = connection.table.access {
+            let original = amend
+            amend = { [self] result in
+                original?(&result)
+                let elapsed = LatencyHistogram.now() &- startedNs
+                if access.wants(nanoseconds: elapsed) { logAccess(access, result, bytes: 0, error: nil, elapsed: elapsed) }
+            }
+        }
         stream = connection.writeStreamed(id: id, result: result, body: body, onDrop: onDrop, amend: amend)
         streamConnection = connection
     }
@@ -121,7 +134,7 @@ public final class RequestContext {
     /// Ends the request with a result whose body is a descriptor (it goes with the final frame and is closed here
     /// once sent).
     private func succeed(_ result: JSONObject, descriptor: BodyDescriptor) {
-        guard let connection = end() else {
+        guard let connection = end(result, bytes: descriptor.length) else {
             Glibc.close(descriptor.fd)
             return
         }
@@ -130,13 +143,29 @@ public final class RequestContext {
 
     /// Ends the request with an error.
     public func fail(_ error: WireError) {
-        guard let connection = end() else { return }
+        guard let connection = end(error: error.code) else { return }
         connection.table.stats.countError(error.code, op: counters)
         connection.writeError(id: id, error: error)
     }
 
     public func fail(_ code: ErrorCode, _ message: String, details: JSONObject? = nil) {
         fail(WireError(code, message, details: details))
+    }
+
+    private func logAccess(_ access: AccessLog, _ result: JSONObject?, bytes: Int, error: ErrorCode?, elapsed: UInt64) {
+        var e = AccessEntry(op: op, connection: clientID, uid: clientUID, outcome: error?.rawValue ?? "ok",
+                            bytes: result?["size"]?.intValue.map { Int($0) } ?? bytes, nanoseconds: elapsed)
+        if case .string(let key)? = args["key"] {
+            e.key = key
+            e.namespace = args["namespace"]?.stringValue ?? "default"
+        }
+        e.url = args["url"]?.stringValue
+        if op == OperationName.fetch.rawValue, let result {
+            e.httpStatus = result["status"]?.intValue.map { Int($0) }
+            e.cacheStatus = result["cache"]?["status"]?.stringValue
+        }
+        if op == OperationName.imageGet.rawValue { e.cacheStatus = result?["source"]?.stringValue }
+        access.request(e)
     }
 
     /// Stops the work (`onCancel`) and ends the request with `error` (cancelled, deadline_exceeded, unavailable).
@@ -164,12 +193,15 @@ public final class RequestContext {
         handler?()
     }
 
-    /// Marks the request finished and unregisters it; returns the connection to answer on, if still open.
-    private func end() -> Connection? {
+    /// Marks the request finished and unregisters it, timed and (with its result or error) written to the access
+    /// log; returns the connection to answer on, if still open.
+    private func end(_ result: JSONObject? = nil, bytes: Int = 0, error: ErrorCode? = nil, logged: Bool = true) -> Connection? {
         guard !isFinished else { return nil }
         isFinished = true
         onCancel = nil
-        counters.latency.record(nanoseconds: LatencyHistogram.now() &- startedNs)
+        let elapsed = LatencyHistogram.now() &- startedNs
+        counters.latency.record(nanoseconds: elapsed)
+        if logged, let access = connection?.table.access, access.wants(nanoseconds: elapsed) { logAccess(access, result, bytes: bytes, error: error, elapsed: elapsed) }
         guard let connection else { return nil }
         connection.requestEnded(self)
         self.connection = nil

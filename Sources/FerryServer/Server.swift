@@ -53,7 +53,7 @@ public final class Server {
 
     public init(config: ServerConfig) {
         self.config = config
-        log = Logger(level: config.logLevel, file: config.logFile)
+        log = Logger(level: config.logLevel, file: config.logFile, format: config.logFormat)
     }
 
     /// Binds the socket and serves until a signal asks to stop and the drain is over.
@@ -116,6 +116,7 @@ public final class Server {
         let table = ConnectionTable(loop: loop, config: config, log: log, stats: stats, router: router, budget: budget,
                                     descriptors: descriptors)
         self.table = table
+        table.access = AccessLog(sink: log.sink, format: config.logFormat, slowMs: config.slowMs)
         let report = StatsReport(loop: loop, stats: stats, router: router, table: table, store: store, fetch: fetch, log: log)
         for op in Wiring.operations(config, loop: loop, log: log, store: store, fetch: fetch, images: images, report: report,
                                     post: mailbox.post) {
@@ -225,6 +226,7 @@ public final class Server {
     private func endOfIteration() {
         guard let table else { return }
         store?.endOfIteration { table.flushPending() }
+        table.access?.flush()
         if lifecycle.state == .stopPending { handle(.endOfIteration) }
     }
 

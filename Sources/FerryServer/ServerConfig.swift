@@ -16,6 +16,10 @@ public struct ServerConfig: Sendable {
     public var logFile: String?
     /// `--metrics-listen`: where Prometheus scrapes `/metrics` (TCP; an IPv4 address, usually 127.0.0.1).
     public var metricsListen: (host: String, port: Int)?
+    /// `--log-format`: logfmt lines (the default) or JSON lines, for every line and the access lines.
+    public var logFormat = LogFormat.logfmt
+    /// `--slow-ms`: requests at least this slow get `slow=true` in their access line, at warn.
+    public var slowMs = 1000
     /// `--idle-exit`: stop after this long with no connection (an auto-started daemon's habit); nil: never.
     public var idleExitMs: UInt64?
     public var limits = ProtocolLimits()

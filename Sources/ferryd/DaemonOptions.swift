@@ -12,8 +12,10 @@ enum DaemonOptions {
     static let parser = ArgParser([
         OptionSpec("socket", takesValue: true, help: "socket path (default: $FERRY_SOCKET, $XDG_RUNTIME_DIR/ferry/ferryd.sock, /tmp/ferry-$UID/ferryd.sock)"),
         OptionSpec("cache-dir", takesValue: true, help: "cache directory (default: $XDG_CACHE_HOME/ferry, else ~/.cache/ferry)"),
-        OptionSpec("log-level", takesValue: true, default: "info", help: "debug, info, warn or error"),
+        OptionSpec("log-level", takesValue: true, default: "info", help: "debug, info (a line per request), warn (slow requests only) or error"),
         OptionSpec("log-file", takesValue: true, help: "write the log to this file (appended; opened again on SIGHUP) instead of stderr"),
+        OptionSpec("log-format", takesValue: true, default: "logfmt", help: "logfmt or json (JSON lines), for every line and the access lines"),
+        OptionSpec("slow-ms", takesValue: true, default: "1000", help: "requests at least this slow get slow=true in their access line, at warn"),
         OptionSpec("metrics-listen", takesValue: true, help: "serve Prometheus metrics at http://HOST:PORT/metrics, e.g. 127.0.0.1:9187 (port 0: any free one, see stats)"),
         OptionSpec("idle-exit", takesValue: true, help: "stop after this long with no connection, e.g. 10m (as sccache's auto-started server does; default: never)"),
         OptionSpec("grace", takesValue: true, default: "10s", help: "how long requests in flight may finish after SIGTERM"),
@@ -174,6 +176,11 @@ enum DaemonOptions {
             config.logLevel = l
         }
         if let file = value("log-file") { config.logFile = file }
+        if let format = value("log-format") {
+            guard let f = LogFormat(rawValue: format) else { throw UsageError("--log-format is logfmt or json (got \"\(format)\")") }
+            config.logFormat = f
+        }
+        if let ms = value("slow-ms") { config.slowMs = try positive(ms, "--slow-ms") }
         if let listen = value("metrics-listen") {
             guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port),
                   listen[..<colon].split(separator: ".").count == 4, listen[..<colon].split(separator: ".").allSatisfy({ UInt8($0) != nil }) else {
