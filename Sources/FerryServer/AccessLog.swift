@@ -49,67 +49,58 @@ final class AccessLog {
         // cache.get's throughput (measured with ferry-bench at 50 connections).
         appendTime()
         switch format {
-        case .logfmt:
-            buffer += (slow ? " warn access" : " info access").utf8
-            text("op", e.op)
-            number("conn", e.connection)
-            number("uid", UInt64(e.uid))
-            if let ns = e.namespace { text("ns", ns) }
-            if let key = e.key { text("key", key) }
-            if let url = e.url { text("url", url) }
-            text("status", e.outcome)
-            if let http = e.httpStatus { number("http", UInt64(max(0, http))) }
-            if let cache = e.cacheStatus { text("cache", cache) }
-            number("bytes", UInt64(max(0, e.bytes)))
-            buffer += " ms=".utf8
-            appendMilliseconds(e.nanoseconds)
-            if slow { buffer += " slow=true".utf8 }
-        case .json:
-            buffer += (slow ? "\",\"level\":\"warn\",\"msg\":\"access\"" : "\",\"level\":\"info\",\"msg\":\"access\"").utf8
-            jsonText("op", e.op)
-            jsonNumber("conn", e.connection)
-            jsonNumber("uid", UInt64(e.uid))
-            if let ns = e.namespace { jsonText("ns", ns) }
-            if let key = e.key { jsonText("key", key) }
-            if let url = e.url { jsonText("url", url) }
-            jsonText("status", e.outcome)
-            if let http = e.httpStatus { jsonNumber("http", UInt64(max(0, http))) }
-            if let cache = e.cacheStatus { jsonText("cache", cache) }
-            jsonNumber("bytes", UInt64(max(0, e.bytes)))
-            buffer += ",\"ms\":".utf8
-            appendMilliseconds(e.nanoseconds)
-            if slow { buffer += ",\"slow\":true".utf8 }
-            buffer.append(UInt8(ascii: "}"))
+        case .logfmt: buffer += (slow ? " warn access" : " info access").utf8
+        case .json: buffer += (slow ? "\",\"level\":\"warn\",\"msg\":\"access\"" : "\",\"level\":\"info\",\"msg\":\"access\"").utf8
         }
+        text("op", e.op)
+        number("conn", e.connection)
+        number("uid", UInt64(e.uid))
+        if let ns = e.namespace { text("ns", ns) }
+        if let key = e.key { text("key", key) }
+        if let url = e.url { text("url", url) }
+        text("status", e.outcome)
+        if let http = e.httpStatus { number("http", UInt64(max(0, http))) }
+        if let cache = e.cacheStatus { text("cache", cache) }
+        number("bytes", UInt64(max(0, e.bytes)))
+        name("ms")
+        appendMilliseconds(e.nanoseconds)
+        if slow {
+            name("slow")
+            buffer += "true".utf8
+        }
+        if format == .json { buffer.append(UInt8(ascii: "}")) }
         buffer.append(UInt8(ascii: "\n"))
         if buffer.count >= 1 << 16 { flush() }
     }
 
-    private func text(_ key: StaticString, _ value: String) {
-        buffer.append(UInt8(ascii: " "))
+    /// ` key=` (logfmt) or `,"key":` (JSON).
+    private func name(_ key: StaticString) {
+        let isJSON = format == .json
+        if isJSON {
+            buffer.append(UInt8(ascii: ","))
+            buffer.append(UInt8(ascii: "\""))
+        } else {
+            buffer.append(UInt8(ascii: " "))
+        }
         buffer.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
-        buffer.append(UInt8(ascii: "="))
-        if AccessLog.isBare(value) { buffer += value.utf8 } else { buffer += AccessLog.logfmt(value).utf8 }
+        if isJSON {
+            buffer.append(UInt8(ascii: "\""))
+            buffer.append(UInt8(ascii: ":"))
+        } else {
+            buffer.append(UInt8(ascii: "="))
+        }
+    }
+
+    private func text(_ key: StaticString, _ value: String) {
+        name(key)
+        switch format {
+        case .logfmt: if AccessLog.isBare(value) { buffer += value.utf8 } else { buffer += AccessLog.logfmt(value).utf8 }
+        case .json: JSONWriter.writeString(value, to: &buffer)
+        }
     }
 
     private func number(_ key: StaticString, _ value: UInt64) {
-        buffer.append(UInt8(ascii: " "))
-        buffer.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
-        buffer.append(UInt8(ascii: "="))
-        JSONWriter.writeInt(Int64(bitPattern: value), to: &buffer)
-    }
-
-    private func jsonText(_ key: StaticString, _ value: String) {
-        buffer += ",\"".utf8
-        buffer.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
-        buffer += "\":".utf8
-        JSONWriter.writeString(value, to: &buffer)
-    }
-
-    private func jsonNumber(_ key: StaticString, _ value: UInt64) {
-        buffer += ",\"".utf8
-        buffer.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
-        buffer += "\":".utf8
+        name(key)
         JSONWriter.writeInt(Int64(bitPattern: value), to: &buffer)
     }
 
