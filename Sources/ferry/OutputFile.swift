@@ -6,7 +6,8 @@ import FerryClient
 /// Where `ferry fetch -o FILE` writes a body as it arrives: a temporary file beside FILE (`FILE.ferry-part-PID`),
 /// renamed onto FILE once the whole body is there and wanted, removed otherwise. So a download costs this process a
 /// few buffers whatever its size, and a failed one (an error, a cut connection, `-f` and a status of 400 or more)
-/// never leaves a partial FILE, nor replaces an existing one.
+/// never leaves a partial FILE, nor replaces an existing one. FILE that is not a regular file (a device, a FIFO) is
+/// written directly.
 ///
 /// ```swift
 /// let file = try OutputFile(path: "big.bin")
@@ -41,6 +42,16 @@ final class OutputFile {
 
     init(path: String) throws(CommandFailure) {
         self.path = path
+        // A device, a FIFO or a socket (`-o /dev/null`, `-o /dev/stdout`, a pipe's name) is written as it is, as curl
+        // writes it: a file renamed onto it would replace the device itself (as root, /dev/null became a file).
+        var st = stat()
+        if stat(path, &st) == 0, (st.st_mode & S_IFMT) != S_IFREG, (st.st_mode & S_IFMT) != S_IFDIR {
+            temporary = path
+            committed = true
+            fd = open(path, O_WRONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw OutputFile.failure("cannot write \(path)") }
+            return
+        }
         temporary = "\(path).ferry-part-\(getpid())"
         // Never through a planted link, never over someone else's file: a fresh name, created here.
         fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)

@@ -217,5 +217,38 @@ struct FetchCLITests {
         #expect(lines(mine, ">").first == "> GET /?x=1 HTTP/1.1")
         #expect(mine.contains("* ferry cache: miss"))
     }
+
+    /// `-o` onto something that is not a regular file — a FIFO here, `/dev/null` in every script — writes through
+    /// it and leaves it what it was (a temporary file renamed onto it replaced /dev/null itself, as root).
+    @Test func outputToAFifoOrDeviceWritesThroughIt() throws {
+        let rig = try Rig()
+        defer { rig.stop() }
+        let dir = TempDir()
+        defer { dir.remove() }
+        let fifo = dir.path + "/pipe"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let reader = Task.detached { try runCommand("/usr/bin/cat", [fifo]) }
+        let fetched = try ferry(["-o", fifo, rig.origin.url("/r?body=through&cc=no-store")], rig.daemon)
+        let read = try awaitValue(reader)
+        #expect(fetched.status == 0 && read.out == "through", "\(fetched) \(read)")
+        var st = stat()
+        #expect(lstat(fifo, &st) == 0 && st.st_mode & S_IFMT == S_IFIFO, "still a FIFO")
+        #expect(try ferry(["-o", "/dev/null", rig.origin.url("/r?body=x&cc=no-store")], rig.daemon).status == 0)
+        #expect(stat("/dev/null", &st) == 0 && st.st_mode & S_IFMT == S_IFCHR, "/dev/null is still the device")
+    }
 }
 }
+
+/// The value of a detached task, waited for from synchronous test code.
+func awaitValue<T: Sendable>(_ task: Task<T, any Error>) throws -> T {
+    let box = ResultBox<T>()
+    let done = DispatchSemaphore(value: 0)
+    Task.detached {
+        box.result = await task.result
+        done.signal()
+    }
+    done.wait()
+    return try box.result!.get()
+}
+
+final class ResultBox<T: Sendable>: @unchecked Sendable { var result: Result<T, any Error>? }
