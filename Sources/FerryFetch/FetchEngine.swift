@@ -73,6 +73,11 @@ public final class FetchEngine {
 
     public func close() { transport.close() }
 
+    /// The shared transfers in flight, furthest along first, at most `limit` (`stats`' `fetch.in_flight`).
+    public func transfersInFlight(limit: Int = 20) -> [TransferInFlight] {
+        Array(groups.values.map(\.inFlight).sorted { ($0.received, $0.url) > ($1.received, $1.url) }.prefix(limit))
+    }
+
     /// Joins the transfer in flight for `coalescingKey` or starts one; `nil` key: a transfer of its own.
     func join(_ waiter: TransferGroup.Waiter, request: OriginRequest, coalescingKey: String?,
               resuming: (spool: BodySpool, stored: StoredResponse)? = nil) -> TransferGroup? {
@@ -83,6 +88,7 @@ public final class FetchEngine {
         }
         let group = TransferGroup(key: coalescingKey, engine: self, spool: resuming?.spool ?? BodySpool(config: config.spool))
         group.resumes = resuming?.stored
+        group.url = request.url
         group.add(waiter)
         if let key = coalescingKey { groups[key] = group }
         do {

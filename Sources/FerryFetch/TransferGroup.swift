@@ -74,6 +74,9 @@ final class TransferGroup {
     private(set) var waiters: [Waiter] = []
     private var lastProgressMs: Int64 = 0
     private var lastReceived = -1
+    private var lastTotal: Int?
+    /// The URL asked of the origin (for `stats`' list of transfers in flight).
+    var url = ""
 
     init(key: String?, engine: FetchEngine, spool: BodySpool) {
         self.key = key
@@ -87,6 +90,11 @@ final class TransferGroup {
     }
 
     func add(_ waiter: Waiter) { waiters.append(waiter) }
+
+    /// What `stats` says of it: bytes received so far, the total when the origin said, the clients waiting.
+    var inFlight: TransferInFlight {
+        TransferInFlight(url: url, received: max(0, lastReceived), total: lastTotal, clients: waiters.count)
+    }
 
     /// A waiter that joined after the head arrived gets its answer now (the caller has kept the group first).
     func catchUp(_ waiter: Waiter) {
@@ -194,6 +202,15 @@ final class TransferGroup {
         guard received != lastReceived, now - lastProgressMs >= 100 || (total != nil && received == total) else { return }
         lastProgressMs = now
         lastReceived = received
+        lastTotal = total
         for waiter in waiters where waiter.wantsProgress { waiter.progress?(received, total) }
     }
+}
+
+/// A transfer with an origin, as `stats` lists it (`fetch.in_flight`) and `ferry top` shows it.
+public struct TransferInFlight: Sendable, Equatable {
+    public var url: String
+    public var received: Int
+    public var total: Int?
+    public var clients: Int
 }

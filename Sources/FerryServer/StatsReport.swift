@@ -59,6 +59,7 @@ final class StatsReport {
         if let fetch {
             var f = StatsReport.json(fetch.stats, active: fetch.activeTransfers)
             f["transfers_waiting"] = .int(Int64(fetch.waitingTransfers))
+            f["in_flight"] = StatsReport.inFlight(fetch.transfersInFlight())
             json["fetch"] = .object(f)
         }
         if let descriptors = table.descriptors { json["descriptors"] = .object(descriptors.json) }
@@ -92,6 +93,14 @@ final class StatsReport {
         let fields = String(decoding: buf[..<n], as: UTF8.self).split(separator: " ")
         guard fields.count > 1, let pages = Int64(fields[1]) else { return 0 }
         return pages * Int64(sysconf(Int32(_SC_PAGESIZE)))
+    }
+
+    /// `fetch.in_flight`: the shared transfers in flight (`total` -1 while the origin has not said).
+    static func inFlight(_ transfers: [TransferInFlight]) -> JSONValue {
+        .array(transfers.map { t in
+            .object(["url": .string(t.url), "received": .int(Int64(t.received)), "total": .int(Int64(t.total ?? -1)),
+                     "clients": .int(Int64(t.clients))])
+        })
     }
 
     static func json(_ f: FetchStats, active: Int) -> JSONObject {

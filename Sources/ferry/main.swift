@@ -90,6 +90,7 @@ let usage = """
       image URL -o FILE | --info     an image through the shared image loader (ferry image --help)
       daemon start|stop|status control the daemon
       logs [-f] [-n N]         the daemon's log (-f: follow it)
+      top                      a live view: requests/s, hit ratios, bytes/s, budgets, transfers (q quits)
       completions bash|zsh|fish  a completion script for the shell
 
     When no daemon answers, ferry starts ferryd in the background (FERRY_NO_AUTOSTART=1 turns this off).
@@ -105,7 +106,7 @@ let cliCompletions = Completions(program: "ferry", commands: [
     ("ping", []), ("describe", []), ("stats", []), ("call", []), ("fetch", []),
     ("cache", ["get", "set", "del", "exists", "ttl", "touch", "incr", "decr", "ls", "clear"]),
     ("http", ["ls", "show", "purge"]), ("image", ["prefetch"]), ("daemon", ["start", "stop", "status"]),
-    ("logs", []), ("completions", ["bash", "zsh", "fish"]),
+    ("logs", []), ("top", []), ("completions", ["bash", "zsh", "fish"]),
 ], options: parser.options)
 
 let subcommandHelp: [String: String] = [
@@ -116,6 +117,7 @@ let subcommandHelp: [String: String] = [
     "cache": CacheCommands.usage,
     "http": HTTPCommands.usage,
     "logs": LogsCommand.usage,
+    "top": TopCommand.usage,
     "fetch": FetchCommand.usage,
     "image": ImageCommand.usage,
     "daemon": "Usage: ferry daemon start [FERRYD-OPTIONS] | stop | status [--socket PATH]\n\nstart: start ferryd in the background with these of its options, e.g. --disk-limit 1GiB (no-op if running; ferryd also reads its configuration file, ferryd --print-config)\nstop: SIGTERM the daemon and wait for it to exit\nstatus: print the daemon's state; exit 3 if it is not running",
@@ -179,6 +181,7 @@ func runCLI() async -> Int32 {
         case "cache": try await CacheCommands(args: args, commands: commands).run()
         case "http": try await HTTPCommands(args: args, commands: commands).run()
         case "logs": try await LogsCommand(args: args, commands: commands).run()
+        case "top": try await TopCommand(args: args, commands: commands).run()
         case "completions":
             guard args.positionals.count == 2, let shell = Completions.Shell(rawValue: args.positionals[1]) else {
                 writeStderr("usage: ferry completions bash|zsh|fish")

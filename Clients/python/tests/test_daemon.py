@@ -254,6 +254,12 @@ class DaemonTests(DaemonCase):
         problems = []
 
         def check(value, want, where):
+            if isinstance(want, list):   # [shape]: an array of items of that shape
+                if not isinstance(value, list):
+                    return problems.append(f"{where}: an array in the shape, {type(value).__name__} in stats")
+                for i, item in enumerate(value):
+                    check(item, want[0], f"{where}[{i}]")
+                return
             if isinstance(want, dict):
                 if not isinstance(value, dict):
                     return problems.append(f"{where}: an object in the shape, {type(value).__name__} in stats")
