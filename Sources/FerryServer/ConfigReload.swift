@@ -2,7 +2,7 @@
 /// running configuration with the one read again, by setting name (the names of `ferryd --print-config`).
 ///
 /// Live: the log level, the memory budgets (a smaller one evicts now), the image loader's entry count, the
-/// connection limit, whether other users may connect, the drain's grace. Everything else — the socket, the cache
+/// connection limit, the drain's grace, the idle exit. Who may connect (the socket's mode) waits for a restart. Everything else — the socket, the cache
 /// directory and its disk budget, protocol limits a connected client has already been told, the fetch engine's
 /// pools — is kept, and the reload says which changed settings need a restart.
 ///
@@ -26,7 +26,8 @@ public enum ConfigReload {
         ("image-memory-limit", true, { $0.imageMemoryLimit != $1.imageMemoryLimit }),
         ("image-max-entries", true, { $0.imageMaxEntries != $1.imageMaxEntries }),
         ("max-connections", true, { $0.maxConnections != $1.maxConnections }),
-        ("allow-other-users", true, { $0.allowOtherUsers != $1.allowOtherUsers }),
+        ("allow-other-users", false, { $0.allowOtherUsers != $1.allowOtherUsers }),
+        ("socket-group", false, { $0.socketGroup?.gid != $1.socketGroup?.gid }),
         ("grace", true, { $0.gracePeriodMs != $1.gracePeriodMs }),
         ("socket", false, { $0.socketPath != $1.socketPath }),
         ("cache-dir", false, { $0.cacheDirectory != $1.cacheDirectory }),
@@ -74,7 +75,6 @@ public enum ConfigReload {
         c.imageMemoryLimit = next.imageMemoryLimit
         c.imageMaxEntries = next.imageMaxEntries
         c.maxConnections = next.maxConnections
-        c.allowOtherUsers = next.allowOtherUsers
         c.gracePeriodMs = next.gracePeriodMs
         c.idleExitMs = next.idleExitMs
         return c

@@ -91,6 +91,7 @@ extension Connection {
             break
         }
         table.stats.bytesOut += UInt64(direct)
+        usage.bytesOut += UInt64(direct)
         table.outputBytes -= direct
         if direct > 0 { lastDrainMs = WallClock.nowMs() }
         out.removeFirst(consumed)

@@ -217,6 +217,7 @@ extension Connection {
             return close()
         }
         table.stats.bytesOut += UInt64(written)
+        usage.bytesOut += UInt64(written)
         lastDrainMs = WallClock.nowMs()
         if written == head.count + body.count { return }
         // The rest waits in the output as any reply does.
@@ -266,6 +267,7 @@ extension Connection {
             }
         }
         table.stats.bytesOut += UInt64(written)
+        usage.bytesOut += UInt64(written)
         table.outputBytes -= written
         if written > 0 { lastDrainMs = WallClock.nowMs() }
         let rest = out.count - written
@@ -287,7 +289,10 @@ extension Connection {
         queuedWriteBytes -= count
         table.outputBytes -= count
         if status == 0 { lastDrainMs = WallClock.nowMs() }
-        if status == 0 { table.stats.bytesOut += UInt64(count) }
+        if status == 0 {
+            table.stats.bytesOut += UInt64(count)
+            usage.bytesOut += UInt64(count)
+        }
         guard !isClosed else { return }
         if status < 0 {
             close()

@@ -10,6 +10,8 @@ import FerryProtocol
 final class Connection: LoopPipeDelegate {
     /// The body size of the last hot reply written (for its access line).
     var lastHotBodyBytes = 0
+    /// What this connection did, added to its uid's totals when it closes (`stats`' `uids`).
+    var usage = UIDUsage()
     /// Where a connection is on its way out: one state, so reading, admitting and writing ask one question.
     enum Life: Equatable {
         case open
@@ -125,6 +127,7 @@ final class Connection: LoopPipeDelegate {
         if nread > 0 {
             decoder.buffer.didWrite(nread)
             table.stats.bytesIn += UInt64(nread)
+            usage.bytesIn += UInt64(nread)
             processFrames()
         } else if nread < 0 {
             if nread == LoopPipe.endOfFile {
@@ -172,11 +175,13 @@ final class Connection: LoopPipeDelegate {
             }
         } catch {
             table.stats.requestsTotal += 1
+            usage.requests += 1
             table.stats.countError(error.error.code, op: nil)
             writeError(id: error.id, error: error.error)
             return
         }
         table.stats.requestsTotal += 1
+        usage.requests += 1
         uploads.newRequest(envelope.id)
         // No operation name is long: a huge one is unknown without hashing it (a String's hash normalises it first).
         let entry = envelope.op.utf8.count <= Router.maxNameBytes ? table.router.entry(envelope.op) : nil

@@ -25,6 +25,20 @@ final class ConnectionTable {
     var access: AccessLog?
     private(set) var deadlines: RequestDeadlines!
     private var connections: [UInt64: Connection] = [:]
+    /// What the closed connections of each uid did (the open ones count their own until they close).
+    private var closedUsage: [UInt32: UIDUsage] = [:]
+
+    /// Each uid's connections and their totals, open and closed (`stats`' `uids`).
+    func usageByUID() -> [UInt32: (open: Int, usage: UIDUsage)] {
+        var out = closedUsage.mapValues { (open: 0, usage: $0) }
+        for c in connections.values {
+            var entry = out[c.peerUID] ?? (0, UIDUsage())
+            entry.open += 1
+            entry.usage.add(c.usage)
+            out[c.peerUID] = entry
+        }
+        return out
+    }
     private var needFlush: [Connection] = []
     private var nextConnectionID: UInt64 = 1
     private var serialCounter: UInt64 = 0
@@ -80,6 +94,7 @@ final class ConnectionTable {
     func closed(_ connection: Connection) {
         guard connections.removeValue(forKey: connection.id) != nil else { return }
         stats.connectionsOpen -= 1
+        closedUsage[connection.peerUID, default: UIDUsage()].add(connection.usage)
         log.debug("conn=\(connection.id) closed")
         if connections.isEmpty { onEmpty() }
     }

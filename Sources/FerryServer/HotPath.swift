@@ -77,6 +77,7 @@ extension Connection {
         let request = HotRequest(envelope: hot, json: frame.json, body: frame.body)
         guard handler.answerHot(request, HotReply(connection: self, id: hot.id, counters: entry.counters)) else { return false }
         table.stats.requestsTotal += 1
+        usage.requests += 1
         entry.counters.requests += 1
         entry.counters.latency.recordInstant()
         if let access = table.access, access.wants(nanoseconds: 0) {

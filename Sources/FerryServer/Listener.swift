@@ -29,6 +29,39 @@ final class Listener {
         } catch {
             throw .bind(path: config.socketPath, message: error.description)
         }
+        if config.inheritedListener == nil { try Listener.share(config, log: log) }
+    }
+
+    /// Bound 0600 (the umask around bind); widened now for whom it is shared with: 0660 and the group's, or 0666.
+    /// A directory on the way that they cannot pass through is said in the log: they would get "no ferryd answers".
+    static func share(_ config: ServerConfig, log: Logger) throws(ServerError) {
+        let path = config.socketPath
+        switch SocketSharing(config) {
+        case .nobody: return
+        case .group(let gid):
+            guard chown(path, uid_t.max, gid_t(gid)) == 0, chmod(path, 0o660) == 0 else {
+                throw .bind(path: path, message: "cannot give the socket to group \(config.socketGroup?.name ?? "?"): \(String(cString: strerror(errno)))")
+            }
+        case .everyone:
+            guard chmod(path, 0o666) == 0 else { throw .bind(path: path, message: "cannot open the socket to other users: \(String(cString: strerror(errno)))") }
+        }
+        if let blocking = unreachableDirectory(path, group: config.socketGroup?.gid) {
+            log.warn("other users cannot reach \(path): \(blocking) is not searchable by them; use --socket in a shared directory (e.g. /run/ferry)")
+        }
+    }
+
+    /// The first directory above `path` that other users (or the group's members) cannot pass through.
+    static func unreachableDirectory(_ path: String, group: UInt32?) -> String? {
+        var dir = path
+        while let slash = dir.lastIndex(of: "/"), slash != dir.startIndex {
+            dir = String(dir[..<slash])
+            var st = stat()
+            guard stat(dir, &st) == 0 else { return dir }
+            let others = st.st_mode & 0o001 != 0
+            let groupOK = group.map { st.st_gid == gid_t($0) && st.st_mode & 0o010 != 0 } ?? false
+            if !others && !groupOK { return dir }
+        }
+        return nil
     }
 
     func close() { socket.close() }
@@ -42,7 +75,8 @@ final class Listener {
     private func accept(status: Int32) {
         guard status == 0, let pipe = socket.accept() else { return }
         let connection = table.open(pipe)
-        let refusal = Listener.admission(peerUID: pipe.peerUID(), daemonUID: daemonUID, allowOtherUsers: config.allowOtherUsers,
+        // A shared socket's file mode decides who reaches it; every uid that does is served.
+        let refusal = Listener.admission(peerUID: pipe.peerUID(), daemonUID: daemonUID, allowOtherUsers: config.sharesSocket,
                                          open: table.count, maxConnections: config.maxConnections)
         if let refusal {
             table.stats.connectionsRejected += 1

@@ -68,7 +68,8 @@ public final class Server {
         // A socket systemd bound is systemd's: no lock beside it, no stale file to remove, and it stays after we stop
         // (the next connection starts ferryd again).
         let guardian = config.inheritedListener == nil
-            ? try SocketGuard.acquire(path: config.socketPath, ownsDirectory: config.socketIsDefault, log: log) : nil
+            ? try SocketGuard.acquire(path: config.socketPath, ownsDirectory: config.socketIsDefault, sharedWith: SocketSharing(config), log: log)
+            : nil
         do {
             try start()
         } catch {

@@ -14,6 +14,11 @@ public struct ServerConfig: Sendable {
     public var inheritedListener: Int32?
     /// Where log lines go: a file opened for appending (and again on SIGHUP); nil: stderr.
     public var logFile: String?
+    /// `--socket-group`: the group whose members may connect (the socket 0660 and that group's); implies accepting
+    /// their uids. Nil: the socket is the user's alone (0600), or everyone's (0666) with `allowOtherUsers`.
+    public var socketGroup: (name: String, gid: UInt32)?
+    /// Whether anyone but this user may connect: `--allow-other-users` or `--socket-group`.
+    public var sharesSocket: Bool { allowOtherUsers || socketGroup != nil }
     /// `--metrics-listen`: where Prometheus scrapes `/metrics` (TCP; an IPv4 address, usually 127.0.0.1).
     public var metricsListen: (host: String, port: Int)?
     /// `--log-format`: logfmt lines (the default) or JSON lines, for every line and the access lines.

@@ -55,3 +55,18 @@ final class ServerStats {
         ]
     }
 }
+
+/// What one uid's connections did: requests and bytes each way (a shared daemon's per-user accounting).
+struct UIDUsage {
+    var requests: UInt64 = 0
+    var bytesIn: UInt64 = 0
+    var bytesOut: UInt64 = 0
+    var connections: UInt64 = 1
+
+    mutating func add(_ other: UIDUsage) {
+        requests += other.requests
+        bytesIn += other.bytesIn
+        bytesOut += other.bytesOut
+        connections += other.connections
+    }
+}

@@ -13,9 +13,11 @@ struct SocketGuard {
     let lockPath: String
     private let lockFD: Int32
 
-    static func acquire(path: String, ownsDirectory: Bool, log: Logger) throws(ServerError) -> SocketGuard {
+    /// `sharedWith`: the socket is for other users too (`--socket-group`'s gid, or nil with `--allow-other-users`);
+    /// a directory made here is then 0750 and that group's (0755 for everyone) instead of 0700, so they can reach it.
+    static func acquire(path: String, ownsDirectory: Bool, sharedWith: SocketSharing = .nobody, log: Logger) throws(ServerError) -> SocketGuard {
         if let problem = SocketPath.problem(with: path) { throw .socketPath(problem) }
-        try prepareDirectory(of: path, checkOwnership: ownsDirectory)
+        try prepareDirectory(of: path, checkOwnership: ownsDirectory, sharing: sharedWith)
         let lockPath = path + ".lock"
         // Never through a symlink (a shared sticky directory could hold one planted by another user), and only a
         // regular file of ours: the lock file is truncated and written.
@@ -50,10 +52,20 @@ struct SocketGuard {
         close(lockFD)
     }
 
-    private static func prepareDirectory(of path: String, checkOwnership: Bool) throws(ServerError) {
+    private static func prepareDirectory(of path: String, checkOwnership: Bool, sharing: SocketSharing) throws(ServerError) {
         guard let slash = path.lastIndex(of: "/") else { return }
         let dir = slash == path.startIndex ? "/" : String(path[..<slash])
-        if mkdir(dir, 0o700) != 0 && errno != EEXIST {
+        let mode: mode_t
+        switch sharing {
+        case .nobody: mode = 0o700
+        case .group: mode = 0o750
+        case .everyone: mode = 0o755
+        }
+        if mkdir(dir, mode) == 0 {
+            // mkdir's mode passes through the umask (077 in the daemon): set it as meant.
+            chmod(dir, mode)
+            if case .group(let gid) = sharing { chown(dir, uid_t.max, gid_t(gid)) }
+        } else if errno != EEXIST {
             throw .directory("cannot create socket directory \(dir): \(errnoText())")
         }
         guard checkOwnership else { return }
@@ -63,8 +75,10 @@ struct SocketGuard {
         guard st.st_uid == getuid() else {
             throw .directory("socket directory \(dir) belongs to uid \(st.st_uid), not \(getuid()); refusing to use it")
         }
-        guard st.st_mode & 0o077 == 0 else {
-            throw .directory("socket directory \(dir) has mode \(String(st.st_mode & 0o777, radix: 8)); it must be 0700")
+        // Nobody else may write it (replace the socket); others may pass through it when the socket is shared.
+        let forbidden: mode_t = sharing == .nobody ? 0o077 : 0o022
+        guard st.st_mode & forbidden == 0 else {
+            throw .directory("socket directory \(dir) has mode \(String(st.st_mode & 0o777, radix: 8)); it must be \(sharing == .nobody ? "0700" : "0750 or 0755")")
         }
     }
 
@@ -118,5 +132,18 @@ extension String {
         while let f = s.first, chars.contains(f) { s.removeFirst() }
         while let l = s.last, chars.contains(l) { s.removeLast() }
         return String(s)
+    }
+}
+
+/// Who besides the daemon's user may connect, which decides the socket's and its directory's modes.
+enum SocketSharing: Equatable {
+    case nobody
+    /// `--socket-group`: the group's members (socket 0660, that group's).
+    case group(UInt32)
+    /// `--allow-other-users`: every local user (socket 0666).
+    case everyone
+
+    init(_ config: ServerConfig) {
+        if let group = config.socketGroup { self = .group(group.gid) } else if config.allowOtherUsers { self = .everyone } else { self = .nobody }
     }
 }

@@ -45,6 +45,13 @@ final class StatsReport {
         // Where the log goes ("stderr", or the file), so `ferry logs` finds it, and its level now.
         json["log"] = ["file": .string(log.sink.path ?? "stderr"), "level": .string(log.level.name)]
         json["metrics"] = ["listen": .string(metricsAddress ?? "")]
+        var uids = JSONObject()
+        for (uid, entry) in table.usageByUID().sorted(by: { $0.key < $1.key }) {
+            uids[String(uid)] = ["connections_open": .int(Int64(entry.open)), "connections": .int(Int64(entry.usage.connections)),
+                                 "requests": .int(Int64(entry.usage.requests)), "bytes_in": .int(Int64(entry.usage.bytesIn)),
+                                 "bytes_out": .int(Int64(entry.usage.bytesOut))]
+        }
+        json["uids"] = .object(uids)
         let c = store.counters
         json["cache"] = [
             "hits": .int(Int64(c.memoryHits + c.diskHits)), "memory_hits": .int(Int64(c.memoryHits)),

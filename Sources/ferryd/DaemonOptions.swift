@@ -39,7 +39,8 @@ enum DaemonOptions {
         OptionSpec("image-max-pixels", takesValue: true, default: "100000000", help: "images with more pixels are refused"),
         OptionSpec("image-downloads", takesValue: true, default: "6", help: "image downloads at once, more wait"),
         OptionSpec("image-decoders", takesValue: true, default: "2", help: "images decoded at once (libvips threads), more wait"),
-        OptionSpec("allow-other-users", help: "accept clients running as another uid"),
+        OptionSpec("allow-other-users", help: "accept clients running as another uid: the socket becomes 0666 (every local user)"),
+        OptionSpec("socket-group", takesValue: true, help: "the group whose members may connect: the socket becomes 0660 and that group's (a CI box's shared daemon)"),
         OptionSpec("no-body-fd", help: "never hand a body out as a descriptor; clients that ask get the bytes"),
         OptionSpec("body-fd-min-bytes", takesValue: true, default: "64KiB", help: "smallest body handed out as a descriptor to clients that ask"),
         OptionSpec("body-fd-check-limit", takesValue: true, default: "16MiB", help: "largest stored body checked before its first hand-out as a descriptor; larger ones are checked by their first read"),
@@ -176,6 +177,10 @@ enum DaemonOptions {
             config.logLevel = l
         }
         if let file = value("log-file") { config.logFile = file }
+        if let name = value("socket-group") {
+            guard let group = getgrnam(name) else { throw UsageError("--socket-group: no group named \"\(name)\"") }
+            config.socketGroup = (name, UInt32(group.pointee.gr_gid))
+        }
         if let format = value("log-format") {
             guard let f = LogFormat(rawValue: format) else { throw UsageError("--log-format is logfmt or json (got \"\(format)\")") }
             config.logFormat = f
