@@ -90,6 +90,11 @@ let package = Package(
         ),
         .target(name: "CFerryVips", dependencies: ["CVips"], linkerSettings: [.linkedLibrary("vips")]),
         .target(name: "FerryVips", dependencies: ["FerryImages", "FerryProtocol", "CFerryVips"]),
+        // Redis as a second tier for a fleet (issue 16): hiredis (Debian libhiredis-dev) with its libuv adapter, on
+        // the daemon's own loop. `CFerryRedis` keeps hiredis's types in C; `FerryRedis` is the connection, its
+        // reconnecting and its command timeouts.
+        .target(name: "CFerryRedis", dependencies: ["CLibUV"], linkerSettings: [.linkedLibrary("hiredis")]),
+        .target(name: "FerryRedis", dependencies: ["FerryLoop", "CFerryRedis"]),
         .target(
             name: "FerryServer",
             dependencies: ["FerryProtocol", "FerryCache", "FerryStore", "FerryHTTPCache", "FerryImageFormat", "FerryLoop",
@@ -123,6 +128,7 @@ let package = Package(
         .testTarget(name: "FerryFetchTests", dependencies: ["FerryFetch", "FerryHTTPCache", "FerryProtocol"]),
         .testTarget(name: "FerryImagesTests", dependencies: ["FerryImages", "FerryImageFormat", "FerryProtocol", "FerryBytes"]),
         .testTarget(name: "FerryClientTests", dependencies: ["FerryClient"]),
+        .testTarget(name: "FerryRedisTests", dependencies: ["FerryRedis", "FerryLoop"]),
         .testTarget(name: "FerryVipsTests", dependencies: ["FerryVips", "CFerryVips", "FerryImages", "FerryImageFormat", "FerryProtocol"]),
         .testTarget(
             name: "FerryIntegrationTests",

@@ -12,6 +12,8 @@ import CLibUV
 /// ```
 public final class EventLoop {
     let raw: UnsafeMutablePointer<uv_loop_t>
+    /// The `uv_loop_t` for a C library that attaches to the loop itself (hiredis's libuv adapter, in CFerryRedis).
+    public var opaque: UnsafeMutableRawPointer { UnsafeMutableRawPointer(raw) }
 
     public init() {
         raw = .allocate(capacity: 1)

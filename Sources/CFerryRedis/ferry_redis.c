@@ -1,0 +1,123 @@
+#include "ferry_redis.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+#include <hiredis/hiredis.h>
+#include <hiredis/async.h>
+#include <hiredis/adapters/libuv.h>
+
+struct ferry_redis {
+    redisAsyncContext *ac;
+    ferry_redis_event_cb on_event;
+    ferry_redis_reply_cb on_reply;
+    void *owner;
+    int closing;
+};
+
+// hiredis's reply tree as ours (same shape, pointers into hiredis's reply, valid during the callback only).
+static void convert(const redisReply *r, ferry_redis_value *out, ferry_redis_value *pool, size_t *used, size_t capacity) {
+    memset(out, 0, sizeof(*out));
+    switch (r->type) {
+    case REDIS_REPLY_STRING: out->kind = FERRY_REDIS_STRING; out->str = r->str; out->len = r->len; break;
+    case REDIS_REPLY_STATUS: out->kind = FERRY_REDIS_STATUS; out->str = r->str; out->len = r->len; break;
+    case REDIS_REPLY_ERROR: out->kind = FERRY_REDIS_ERROR; out->str = r->str; out->len = r->len; break;
+    case REDIS_REPLY_INTEGER: out->kind = FERRY_REDIS_INTEGER; out->integer = r->integer; break;
+    case REDIS_REPLY_NIL: out->kind = FERRY_REDIS_NIL; break;
+    case REDIS_REPLY_ARRAY:
+        out->kind = FERRY_REDIS_ARRAY;
+        if (*used + r->elements > capacity) { out->kind = FERRY_REDIS_ERROR; out->str = "ferry: reply too deep"; out->len = 21; break; }
+        out->elements = r->elements;
+        out->element = pool + *used;
+        size_t base = *used;
+        *used += r->elements;
+        for (size_t i = 0; i < r->elements; i++) convert(r->element[i], pool + base + i, pool, used, capacity);
+        break;
+    default: out->kind = FERRY_REDIS_NIL; break;
+    }
+}
+
+static size_t count_values(const redisReply *r) {
+    if (r->type != REDIS_REPLY_ARRAY) return 0;
+    size_t n = r->elements;
+    for (size_t i = 0; i < r->elements; i++) n += count_values(r->element[i]);
+    return n;
+}
+
+static void on_reply(redisAsyncContext *ac, void *reply, void *privdata) {
+    struct ferry_redis *f = ac->data;
+    unsigned long long token = (unsigned long long)(uintptr_t)privdata;
+    if (!f) return;
+    if (!reply) { f->on_reply(f->owner, token, NULL); return; }
+    const redisReply *r = reply;
+    size_t capacity = count_values(r);
+    ferry_redis_value *pool = capacity ? calloc(capacity, sizeof(ferry_redis_value)) : NULL;
+    size_t used = 0;
+    ferry_redis_value top;
+    convert(r, &top, pool, &used, capacity);
+    f->on_reply(f->owner, token, &top);
+    free(pool);
+}
+
+static void on_connect(const redisAsyncContext *ac, int status) {
+    struct ferry_redis *f = ac->data;
+    if (!f) return;
+    if (status == REDIS_OK) { f->on_event(f->owner, FERRY_REDIS_CONNECTED, NULL); return; }
+    // hiredis frees the context after a failed connect (answering queued commands with NULL afterwards: they find
+    // no handle, and the owner fails them itself on this event); the handle goes with it.
+    f->on_event(f->owner, FERRY_REDIS_CONNECT_FAILED, ac->errstr);
+    ((redisAsyncContext *)ac)->data = NULL;
+    free(f);
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status) {
+    struct ferry_redis *f = ac->data;
+    if (!f) return;
+    f->on_event(f->owner, FERRY_REDIS_DISCONNECTED, status == REDIS_OK ? NULL : ac->errstr);
+    ((redisAsyncContext *)ac)->data = NULL;
+    free(f);
+}
+
+ferry_redis *ferry_redis_connect(void *uv_loop, const char *host, int port, const char *path,
+                                 ferry_redis_event_cb on_event, ferry_redis_reply_cb on_reply_cb, void *owner,
+                                 char *error, size_t error_len) {
+    if (!uv_loop || !on_event || !on_reply_cb || (!path && (!host || port <= 0 || port > 65535))) {
+        snprintf(error, error_len, "bad arguments");
+        return NULL;
+    }
+    redisAsyncContext *ac = path ? redisAsyncConnectUnix(path) : redisAsyncConnect(host, port);
+    if (!ac) { snprintf(error, error_len, "out of memory"); return NULL; }
+    if (ac->err) {
+        snprintf(error, error_len, "%s", ac->errstr);
+        redisAsyncFree(ac);
+        return NULL;
+    }
+    struct ferry_redis *f = calloc(1, sizeof(*f));
+    if (!f) { redisAsyncFree(ac); snprintf(error, error_len, "out of memory"); return NULL; }
+    f->ac = ac;
+    f->on_event = on_event;
+    f->on_reply = on_reply_cb;
+    f->owner = owner;
+    ac->data = f;
+    if (redisLibuvAttach(ac, (uv_loop_t *)uv_loop) != REDIS_OK) {
+        snprintf(error, error_len, "cannot attach to the loop");
+        ac->data = NULL;
+        redisAsyncFree(ac);
+        free(f);
+        return NULL;
+    }
+    redisAsyncSetConnectCallback(ac, on_connect);
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    return f;
+}
+
+int ferry_redis_command(ferry_redis *r, int argc, const char **argv, const size_t *lens, unsigned long long token) {
+    if (!r || r->closing || argc <= 0) return -1;
+    return redisAsyncCommandArgv(r->ac, on_reply, (void *)(uintptr_t)token, argc, argv, lens) == REDIS_OK ? 0 : -1;
+}
+
+void ferry_redis_close(ferry_redis *r) {
+    if (!r || r->closing) return;
+    r->closing = 1;
+    redisAsyncDisconnect(r->ac);
+}

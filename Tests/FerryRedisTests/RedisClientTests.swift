@@ -1,0 +1,156 @@
+import Foundation
+import Testing
+import FerryLoop
+@testable import FerryRedis
+
+/// A real redis-server on a Unix socket in a temporary directory, stopped by PID.
+final class RedisServer {
+    let dir: String
+    let socket: String
+    private var process: Process?
+
+    init() throws {
+        dir = NSTemporaryDirectory() + "ferry-redis-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        socket = dir + "/redis.sock"
+        try start()
+    }
+
+    func start() throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
+        p.arguments = ["--port", "0", "--unixsocket", socket, "--unixsocketperm", "700", "--save", "", "--appendonly", "no",
+                       "--dir", dir, "--logfile", dir + "/redis.log"]
+        try p.run()
+        process = p
+        for _ in 0..<500 where !FileManager.default.fileExists(atPath: socket) { usleep(10_000) }
+    }
+
+    var pid: pid_t { process?.processIdentifier ?? 0 }
+
+    /// SIGKILL: a server started from a test thread may have SIGTERM blocked (the child inherits the mask), and
+    /// this one keeps nothing worth a clean shutdown.
+    func stop() {
+        guard let p = process, p.isRunning else { return }
+        kill(p.processIdentifier, SIGKILL)
+        p.waitUntilExit()
+        process = nil
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+}
+
+/// `RedisClient` against a real redis-server: binary-safe values, answers at once while Redis is down, reconnects
+/// when it is back, and a frozen Redis costs each command its timeout and no more.
+@Suite(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/redis-server")))
+struct RedisClientTests {
+    /// Runs `steps` one after the other on the loop; each calls its `next` when done (or the test ends at 20 s).
+    static func run(_ loop: EventLoop, _ client: RedisClient, _ steps: [(@escaping () -> Void) -> Void]) {
+        var index = 0
+        var finished = false
+        let watchdog = LoopTimer(loop: loop) { t in
+            Issue.record("the steps did not finish within 20 s (at step \(index))")
+            client.close()
+            t.close()
+        }
+        watchdog.start(afterMs: 20_000)
+        func next() {
+            guard !finished else { return }
+            guard index < steps.count else {
+                finished = true
+                client.close()
+                watchdog.close()
+                return
+            }
+            let step = steps[index]
+            index += 1
+            step(next)
+        }
+        next()
+        loop.run()
+    }
+
+    /// Calls `then` once `condition` holds, checking every 10 ms.
+    static func when(_ loop: EventLoop, _ condition: @escaping () -> Bool, then: @escaping () -> Void) {
+        let timer = LoopTimer(loop: loop) { t in
+            if condition() {
+                t.close()
+                then()
+            } else {
+                t.start(afterMs: 10)
+            }
+        }
+        timer.start(afterMs: 1)
+    }
+
+    @Test func valuesDownAndBackAndFrozen() throws {
+        let redis = try RedisServer()
+        let loop = EventLoop()
+        let client = RedisClient(loop: loop, endpoint: .unix(path: redis.socket), timeoutMs: 200)
+        var changes: [String] = []
+        client.onChange = { changes.append($0) }
+        client.start()
+        let value: [UInt8] = [0, 1, 2, 255, 10, 13, 0]
+        var down: (reply: RedisReply, ms: Int64)?
+        var frozen: [(reply: RedisReply, ms: Int64)] = []
+        var afterRestart: RedisReply?
+        Self.run(loop, client, [
+            { next in Self.when(loop, { client.isConnected }, then: next) },
+            { next in
+                client.send([Array("SET".utf8), Array("k".utf8), value, Array("PX".utf8), Array("60000".utf8)]) { reply in
+                    #expect(reply == .status("OK"))
+                }
+                client.send(["GET", "k"]) { reply in
+                    #expect(reply == .string(value), "binary-safe both ways")
+                    next()
+                }
+            },
+            { next in
+                client.send(["PTTL", "k"]) { reply in
+                    if case .integer(let ms) = reply { #expect((59_000...60_000).contains(ms)) } else { Issue.record("PTTL: \(reply)") }
+                    client.send(["NOSUCHCOMMAND"]) { reply in
+                        if case .error(let message) = reply { #expect(message.contains("unknown command")) } else { Issue.record("\(reply)") }
+                        next()
+                    }
+                }
+            },
+            { next in
+                redis.stop()
+                Self.when(loop, { !client.isConnected }) {
+                    let started = WallClock.nowMs()
+                    client.send(["GET", "k"]) { reply in down = (reply, WallClock.nowMs() - started) }
+                    next()
+                }
+            },
+            { next in
+                try? redis.start()
+                Self.when(loop, { client.isConnected }) {
+                    client.send(["GET", "k"]) { reply in
+                        afterRestart = reply
+                        next()
+                    }
+                }
+            },
+            { next in
+                kill(redis.pid, SIGSTOP)   // alive but answering nothing: a Redis stuck in a long command
+                let started = WallClock.nowMs()
+                for _ in 0..<3 { client.send(["GET", "k"]) { reply in frozen.append((reply, WallClock.nowMs() - started)) } }
+                Self.when(loop, { frozen.count == 3 }) {
+                    kill(redis.pid, SIGCONT)
+                    next()
+                }
+            },
+        ])
+        #expect(down.map { if case .unavailable = $0.reply { return $0.ms <= 5 } else { return false } } == true,
+                "while down, answered at once: \(String(describing: down))")
+        #expect(afterRestart == .nil, "reconnected to the new (empty) Redis")
+        #expect(frozen.allSatisfy { if case .unavailable(let why) = $0.reply { return why.contains("within 200 ms") && (190...600).contains($0.ms) } else { return false } },
+                "each frozen command costs its timeout: \(frozen)")
+        #expect(client.counters.connections == 2 && client.counters.timeouts == 3)
+        #expect(changes.first == "connected to Redis at \(redis.socket)" && changes.contains { $0.contains("is down") })
+        redis.stop()
+    }
+}
