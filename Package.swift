@@ -98,12 +98,12 @@ let package = Package(
         .target(
             name: "FerryServer",
             dependencies: ["FerryProtocol", "FerryCache", "FerryStore", "FerryHTTPCache", "FerryImageFormat", "FerryLoop",
-                           "FerryFetch", "FerryImages", "FerryVips"],
+                           "FerryFetch", "FerryImages", "FerryVips", "FerryRedis"],
             swiftSettings: hotPathSettings
         ),
         .target(name: "FerryClient", dependencies: ["FerryProtocol", "CFerryIO"]),
         .target(name: "FerryCodable", dependencies: ["FerryClient"]),
-        .executableTarget(name: "ferryd", dependencies: ["FerryServer", "FerryStore", "FerryArgs", "FerryHTTPCache"],
+        .executableTarget(name: "ferryd", dependencies: ["FerryServer", "FerryStore", "FerryArgs", "FerryHTTPCache", "FerryRedis"],
                          // man page, systemd units, example configuration: installed by `make install`.
                          exclude: ["dist"]),
         // Shell users pay the CLI's start-up on every call: the Swift runtime linked statically saves ~1 ms a run

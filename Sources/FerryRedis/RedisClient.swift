@@ -222,6 +222,7 @@ public final class RedisClient {
 
 /// What a `RedisClient` has done, for `stats` and metrics.
 public struct RedisCounters: Equatable, Sendable {
+    public init() {}
     public var commands: UInt64 = 0
     /// Commands answered `unavailable` (down, timed out, lost).
     public var unavailable: UInt64 = 0

@@ -41,6 +41,8 @@ public final class Server {
 
     /// The image loader, for a reload's new memory bounds.
     private var images: ImageLoader?
+    /// `--l2`: Redis behind the HTTP cache, closed when the daemon stops (its handles would keep the loop alive).
+    private var l2: L2Responses?
     /// `--metrics-listen`: Prometheus' scrape endpoint, `/metrics`.
     private var metricsServer: LoopHTTPServer?
     /// Since when no connection has been open (for `--idle-exit`), in ms of the wall clock.
@@ -102,7 +104,9 @@ public final class Server {
             throw error
         }
         self.store = store
-        let fetch = try Wiring.startFetch(config, loop: loop, store: store)
+        let l2 = Wiring.startL2(config, loop: loop, store: store, log: log)
+        self.l2 = l2
+        let fetch = try Wiring.startFetch(config, loop: loop, store: store, l2: l2)
         self.fetch = fetch
         let (images, imagePool) = Wiring.startImages(config, fetch: fetch, store: store, budget: budget, post: mailbox.post)
         self.imagePool = imagePool
@@ -119,6 +123,7 @@ public final class Server {
         self.table = table
         table.access = AccessLog(sink: log.sink, format: config.logFormat, slowMs: config.slowMs)
         let report = StatsReport(loop: loop, stats: stats, router: router, table: table, store: store, fetch: fetch, log: log)
+        report.l2 = l2
         for op in Wiring.operations(config, loop: loop, log: log, store: store, fetch: fetch, images: images, report: report,
                                     post: mailbox.post) {
             router.register(op)
@@ -272,6 +277,7 @@ public final class Server {
             table.closeAllNow()
         case .releaseLoop:
             fetch?.close()
+            l2?.redis.close()
             finalFlushTimer?.close()
             mailbox?.close()
             for h in handles { h.close() }

@@ -1,4 +1,5 @@
 import FerryProtocol
+import FerryRedis
 import FerryStore
 
 /// Everything `ferryd` can be told; the defaults are the documented ones.
@@ -19,6 +20,12 @@ public struct ServerConfig: Sendable {
     public var socketGroup: (name: String, gid: UInt32)?
     /// Whether anyone but this user may connect: `--allow-other-users` or `--socket-group`.
     public var sharesSocket: Bool { allowOtherUsers || socketGroup != nil }
+    /// `--l2`: Redis as a second tier shared by a fleet (nil: none), with `--l2-prefix`, `--l2-max-value`,
+    /// `--l2-timeout`.
+    public var l2: RedisEndpoint?
+    public var l2Prefix = "ferry:v1:"
+    public var l2MaxValueBytes = 1 << 20
+    public var l2TimeoutMs: Int64 = 50
     /// `--metrics-listen`: where Prometheus scrapes `/metrics` (TCP; an IPv4 address, usually 127.0.0.1).
     public var metricsListen: (host: String, port: Int)?
     /// `--log-format`: logfmt lines (the default) or JSON lines, for every line and the access lines.

@@ -5,6 +5,7 @@ import FerryCache
 import FerryFetch
 import FerryLoop
 import FerryProtocol
+import FerryRedis
 import FerryStore
 
 /// The `stats` result, gathered from the parts that count: the daemon's counters, each operation's, the store's and
@@ -24,6 +25,8 @@ final class StatsReport {
     private let startedAt: UInt64
 
     private let log: Logger
+    /// `--l2`'s tier, for `stats`' `l2`.
+    var l2: L2Responses?
     /// Where `--metrics-listen` serves (host:port as bound); nil without it.
     var metricsAddress: String?
     /// Each operation's counters (requests, errors by code, latency), for the Prometheus view.
@@ -52,6 +55,7 @@ final class StatsReport {
                                  "bytes_out": .int(Int64(entry.usage.bytesOut))]
         }
         json["uids"] = .object(uids)
+        json["l2"] = .object(StatsReport.l2JSON(l2))
         let c = store.counters
         json["cache"] = [
             "hits": .int(Int64(c.memoryHits + c.diskHits)), "memory_hits": .int(Int64(c.memoryHits)),
@@ -100,6 +104,21 @@ final class StatsReport {
         let fields = String(decoding: buf[..<n], as: UTF8.self).split(separator: " ")
         guard fields.count > 1, let pages = Int64(fields[1]) else { return 0 }
         return pages * Int64(sysconf(Int32(_SC_PAGESIZE)))
+    }
+
+    /// `l2`: the second tier's endpoint, link and counters (zeros without `--l2`).
+    static func l2JSON(_ l2: L2Responses?) -> JSONObject {
+        let tier = l2?.counters ?? L2Counters()
+        let timeouts = l2?.redis.counters.timeouts ?? 0, connections = l2?.redis.counters.connections ?? 0
+        var o: JSONObject = ["endpoint": .string(l2.map { "\($0.redis.endpoint)" } ?? ""), "connected": .bool(l2?.redis.isConnected ?? false)]
+        o["hits"] = .int(Int64(tier.hits))
+        o["misses"] = .int(Int64(tier.misses))
+        o["writes"] = .int(Int64(tier.writes))
+        o["dropped"] = .int(Int64(tier.dropped))
+        o["unavailable"] = .int(Int64(tier.unavailable))
+        o["timeouts"] = .int(Int64(timeouts))
+        o["connections"] = .int(Int64(connections))
+        return o
     }
 
     /// `fetch.in_flight`: the shared transfers in flight (`total` -1 while the origin has not said).

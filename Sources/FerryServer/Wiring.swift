@@ -8,6 +8,7 @@ import FerryLoop
 import FerryImages
 import FerryVips
 import FerryProtocol
+import FerryRedis
 import FerryStore
 
 /// How the daemon's parts are made and connected, once, in `Server.run`: the store first (everything else keeps its
@@ -40,7 +41,7 @@ enum Wiring {
     }
 
     /// libcurl's multi on the loop, with the HTTP cache stored in `store`.
-    static func startFetch(_ config: ServerConfig, loop: EventLoop, store: CacheStore) throws(ServerError) -> FetchEngine {
+    static func startFetch(_ config: ServerConfig, loop: EventLoop, store: CacheStore, l2: L2Responses? = nil) throws(ServerError) -> FetchEngine {
         var transportConfig = CurlTransport.Config()
         transportConfig.caFile = config.caFile
         transportConfig.maxPerHost = config.fetchPerHost
@@ -56,8 +57,8 @@ enum Wiring {
             engineConfig.targets = TargetedCacheControl(fields: config.cacheControlTargets)
             engineConfig.spool = BodySpool.Config(directory: try spoolDirectory(config))
             if let secret = partitionSecret(config) { engineConfig.partitionSecret = secret }
-            return FetchEngine(transport: transport, responses: ResponseStore(storage: CacheStoreResponses(store: store)),
-                               config: engineConfig)
+            let storage: ResponseStorage = l2 ?? CacheStoreResponses(store: store)
+            return FetchEngine(transport: transport, responses: ResponseStore(storage: storage), config: engineConfig)
         } catch {
             throw .store("cannot start the HTTP client: \(error)")
         }
@@ -100,6 +101,16 @@ enum Wiring {
         var secret = [UInt8](repeating: 0, count: 32)
         guard secret.withUnsafeMutableBytes({ read(fd, $0.baseAddress, 32) }) == 32 else { return nil }
         return secret
+    }
+
+    /// Redis behind the HTTP cache's storage (`--l2`): the connection started on the loop, changes logged.
+    static func startL2(_ config: ServerConfig, loop: EventLoop, store: CacheStore, log: Logger) -> L2Responses? {
+        guard let endpoint = config.l2 else { return nil }
+        let client = RedisClient(loop: loop, endpoint: endpoint, timeoutMs: config.l2TimeoutMs)
+        client.onChange = { line in log.info("l2: " + line) }
+        client.start()
+        return L2Responses(local: CacheStoreResponses(store: store), redis: client, prefix: config.l2Prefix,
+                           maxValueBytes: config.l2MaxValueBytes)
     }
 
     /// The image loader, with libvips decoding on a pool of `imageDecoders` threads (stopped by the caller), and

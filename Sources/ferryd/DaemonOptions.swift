@@ -4,6 +4,7 @@ import Glibc
 import FerryArgs
 import FerryHTTPCache
 import FerryProtocol
+import FerryRedis
 import FerryServer
 import FerryStore
 
@@ -16,6 +17,10 @@ enum DaemonOptions {
         OptionSpec("log-file", takesValue: true, help: "write the log to this file (appended; opened again on SIGHUP) instead of stderr"),
         OptionSpec("log-format", takesValue: true, default: "logfmt", help: "logfmt or json (JSON lines), for every line and the access lines"),
         OptionSpec("slow-ms", takesValue: true, default: "1000", help: "requests at least this slow get slow=true in their access line, at warn"),
+        OptionSpec("l2", takesValue: true, help: "Redis as a second tier shared by a fleet: redis://HOST:PORT or redis+unix:///PATH"),
+        OptionSpec("l2-prefix", takesValue: true, default: "ferry:v1:", help: "the start of every key in Redis: a fleet's name and the format's version"),
+        OptionSpec("l2-max-value", takesValue: true, default: "1MiB", help: "larger responses stay on this machine"),
+        OptionSpec("l2-timeout", takesValue: true, default: "50ms", help: "how long a Redis command may take before it counts as a miss"),
         OptionSpec("metrics-listen", takesValue: true, help: "serve Prometheus metrics at http://HOST:PORT/metrics, e.g. 127.0.0.1:9187 (port 0: any free one, see stats)"),
         OptionSpec("idle-exit", takesValue: true, help: "stop after this long with no connection, e.g. 10m (as sccache's auto-started server does; default: never)"),
         OptionSpec("grace", takesValue: true, default: "10s", help: "how long requests in flight may finish after SIGTERM"),
@@ -186,6 +191,14 @@ enum DaemonOptions {
             config.logFormat = f
         }
         if let ms = value("slow-ms") { config.slowMs = try positive(ms, "--slow-ms") }
+        if let url = value("l2") { config.l2 = try redisEndpoint(url) }
+        if let prefix = value("l2-prefix") { config.l2Prefix = prefix }
+        if let v = value("l2-max-value") { config.l2MaxValueBytes = try size(v, "--l2-max-value") }
+        if let v = value("l2-timeout") {
+            let ms = try parseDurationMs(v)
+            guard ms >= 1 else { throw UsageError("--l2-timeout must be at least 1ms") }
+            config.l2TimeoutMs = ms
+        }
         if let listen = value("metrics-listen") {
             guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port),
                   listen[..<colon].split(separator: ".").count == 4, listen[..<colon].split(separator: ".").allSatisfy({ UInt8($0) != nil }) else {
@@ -249,6 +262,30 @@ enum DaemonOptions {
             throw UsageError("--buffer-limit (\(config.bufferLimit)) must hold at least one value of --max-value-bytes (\(config.limits.maxValueBytes))")
         }
         return config
+    }
+
+    /// `redis://HOST:PORT` (port 6379 when absent) or `redis+unix:///PATH`.
+    static func redisEndpoint(_ url: String) throws(UsageError) -> RedisEndpoint {
+        if url.hasPrefix("redis+unix://") || url.hasPrefix("unix://") {
+            let path = String(url.drop { $0 != ":" }.dropFirst(3))
+            guard path.hasPrefix("/") else { throw UsageError("--l2 \(url): redis+unix:///PATH takes an absolute path") }
+            return .unix(path: path)
+        }
+        guard url.hasPrefix("redis://") else { throw UsageError("--l2 takes redis://HOST:PORT or redis+unix:///PATH (got \"\(url)\")") }
+        var rest = url.dropFirst("redis://".count)
+        if let slash = rest.firstIndex(of: "/") { rest = rest[..<slash] }
+        if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
+        let host: Substring, port: Int
+        if let colon = rest.lastIndex(of: ":") {
+            host = rest[..<colon]
+            guard let p = Int(rest[rest.index(after: colon)...]), (1...65535).contains(p) else { throw UsageError("--l2 \(url): bad port") }
+            port = p
+        } else {
+            host = rest
+            port = 6379
+        }
+        guard !host.isEmpty else { throw UsageError("--l2 \(url): no host") }
+        return .tcp(host: String(host), port: port)
     }
 
     private static func size(_ text: String, _ name: String, allowZero: Bool = false) throws(UsageError) -> Int {
