@@ -26,6 +26,9 @@ public final class RedisClient {
     private var pending: [UInt64: (RedisReply) -> Void] = [:]
     private var order: [(token: UInt64, deadline: Int64)] = []
     private var orderHead = 0
+    /// Channels this connection listens on (`subscribe`), and the token each subscription's messages come with now.
+    private var channels: [(name: String, onMessage: ([UInt8]) -> Void)] = []
+    private var subscriptionTokens: [UInt64: Int] = [:]
     private var deadlineTimer: LoopTimer?
     private var retryTimer: LoopTimer?
     /// Counters for `stats`.
@@ -75,6 +78,36 @@ public final class RedisClient {
         armDeadline()
     }
 
+    /// Listens on `channel` (this connection then serves only subscriptions: Redis's rule for a subscribed
+    /// connection). Each message's payload goes to `onMessage`; after a reconnection the subscription is made again.
+    ///
+    /// ```swift
+    /// let listener = RedisClient(loop: loop, endpoint: endpoint)
+    /// listener.subscribe("ferry:v1:invalidate") { payload in … }
+    /// listener.start()
+    /// ```
+    public func subscribe(_ channel: String, _ onMessage: @escaping ([UInt8]) -> Void) {
+        channels.append((channel, onMessage))
+        if link.isConnected { sendSubscribe(channels.count - 1) }
+    }
+
+    private func sendSubscribe(_ index: Int) {
+        guard let handle else { return }
+        nextToken += 1
+        let token = nextToken
+        let args = [Array("SUBSCRIBE".utf8), Array(channels[index].name.utf8)]
+        let queued: Int32 = withArgv(args) { argv, lens in ferry_redis_command(handle, 2, argv, lens, token) }
+        if queued == 0 { subscriptionTokens[token] = index }
+    }
+
+    /// A reply of a subscription: its confirmation, then `["message", channel, payload]` for each message.
+    private func subscriptionReply(_ index: Int, _ reply: RedisReply) {
+        guard case .array(let parts) = reply, parts.count == 3, parts[0] == .string(Array("message".utf8)),
+              case .string(let payload) = parts[2] else { return }
+        counters.messages += 1
+        channels[index].onMessage(payload)
+    }
+
     // MARK: The link
 
     private func perform(_ actions: [RedisLink.Action]) {
@@ -111,6 +144,7 @@ public final class RedisClient {
         case .connected:
             counters.connections += 1
             onChange("connected to Redis at \(endpoint)")
+            subscriptionTokens.removeAll()
         case .failed, .lost:
             handle = nil
             guard link.state != .closed else { break }   // our own close
@@ -121,11 +155,14 @@ public final class RedisClient {
         default: break
         }
         perform(link.decide(event, now: now()))
+        // Subscriptions are the connection's: made again on each new one.
+        if event == .connected { for index in channels.indices { sendSubscribe(index) } }
     }
 
     // MARK: Replies and deadlines
 
     private func answer(_ token: UInt64, _ reply: RedisReply) {
+        if let index = subscriptionTokens[token] { return subscriptionReply(index, reply) }
         guard let done = pending.removeValue(forKey: token) else { return }  // timed out already
         if case .unavailable = reply { counters.unavailable += 1 }
         done(reply)
@@ -228,5 +265,7 @@ public struct RedisCounters: Equatable, Sendable {
     public var unavailable: UInt64 = 0
     public var timeouts: UInt64 = 0
     public var connections: UInt64 = 0
+    /// Messages received on subscriptions.
+    public var messages: UInt64 = 0
     public var failures: UInt64 = 0
 }

@@ -20,14 +20,30 @@ final class L2Responses: ResponseStorage {
     let prefix: String
     let maxValueBytes: Int
     private(set) var counters = L2Counters()
+    /// The connection that listens for the fleet's invalidations (a subscribed connection serves nothing else).
+    let listener: RedisClient?
+    /// This daemon's name in its invalidation messages, so it does not act on its own.
+    private let node = String(UInt64.random(in: 1...UInt64.max), radix: 36)
+    var invalidationChannel: String { prefix + "invalidate" }
     private var writesInFlight = 0
     static let maxWritesInFlight = 1000
 
-    init(local: ResponseStorage, redis: RedisClient, prefix: String, maxValueBytes: Int = 1 << 20) {
+    init(local: ResponseStorage, redis: RedisClient, listener: RedisClient? = nil, prefix: String, maxValueBytes: Int = 1 << 20) {
         self.local = local
         self.redis = redis
+        self.listener = listener
         self.prefix = prefix
         self.maxValueBytes = maxValueBytes
+        // Another machine's purge or unsafe request: this machine's copy goes too.
+        listener?.subscribe(invalidationChannel) { [unowned self] payload in received(invalidation: payload) }
+    }
+
+    /// `node NUL key`: drop the key here unless this daemon sent it.
+    private func received(invalidation payload: [UInt8]) {
+        guard let nul = payload.firstIndex(of: 0) else { return }
+        guard String(decoding: payload[..<nul], as: UTF8.self) != node else { return }
+        counters.invalidationsReceived += 1
+        local.delete(String(decoding: payload[(nul + 1)...], as: UTF8.self))
     }
 
     private func redisKey(_ key: String) -> [UInt8] { Array((prefix + key).utf8) }
@@ -68,10 +84,14 @@ final class L2Responses: ResponseStorage {
         }
     }
 
+    /// Gone here, from Redis, and — published to the fleet — from every other machine's local store.
     func delete(_ key: String) {
         local.delete(key)
         guard SharedTier.isShareable(key: key), redis.isConnected else { return }
         redis.send([Array("DEL".utf8), redisKey(key)]) { _ in }
+        redis.send([Array("PUBLISH".utf8), Array(invalidationChannel.utf8), Array(node.utf8) + [0] + Array(key.utf8)]) { [self] reply in
+            if case .integer = reply { counters.invalidationsSent += 1 }
+        }
     }
 
     func putBody(_ key: String, file: SpooledFile, _ done: @escaping (Bool) -> Void) { local.putBody(key, file: file, done) }
@@ -91,4 +111,7 @@ struct L2Counters {
     var dropped: UInt64 = 0
     /// Reads and writes Redis did not answer (down, timed out).
     var unavailable: UInt64 = 0
+    /// Deletions published to the fleet, and those received from it.
+    var invalidationsSent: UInt64 = 0
+    var invalidationsReceived: UInt64 = 0
 }

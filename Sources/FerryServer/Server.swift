@@ -278,6 +278,7 @@ public final class Server {
         case .releaseLoop:
             fetch?.close()
             l2?.redis.close()
+            l2?.listener?.close()
             finalFlushTimer?.close()
             mailbox?.close()
             for h in handles { h.close() }

@@ -118,6 +118,8 @@ final class StatsReport {
         o["unavailable"] = .int(Int64(tier.unavailable))
         o["timeouts"] = .int(Int64(timeouts))
         o["connections"] = .int(Int64(connections))
+        o["invalidations_sent"] = .int(Int64(tier.invalidationsSent))
+        o["invalidations_received"] = .int(Int64(tier.invalidationsReceived))
         return o
     }
 

@@ -108,9 +108,13 @@ enum Wiring {
         guard let endpoint = config.l2 else { return nil }
         let client = RedisClient(loop: loop, endpoint: endpoint, timeoutMs: config.l2TimeoutMs)
         client.onChange = { line in log.info("l2: " + line) }
+        // A second connection for the fleet's invalidations: a subscribed connection takes no other commands.
+        let listener = RedisClient(loop: loop, endpoint: endpoint, timeoutMs: config.l2TimeoutMs)
+        let l2 = L2Responses(local: CacheStoreResponses(store: store), redis: client, listener: listener, prefix: config.l2Prefix,
+                             maxValueBytes: config.l2MaxValueBytes)
         client.start()
-        return L2Responses(local: CacheStoreResponses(store: store), redis: client, prefix: config.l2Prefix,
-                           maxValueBytes: config.l2MaxValueBytes)
+        listener.start()
+        return l2
     }
 
     /// The image loader, with libvips decoding on a pool of `imageDecoders` threads (stopped by the caller), and

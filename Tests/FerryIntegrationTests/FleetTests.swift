@@ -32,16 +32,40 @@ struct FleetTests {
         }
     }
 
+    /// A Redis, the origin, two daemons ("machines") sharing it and a client of each, connected to Redis.
+    final class Fleet {
+        let redis: Redis
+        let origin: OriginServer
+        let a: Daemon, b: Daemon
+        let ca: FerryClient, cb: FerryClient
+
+        init() async throws {
+            redis = try Redis()
+            origin = try OriginServer()
+            let l2 = ["--l2", "redis+unix://\(redis.socket)"]
+            a = try Daemon(l2)
+            b = try Daemon(l2)
+            ca = try await FerryClient.connect(path: a.socket)
+            cb = try await FerryClient.connect(path: b.socket)
+            for c in [ca, cb] {
+                for _ in 0..<100 where !(try await c.stats()["l2"]?["connected"]?.boolValue ?? false) { try await Task.sleep(for: .milliseconds(10)) }
+            }
+        }
+
+        func stop() {
+            ca.close()
+            cb.close()
+            a.stop()
+            b.stop()
+            origin.stop()
+            redis.stop()
+        }
+    }
+
     @Test func aFetchOnOneMachineIsARedisHitOnAnother() async throws {
-        let redis = try Redis()
-        let origin = try OriginServer()
-        defer { origin.stop() }
-        let l2 = ["--l2", "redis+unix://\(redis.socket)"]
-        let a = try Daemon(l2), b = try Daemon(l2)
-        defer { a.stop(); b.stop() }
-        let ca = try await FerryClient.connect(path: a.socket), cb = try await FerryClient.connect(path: b.socket)
-        defer { ca.close(); cb.close() }
-        for _ in 0..<100 where !(try await ca.stats()["l2"]?["connected"]?.boolValue ?? false) { try await Task.sleep(for: .milliseconds(10)) }
+        let fleet = try await Fleet()
+        defer { fleet.stop() }
+        let (redis, origin, ca, cb) = (fleet.redis, fleet.origin, fleet.ca, fleet.cb)
 
         let url = origin.url("/r?body=shared&cc=max-age%3D60")
         #expect(try await ca.fetch(FetchRequest(url)).cacheStatus == .miss)
@@ -74,6 +98,41 @@ struct FleetTests {
         #expect(try await cb.fetch(FetchRequest(url)).cacheStatus == .hit, "what B keeps locally it still serves")
         for _ in 0..<100 where try await cb.stats()["l2"]?["connected"]?.boolValue ?? true { try await Task.sleep(for: .milliseconds(10)) }
         #expect(try await cb.stats()["l2"]?["connected"]?.boolValue == false)
+    }
+
+    /// An unsafe request on one machine, or `ferry http purge` there, drops every machine's copy (published to the
+    /// fleet): the next GET on another machine goes to the origin.
+    @Test func invalidationsReachEveryMachine() async throws {
+        let fleet = try await Fleet()
+        defer { fleet.stop() }
+        let (origin, a, ca, cb) = (fleet.origin, fleet.a, fleet.ca, fleet.cb)
+        try await Task.sleep(for: .milliseconds(100))   // the listeners subscribe once connected
+        let target = "/echo?cc=max-age%3D600&t=inv"
+        let url = origin.url(target)
+        _ = try await ca.fetch(FetchRequest(url))
+        _ = try await cb.fetch(FetchRequest(url))
+        #expect(try await cb.fetch(FetchRequest(url)).cacheStatus == .hit, "B holds a copy")
+        let posted = try await ca.fetch(FetchRequest(url, method: "POST", body: Array("x".utf8)))
+        #expect(posted.status == 200)
+        var received: Int64 = 0
+        for _ in 0..<100 where received == 0 {
+            try await Task.sleep(for: .milliseconds(10))
+            received = try await cb.stats()["l2"]?["invalidations_received"]?.intValue ?? 0
+        }
+        #expect(received >= 1)
+        #expect(try await cb.fetch(FetchRequest(url)).cacheStatus == .miss, "B's copy went with A's POST")
+
+        let purged = origin.url("/r?body=purge-me&cc=max-age%3D600")
+        _ = try await ca.fetch(FetchRequest(purged))
+        #expect(try await cb.fetch(FetchRequest(purged)).cacheStatus == .hit)
+        let cli = try runCommand(Binaries.ferry, ["http", "purge", purged], environment: ["FERRY_SOCKET": a.socket, "FERRY_NO_AUTOSTART": "1"])
+        #expect(cli.status == 0, "\(cli)")
+        for _ in 0..<100 where received < 2 {
+            try await Task.sleep(for: .milliseconds(10))
+            received = try await cb.stats()["l2"]?["invalidations_received"]?.intValue ?? 0
+        }
+        #expect(try await cb.fetch(FetchRequest(purged)).cacheStatus == .miss, "a purge on A empties B too")
+        #expect(try origin.countExact("/r?body=purge-me&cc=max-age%3D600") == 2)
     }
 }
 }

@@ -153,4 +153,46 @@ struct RedisClientTests {
         #expect(changes.first == "connected to Redis at \(redis.socket)" && changes.contains { $0.contains("is down") })
         redis.stop()
     }
+
+    /// A subscription delivers each message's payload, and is made again after Redis restarts.
+    @Test func subscriptionsSurviveARestart() throws {
+        let redis = try RedisServer()
+        let loop = EventLoop()
+        let publisher = RedisClient(loop: loop, endpoint: .unix(path: redis.socket), timeoutMs: 500)
+        let listener = RedisClient(loop: loop, endpoint: .unix(path: redis.socket), timeoutMs: 500)
+        var got: [String] = []
+        listener.subscribe("news") { got.append(String(decoding: $0, as: UTF8.self)) }
+        publisher.start()
+        listener.start()
+        Self.run(loop, publisher, [
+            { next in Self.when(loop, { publisher.isConnected && listener.isConnected }, then: next) },
+            { next in
+                let retry = LoopTimer(loop: loop) { t in
+                    if got.isEmpty { publisher.send(["PUBLISH", "news", "one"]) { _ in }; t.start(afterMs: 20) } else { t.close() }
+                }
+                retry.start(afterMs: 1)
+                Self.when(loop, { !got.isEmpty }, then: next)
+            },
+            { next in
+                redis.stop()
+                Self.when(loop, { !listener.isConnected }) {
+                    try? redis.start()
+                    Self.when(loop, { listener.isConnected && publisher.isConnected }, then: next)
+                }
+            },
+            { next in
+                let retry = LoopTimer(loop: loop) { t in
+                    if got.last != "two" { publisher.send(["PUBLISH", "news", "two"]) { _ in }; t.start(afterMs: 20) } else { t.close() }
+                }
+                retry.start(afterMs: 1)
+                Self.when(loop, { got.last == "two" }) {
+                    listener.close()
+                    next()
+                }
+            },
+        ])
+        #expect(got.first == "one" && got.last == "two", "\(got)")
+        #expect(listener.counters.messages == UInt64(got.count) && listener.counters.connections == 2)
+        redis.stop()
+    }
 }
