@@ -57,6 +57,7 @@ enum MetricsReport {
         http(&t, s["fetch"], n)
         images(&t, s["image"], n)
         memory(&t, s["memory"], s["descriptors"], n)
+        secondTier(&t, s["l2"], n)
         return t.output
     }
 
@@ -122,6 +123,22 @@ enum MetricsReport {
         t.single("ferry_image_entries", .gauge, "Images held in memory.", n(i["entries"]))
         t.single("ferry_image_evictions_total", .counter, "Images evicted from memory.", n(i["evictions"]))
         t.single("ferry_image_downloads_in_flight", .gauge, "Image downloads running now.", n(i["in_flight"]))
+    }
+
+    /// `--l2`'s Redis tier (zeros and `connected` 0 without one).
+    private static func secondTier(_ t: inout PrometheusText, _ l: JSONValue?, _ n: (JSONValue?) -> Double) {
+        t.single("ferry_l2_connected", .gauge, "1 while the Redis second tier is connected.", n(l?["connected"]))
+        t.family("ferry_l2_reads_total", .counter, "HTTP cache reads that went to Redis, by result.")
+        t.sample("ferry_l2_reads_total", ["result": "hit"], n(l?["hits"]))
+        t.sample("ferry_l2_reads_total", ["result": "miss"], n(l?["misses"]))
+        t.single("ferry_l2_writes_total", .counter, "Responses written to Redis.", n(l?["writes"]))
+        t.single("ferry_l2_writes_dropped_total", .counter, "Writes not sent: too many in flight.", n(l?["dropped"]))
+        t.single("ferry_l2_unavailable_total", .counter, "Redis commands unanswered (down, timed out).", n(l?["unavailable"]))
+        t.single("ferry_l2_timeouts_total", .counter, "Redis commands past --l2-timeout.", n(l?["timeouts"]))
+        t.single("ferry_l2_connections_total", .counter, "Connections made to Redis (the first and each reconnection).", n(l?["connections"]))
+        t.family("ferry_l2_invalidations_total", .counter, "Invalidations published to the fleet, and received from it.")
+        t.sample("ferry_l2_invalidations_total", ["direction": "sent"], n(l?["invalidations_sent"]))
+        t.sample("ferry_l2_invalidations_total", ["direction": "received"], n(l?["invalidations_received"]))
     }
 
     private static func memory(_ t: inout PrometheusText, _ m: JSONValue?, _ d: JSONValue?, _ n: (JSONValue?) -> Double) {

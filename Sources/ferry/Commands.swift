@@ -92,6 +92,13 @@ struct Commands {
             "memory:      cache \(humanBytes(n(cache?["memory"], "bytes"))) of \(humanBytes(n(cache?["memory"], "budget"))),"
                 + " images \(humanBytes(n(image, "bytes"))) of \(humanBytes(n(image, "budget"))); disk \(humanBytes(n(cache?["disk"], "bytes")))"
                 + " of \(humanBytes(n(cache?["disk"], "budget")))",
+        ]
+        if let endpoint = s["l2"]?["endpoint"]?.stringValue, !endpoint.isEmpty {
+            let l2 = s["l2"]
+            lines.append("fleet:       Redis \(endpoint) \(l2?["connected"]?.boolValue == true ? "connected" : "DOWN"),"
+                         + " \(n(l2, "hits")) hits, \(n(l2, "misses")) misses, \(n(l2, "writes")) writes, \(n(l2, "unavailable")) unanswered")
+        }
+        lines += [
             "",
             "ferryd \(s["version"]?.stringValue ?? "?"), pid \(s["pid"]?.intValue ?? 0), up \(humanDuration(ms: s["uptime_ms"]?.intValue ?? 0))",
             "connections: \(n(s["connections"], "open")) open, \(n(s["connections"], "total")) total, \(n(s["connections"], "rejected")) rejected",

@@ -78,6 +78,14 @@ struct FleetTests {
         #expect(onB?.cacheStatus == .hit && onB?.body == Array("shared".utf8))
         #expect(try origin.countExact("/r?body=shared&cc=max-age%3D60") == 1, "the origin was asked once by the fleet")
         #expect(try await cb.stats()["l2"]?["hits"]?.intValue == 1)
+        let env = ["FERRY_SOCKET": fleet.b.socket, "FERRY_NO_AUTOSTART": "1"]
+        #expect(try runCommand(Binaries.ferry, ["stats"], environment: env).out.contains("fleet:       Redis \(redis.socket) connected, 1 hits"))
+        let metrics = try runCommand(Binaries.ferry, ["stats", "--prometheus"], environment: env).out
+        #expect(metrics.contains("ferry_l2_reads_total{result=\"hit\"} 1") && metrics.contains("ferry_l2_connected 1"))
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/promtool") {
+            let checked = try runCommand("/usr/bin/promtool", ["check", "metrics"], stdin: Data(metrics.utf8))
+            #expect(checked.status == 0 && checked.out.isEmpty && checked.err.isEmpty, "\(checked)")
+        }
         let key = try redis.cli(["--scan"]).trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(key == "ferry:v1:GET \(url)")
         let ttl = Int(try redis.cli(["PTTL", key]).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
