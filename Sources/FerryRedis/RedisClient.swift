@@ -36,10 +36,16 @@ public final class RedisClient {
     /// Told of each change of the link (for the log): connected, or down and why.
     public var onChange: (String) -> Void = { _ in }
 
-    public init(loop: EventLoop, endpoint: RedisEndpoint, timeoutMs: Int64 = 100, now: @escaping () -> Int64 = WallClock.nowMs) {
+    /// Sent first on every connection, before anything else (`AUTH`, `SELECT`): a refusal drops the connection,
+    /// which is then tried again as a lost one.
+    public let setup: [[String]]
+
+    public init(loop: EventLoop, endpoint: RedisEndpoint, timeoutMs: Int64 = 100, setup: [[String]] = [],
+                now: @escaping () -> Int64 = WallClock.nowMs) {
         self.loop = loop
         self.endpoint = endpoint
         self.timeoutMs = timeoutMs
+        self.setup = setup
         self.now = now
     }
 
@@ -155,8 +161,17 @@ public final class RedisClient {
         default: break
         }
         perform(link.decide(event, now: now()))
+        guard event == .connected else { return }
+        // Commands run in order on one connection: the setup before anything sent after it.
+        for command in setup {
+            send(command) { [weak self] reply in
+                guard let self, case .error(let message) = reply else { return }
+                onChange("Redis at \(endpoint) refused \(command.first ?? "") (\(message)); dropping the connection")
+                if let handle { ferry_redis_close(handle) }
+            }
+        }
         // Subscriptions are the connection's: made again on each new one.
-        if event == .connected { for index in channels.indices { sendSubscribe(index) } }
+        for index in channels.indices { sendSubscribe(index) }
     }
 
     // MARK: Replies and deadlines

@@ -106,10 +106,10 @@ enum Wiring {
     /// Redis behind the HTTP cache's storage (`--l2`): the connection started on the loop, changes logged.
     static func startL2(_ config: ServerConfig, loop: EventLoop, store: CacheStore, log: Logger) -> L2Responses? {
         guard let endpoint = config.l2 else { return nil }
-        let client = RedisClient(loop: loop, endpoint: endpoint, timeoutMs: config.l2TimeoutMs)
+        let client = RedisClient(loop: loop, endpoint: endpoint, timeoutMs: config.l2TimeoutMs, setup: config.l2Setup)
         client.onChange = { line in log.info("l2: " + line) }
         // A second connection for the fleet's invalidations: a subscribed connection takes no other commands.
-        let listener = RedisClient(loop: loop, endpoint: endpoint, timeoutMs: config.l2TimeoutMs)
+        let listener = RedisClient(loop: loop, endpoint: endpoint, timeoutMs: config.l2TimeoutMs, setup: config.l2Setup)
         let l2 = L2Responses(local: CacheStoreResponses(store: store), redis: client, listener: listener, prefix: config.l2Prefix,
                              maxValueBytes: config.l2MaxValueBytes)
         client.start()

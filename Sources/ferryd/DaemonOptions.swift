@@ -17,7 +17,7 @@ enum DaemonOptions {
         OptionSpec("log-file", takesValue: true, help: "write the log to this file (appended; opened again on SIGHUP) instead of stderr"),
         OptionSpec("log-format", takesValue: true, default: "logfmt", help: "logfmt or json (JSON lines), for every line and the access lines"),
         OptionSpec("slow-ms", takesValue: true, default: "1000", help: "requests at least this slow get slow=true in their access line, at warn"),
-        OptionSpec("l2", takesValue: true, help: "Redis as a second tier shared by a fleet: redis://HOST:PORT or redis+unix:///PATH"),
+        OptionSpec("l2", takesValue: true, help: "Redis as a second tier shared by a fleet: redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or redis+unix://[[USER]:PASSWORD@]/PATH[?db=N]"),
         OptionSpec("l2-prefix", takesValue: true, default: "ferry:v1:", help: "the start of every key in Redis: a fleet's name and the format's version"),
         OptionSpec("l2-max-value", takesValue: true, default: "1MiB", help: "larger responses stay on this machine"),
         OptionSpec("l2-timeout", takesValue: true, default: "50ms", help: "how long a Redis command may take before it counts as a miss"),
@@ -121,6 +121,7 @@ enum DaemonOptions {
             switch spec.name {
             case "socket": value = config.socketPath
             case "cache-dir": value = config.cacheDirectory
+            case "l2": value = DaemonOptions.maskingPassword(settings.value("l2") ?? "")
             default: value = spec.takesValue ? settings.value(spec.name) ?? spec.defaultValue ?? "" : (settings.has(spec.name) ? "true" : "false")
             }
             if spec.takesValue && value.isEmpty { continue }
@@ -191,7 +192,11 @@ enum DaemonOptions {
             config.logFormat = f
         }
         if let ms = value("slow-ms") { config.slowMs = try positive(ms, "--slow-ms") }
-        if let url = value("l2") { config.l2 = try redisEndpoint(url) }
+        if let url = value("l2") {
+            let target = try redisTarget(url)
+            config.l2 = target.endpoint
+            config.l2Setup = target.setup
+        }
         if let prefix = value("l2-prefix") { config.l2Prefix = prefix }
         if let v = value("l2-max-value") { config.l2MaxValueBytes = try size(v, "--l2-max-value") }
         if let v = value("l2-timeout") {
@@ -264,28 +269,67 @@ enum DaemonOptions {
         return config
     }
 
-    /// `redis://HOST:PORT` (port 6379 when absent) or `redis+unix:///PATH`.
-    static func redisEndpoint(_ url: String) throws(UsageError) -> RedisEndpoint {
-        if url.hasPrefix("redis+unix://") || url.hasPrefix("unix://") {
-            let path = String(url.drop { $0 != ":" }.dropFirst(3))
-            guard path.hasPrefix("/") else { throw UsageError("--l2 \(url): redis+unix:///PATH takes an absolute path") }
-            return .unix(path: path)
+    /// The URL with its password shown as `***` (for `--print-config`).
+    static func maskingPassword(_ url: String) -> String {
+        guard let schemeEnd = url.firstIndex(of: ":"), url[schemeEnd...].hasPrefix("://"), let at = url.lastIndex(of: "@") else { return url }
+        let authority = url.index(schemeEnd, offsetBy: 3)
+        guard at > authority, let colon = url[authority..<at].firstIndex(of: ":") else { return url }
+        return String(url[..<url.index(after: colon)]) + "***" + String(url[at...])
+    }
+
+    /// `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]` (port 6379) or `redis+unix://[[USER]:PASSWORD@]/PATH[?db=DB]`:
+    /// where Redis is, and the `AUTH` and `SELECT` every connection begins with.
+    static func redisTarget(_ url: String) throws(UsageError) -> (endpoint: RedisEndpoint, setup: [[String]]) {
+        func fail(_ why: String) -> UsageError { UsageError("--l2 \(url): \(why) (redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or redis+unix://[[USER]:PASSWORD@]/PATH[?db=DB])") }
+        let unix = url.hasPrefix("redis+unix://") || url.hasPrefix("unix://")
+        guard unix || url.hasPrefix("redis://") else { throw fail("not a Redis URL") }
+        var rest = Substring(url.drop { $0 != ":" }.dropFirst(3))
+        var setup: [[String]] = []
+        // Credentials: everything before the last "@" of the authority part.
+        if let at = rest.lastIndex(of: "@"), unix || !rest[..<at].contains("/") {
+            let userinfo = rest[..<at]
+            rest = rest[rest.index(after: at)...]
+            if let colon = userinfo.firstIndex(of: ":") {
+                let user = String(userinfo[..<colon]), password = String(userinfo[userinfo.index(after: colon)...]).removingPercentEncoding()
+                guard !password.isEmpty else { throw fail("an empty password") }
+                setup.append(user.isEmpty ? ["AUTH", password] : ["AUTH", user, password])
+            } else if !userinfo.isEmpty {
+                throw fail("a user without a password")
+            }
         }
-        guard url.hasPrefix("redis://") else { throw UsageError("--l2 takes redis://HOST:PORT or redis+unix:///PATH (got \"\(url)\")") }
-        var rest = url.dropFirst("redis://".count)
-        if let slash = rest.firstIndex(of: "/") { rest = rest[..<slash] }
-        if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
-        let host: Substring, port: Int
-        if let colon = rest.lastIndex(of: ":") {
-            host = rest[..<colon]
-            guard let p = Int(rest[rest.index(after: colon)...]), (1...65535).contains(p) else { throw UsageError("--l2 \(url): bad port") }
-            port = p
+        var db: Int?
+        let endpoint: RedisEndpoint
+        if unix {
+            var path = rest
+            if let q = rest.firstIndex(of: "?") {
+                path = rest[..<q]
+                let query = rest[rest.index(after: q)...]
+                guard query.hasPrefix("db="), let n = Int(query.dropFirst(3)), n >= 0 else { throw fail("the only parameter is db=N") }
+                db = n
+            }
+            guard path.hasPrefix("/") else { throw fail("the socket's path must be absolute") }
+            endpoint = .unix(path: String(path))
         } else {
-            host = rest
-            port = 6379
+            var authority = rest
+            if let slash = rest.firstIndex(of: "/") {
+                authority = rest[..<slash]
+                let number = rest[rest.index(after: slash)...]
+                if !number.isEmpty {
+                    guard let n = Int(number), n >= 0 else { throw fail("the database is a number") }
+                    db = n
+                }
+            }
+            var host = authority, port = 6379
+            if let colon = authority.lastIndex(of: ":") {
+                host = authority[..<colon]
+                guard let p = Int(authority[authority.index(after: colon)...]), (1...65535).contains(p) else { throw fail("a bad port") }
+                port = p
+            }
+            guard !host.isEmpty else { throw fail("no host") }
+            endpoint = .tcp(host: String(host), port: port)
         }
-        guard !host.isEmpty else { throw UsageError("--l2 \(url): no host") }
-        return .tcp(host: String(host), port: port)
+        if let db, db != 0 { setup.append(["SELECT", String(db)]) }
+        return (endpoint, setup)
     }
 
     private static func size(_ text: String, _ name: String, allowZero: Bool = false) throws(UsageError) -> Int {
@@ -298,5 +342,23 @@ enum DaemonOptions {
     private static func positive(_ text: String, _ name: String) throws(UsageError) -> Int {
         guard let n = Int(text), n > 0 else { throw UsageError("\(name) needs a positive integer, not \"\(text)\"") }
         return n
+    }
+}
+
+extension String {
+    /// `%40` → `@` (a password in a URL may need it); bytes that do not decode are kept as they are.
+    func removingPercentEncoding() -> String {
+        var out: [UInt8] = []
+        var bytes = Array(utf8)[...]
+        while let b = bytes.first {
+            bytes = bytes.dropFirst()
+            if b == UInt8(ascii: "%"), bytes.count >= 2, let v = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16) {
+                out.append(v)
+                bytes = bytes.dropFirst(2)
+            } else {
+                out.append(b)
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 }

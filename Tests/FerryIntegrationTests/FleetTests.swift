@@ -142,5 +142,52 @@ struct FleetTests {
         #expect(try await cb.fetch(FetchRequest(purged)).cacheStatus == .miss, "a purge on A empties B too")
         #expect(try origin.countExact("/r?body=purge-me&cc=max-age%3D600") == 2)
     }
+
+    /// `--l2 redis://:PASSWORD@HOST:PORT/DB`: every connection authenticates and selects the database; a wrong
+    /// password is said in the log, nothing reaches Redis, and requests are answered as without it.
+    @Test func passwordAndDatabaseFromTheURL() async throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let port = try freeTCPPort()
+        let redis = try Subprocess("/usr/bin/redis-server", ["--port", "\(port)", "--bind", "127.0.0.1", "--requirepass", "s3cret",
+                                                              "--save", "", "--appendonly", "no", "--dir", dir.path], stdout: dir.path + "/redis.log")
+        defer { redis.stop(signal: SIGKILL) }
+        func cli(_ args: [String]) throws -> String {
+            try runCommand("/usr/bin/redis-cli", ["-p", "\(port)", "-a", "s3cret", "--no-auth-warning"] + args).out
+        }
+        for _ in 0..<200 where (try? cli(["PING"]))?.contains("PONG") != true { usleep(10_000) }
+        let origin = try OriginServer()
+        defer { origin.stop() }
+        let good = try Daemon(["--l2", "redis://:s3cret@127.0.0.1:\(port)/3"])
+        defer { good.stop() }
+        let printed = try runCommand(Binaries.ferryd, ["--no-config", "--l2", "redis://:s3cret@127.0.0.1:\(port)/3", "--print-config"]).out
+        #expect(printed.contains("l2 = redis://:***@127.0.0.1:\(port)/3") && !printed.contains("s3cret"))
+        for bad in ["http://h", "redis://user@h", "redis://h:99999", "redis+unix://relative", "redis://h/x"] {
+            let refused = try runCommand(Binaries.ferryd, ["--no-config", "--l2", bad, "--print-config"])
+            #expect(refused.status == 2 && refused.err.contains("--l2 \(bad):"), "\(bad): \(refused.err)")
+        }
+        let client = try await FerryClient.connect(path: good.socket)
+        defer { client.close() }
+        for _ in 0..<100 where !(try await client.stats()["l2"]?["connected"]?.boolValue ?? false) { try await Task.sleep(for: .milliseconds(10)) }
+        let url = origin.url("/r?body=db3&cc=max-age%3D60")
+        _ = try await client.fetch(FetchRequest(url))
+        var keys = ""
+        for _ in 0..<50 where keys.isEmpty {
+            try await Task.sleep(for: .milliseconds(20))
+            keys = try cli(["-n", "3", "--scan"])
+        }
+        #expect(keys.contains("ferry:v1:GET \(url)"), "written to database 3: \(keys)")
+        #expect(try cli(["-n", "0", "--scan"]).isEmpty)
+
+        let wrong = try Daemon(["--l2", "redis://:nope@127.0.0.1:\(port)/3"])
+        defer { wrong.stop() }
+        let other = try await FerryClient.connect(path: wrong.socket)
+        defer { other.close() }
+        let fresh = origin.url("/r?body=unauthorised&cc=max-age%3D60")
+        #expect(try await other.fetch(FetchRequest(fresh)).status == 200)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(wrong.log.contains("refused AUTH"), "\(wrong.log)")
+        #expect(!(try cli(["-n", "3", "--scan"])).contains("unauthorised"))
+    }
 }
 }
