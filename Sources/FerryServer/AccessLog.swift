@@ -132,12 +132,6 @@ final class AccessLog {
         buffer.removeAll(keepingCapacity: true)
     }
 
-    static func milliseconds(_ ns: UInt64) -> String {
-        let us = ns / 1000
-        let frac = us % 1000
-        return "\(us / 1000)." + (frac < 10 ? "00" : frac < 100 ? "0" : "") + String(frac)
-    }
-
     static func isBare(_ v: String) -> Bool {
         !v.isEmpty && !v.utf8.contains { $0 <= 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "=") || $0 == 0x7f }
     }

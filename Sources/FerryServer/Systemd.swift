@@ -89,9 +89,5 @@ public final class SystemdNotifier: Sendable {
     }
 
     /// `MONOTONIC_USEC` for `RELOADING=1` (systemd 253's `Type=notify-reload` asks for it; older ones ignore it).
-    public static func monotonicMicroseconds() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000 + UInt64(ts.tv_nsec) / 1000
-    }
+    public static func monotonicMicroseconds() -> UInt64 { LatencyHistogram.now() / 1000 }
 }

@@ -30,7 +30,7 @@ final class NginxServer: @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
         try Data(repeating: UInt8(ascii: "q"), count: 1024).write(to: URL(fileURLWithPath: www + "/small.json"))
         try Data((0..<4_000_000).map { UInt8($0 % 251) }).write(to: URL(fileURLWithPath: www + "/big.bin"))
-        port = try NginxServer.freePort()
+        port = try freeTCPPort()
         let d = dir.path
         let conf = """
             worker_processes 1;
@@ -80,20 +80,6 @@ final class NginxServer: @unchecked Sendable {
     func stop() {
         process.stop()
         dir.remove()
-    }
-
-    static func freePort() throws -> Int {
-        let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(s) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &addr) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(s, $0, len) == 0 && getsockname(s, $0, &len) == 0 }
-        }
-        guard bound else { throw HarnessError("no free port") }
-        return Int(UInt16(bigEndian: addr.sin_port))
     }
 }
 

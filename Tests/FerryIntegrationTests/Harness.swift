@@ -198,3 +198,19 @@ func rssKiB(_ pid: pid_t) -> Int {
     }
     return -1
 }
+
+/// A TCP port nothing listens on now on 127.0.0.1 (bound and released: a small race, on loopback only), for the
+/// servers tests start on a port of their choosing (nginx, Prometheus, a password-protected Redis).
+func freeTCPPort() throws -> Int {
+    let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(s) }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &addr) { p in
+        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(s, $0, len) == 0 && getsockname(s, $0, &len) == 0 }
+    }
+    guard bound else { throw HarnessError("no free port") }
+    return Int(UInt16(bigEndian: addr.sin_port))
+}

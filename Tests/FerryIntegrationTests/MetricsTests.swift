@@ -85,18 +85,3 @@ struct MetricsTests {
     }
 }
 }
-
-/// A TCP port nothing listens on now (bound and released; a small race, on loopback only).
-func freeTCPPort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let rc = withUnsafeMutablePointer(to: &address) { p in
-        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 ? getsockname(fd, $0, &length) : -1 }
-    }
-    guard rc == 0 else { throw HarnessError("no free port") }
-    return Int(UInt16(bigEndian: address.sin_port))
-}

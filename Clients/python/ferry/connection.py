@@ -75,26 +75,12 @@ class Connection:
     """
 
     def __init__(self, path: Optional[str] = None, name: str = "python", timeout: Optional[float] = None):
-        self.path = path or default_socket_path()
-        self.name = name
-        self.timeout = timeout
-        self.version: Optional[int] = None
-        self.server: Optional[str] = None
-        self.limits: Dict[str, int] = {}
-        self.operations: List[str] = []
-        self.capabilities: List[str] = []
+        _init_connection_state(self, path, name, timeout)
         # Descriptors that came with reply frames (body_fd), oldest first: each arrives with its frame's first byte.
         self._fds: "collections.deque[int]" = collections.deque()
         self._sock: Optional[socket.socket] = None
-        self._decoder = FrameDecoder()
-        self._send_limit = DEFAULT_HANDSHAKE_FRAME_BYTES
-        self._send_json_limit = DEFAULT_MAX_JSON_BYTES
-        self._ids = itertools.count(1)
         self._lock = threading.Lock()          # guards _pending, _closed_error, _ids, _reading, _followers, items
         self._send_lock = threading.Lock()     # one request (all of its frames) at a time on the socket
-        self._pending: Dict[int, _Pending] = {}
-        self._closed_error: Optional[FerryError] = None
-        self._server_error: Optional[FerryError] = None
         self._reading = False                  # a thread is reading the socket (the leader)
         self._followers: List[_Pending] = []   # requests whose threads sleep until handed a reply or the reading
         self._reader_left = threading.Condition(self._lock)
@@ -531,10 +517,7 @@ class Connection:
             pending = self._pending.get(rid)
             if pending is None:
                 return  # a reply nobody waits for any more (local timeout, abandoned stream, fire-and-forget cancel)
-            if envelope.get("final") is False:
-                pending.items.append((_EVENT, envelope.get("event"), envelope.get("data") or {}, body))
-            else:
-                pending.items.append((_FINAL, envelope, body))
+            pending.items.append(_reply_item(envelope, body))
             if pending.wake is not None:
                 pending.wake.notify()
 
@@ -560,6 +543,33 @@ class Connection:
 
 
 # ----- the parts of a connection that do no I/O, shared with ferry.aio.AsyncClient
+
+def _init_connection_state(conn: Any, path: Optional[str], name: str, timeout: Optional[float]) -> None:
+    """What both connections (this one and ``ferry.aio``'s) start with: where and who, what ``hello`` will say, the
+    frame decoder and send limits before ``hello``, the ids, the requests in flight, no error yet."""
+    conn.path = path or default_socket_path()
+    conn.name = name
+    conn.timeout = timeout
+    conn.version = None
+    conn.server = None
+    conn.limits = {}
+    conn.operations = []
+    conn.capabilities = []
+    conn._decoder = FrameDecoder()
+    conn._send_limit = DEFAULT_HANDSHAKE_FRAME_BYTES
+    conn._send_json_limit = DEFAULT_MAX_JSON_BYTES
+    conn._ids = itertools.count(1)
+    conn._pending = {}
+    conn._closed_error = None
+    conn._server_error = None
+
+
+def _reply_item(envelope: dict, body: Any) -> tuple:
+    """A reply frame as the item its request's queue holds: an event, or the final reply."""
+    if envelope.get("final") is False:
+        return (_EVENT, envelope.get("event"), envelope.get("data") or {}, body)
+    return (_FINAL, envelope, body)
+
 
 def _hello_args(name: str) -> Dict[str, Any]:
     return {"versions": [PROTOCOL_VERSION], "client": name}

@@ -18,8 +18,8 @@ from ferry.aio import AsyncClient, AsyncSession
 from ferry.api import Response
 
 from .support import REPO_ROOT
-from .support.daemon import FerrydProcess, wait_for_ferryd_binary
-from .support.origin import OriginProcess, pattern
+from .support.daemon import FerrydProcess
+from .support.origin import DaemonAndOrigin, pattern
 
 FIXTURES = os.path.join(REPO_ROOT, "Tests", "FerryImageFormatTests", "Fixtures")
 MIB = 1 << 20
@@ -53,34 +53,11 @@ def stop_pid(pid: int, seconds: float = 10.0) -> None:
         time.sleep(0.02)
 
 
-class AioCase(unittest.IsolatedAsyncioTestCase):
+class AioCase(DaemonAndOrigin, unittest.IsolatedAsyncioTestCase):
     """A ferryd (values up to 32 MiB) and the test origin for the class; each test gets an AsyncClient ``self.c``."""
 
-    daemon = None
-    origin = None
-
-    @classmethod
-    def setUpClass(cls):
-        binary = wait_for_ferryd_binary()
-        cls.binary = binary
-        cls.dir = tempfile.mkdtemp(prefix="ferry-aio-")
-        try:
-            cls.origin = OriginProcess(os.path.join(cls.dir, "origin.log")).start(files=FIXTURES)
-            cls.daemon = FerrydProcess(binary, cls.dir, extra_args=["--max-value-bytes", "32MiB"]).start()
-            cls.base = f"http://127.0.0.1:{cls.origin.port}"
-        except BaseException:
-            cls.tearDownClass()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.daemon is not None:
-            cls.daemon.stop()
-            cls.daemon = None
-        if cls.origin is not None:
-            cls.origin.stop()
-            cls.origin = None
-        shutil.rmtree(cls.dir, ignore_errors=True)
+    origin_files = FIXTURES
+    daemon_args = ["--max-value-bytes", "32MiB"]
 
     async def asyncSetUp(self):
         self.c = await AsyncClient(self.daemon.path, name="aio-tests", timeout=30).connect()

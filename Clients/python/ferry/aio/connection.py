@@ -8,18 +8,14 @@ are ``TransportMixin``'s (``ferry.aio.transport``); each request's replies queue
 """
 
 import asyncio
-import itertools
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, List, Optional, Set, Tuple
 
 from ..connection import (
-    _EVENT, _FINAL, _accept_hello, _chunk_error, _copy_error, _final_item, _hello_args, _local_timeout,
-    _local_timeout_error, _request_envelope,
+    _EVENT, _FINAL, _accept_hello, _chunk_error, _copy_error, _final_item, _hello_args, _init_connection_state,
+    _local_timeout, _local_timeout_error, _request_envelope,
 )
 from ..errors import FerryError
-from ..framing import (
-    DEFAULT_HANDSHAKE_FRAME_BYTES, DEFAULT_MAX_JSON_BYTES, FrameDecoder, _byte_view, _split_request, check_request,
-)
-from ..paths import default_socket_path
+from ..framing import _byte_view, _split_request, check_request
 from ..wire import ErrorCode, EventName
 from .pending import _Pending, _Stream, _wake
 from .transport import _READ_SIZE, TransportMixin
@@ -35,26 +31,12 @@ class AsyncConnection(TransportMixin):
     operation families. ``path``, ``name`` and ``timeout`` are as ``AsyncClient``'s."""
 
     def __init__(self, path: Optional[str] = None, name: str = "python-aio", timeout: Optional[float] = None):
-        self.path = path or default_socket_path()
-        self.name = name
-        self.timeout = timeout
-        self.version: Optional[int] = None
-        self.server: Optional[str] = None
-        self.limits: Dict[str, int] = {}
-        self.operations: List[str] = []
-        self.capabilities: List[str] = []
+        _init_connection_state(self, path, name, timeout)
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._reader: Optional[asyncio.StreamReader] = None
         self._writer: Optional[asyncio.StreamWriter] = None
         self._read_task: "Optional[asyncio.Task]" = None
         self._send_lock: Optional[asyncio.Lock] = None   # one request (all of its frames) at a time on the socket
-        self._decoder = FrameDecoder()
-        self._send_limit = DEFAULT_HANDSHAKE_FRAME_BYTES
-        self._send_json_limit = DEFAULT_MAX_JSON_BYTES
-        self._ids = itertools.count(1)
-        self._pending: Dict[int, _Pending] = {}
-        self._closed_error: Optional[FerryError] = None
-        self._server_error: Optional[FerryError] = None
         self._cancel_tasks: "Set[asyncio.Task]" = set()  # cancels waiting for the socket (kept from the GC)
 
     # ----- lifecycle

@@ -6,7 +6,7 @@ flight) and the waiting side (``_collect``, ``_await``)."""
 import asyncio
 from typing import List, Optional, Tuple
 
-from ..connection import _CLOSED, _EVENT, _FINAL, _closed_after, _closing_error, _copy_error
+from ..connection import _CLOSED, _closed_after, _closing_error, _copy_error, _reply_item
 from ..errors import FerryError, FerryProtocolError
 from ..framing import HEADER, encode_json
 from ..wire import ErrorCode
@@ -143,10 +143,7 @@ class TransportMixin:
         pending = self._pending.get(rid)
         if pending is None:
             return  # a reply nobody waits for any more (local timeout, cancelled task, fire-and-forget cancel)
-        if envelope.get("final") is False:
-            pending.items.append((_EVENT, envelope.get("event"), envelope.get("data") or {}, body))
-        else:
-            pending.items.append((_FINAL, envelope, body))
+        pending.items.append(_reply_item(envelope, body))
         pending.wake()
 
     def _shutdown(self, reason: FerryError) -> None:

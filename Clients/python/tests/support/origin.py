@@ -79,21 +79,23 @@ class OriginProcess:
         return [e for e in self.control("GET", "/__log") if e["path"] == path and e["query"] == query]
 
 
-class DaemonWithOrigin(unittest.TestCase):
-    """A real ferryd ($FERRYD) and the test origin (serving ``origin_files`` under /file/ when set), started once per
-    test class and stopped by PID."""
+class DaemonAndOrigin:
+    """A real ferryd ($FERRYD, with ``daemon_args``) and the test origin (serving ``origin_files`` under /file/ when
+    set), started once per test class and stopped by PID: a mixin for a ``unittest.TestCase`` or an
+    ``IsolatedAsyncioTestCase``. ``cls.binary`` is the ferryd used, ``cls.base`` the origin's URL."""
 
     daemon = None
     origin = None
     origin_files = None
+    daemon_args: list = []
 
     @classmethod
     def setUpClass(cls):
-        binary = wait_for_ferryd_binary()
+        cls.binary = wait_for_ferryd_binary()
         cls.dir = tempfile.mkdtemp(prefix="ferry-it-")
         try:
             cls.origin = OriginProcess(os.path.join(cls.dir, "origin.log")).start(files=cls.origin_files)
-            cls.daemon = FerrydProcess(binary, cls.dir)
+            cls.daemon = FerrydProcess(cls.binary, cls.dir, extra_args=list(cls.daemon_args))
             cls.daemon.start()
             cls.base = f"http://127.0.0.1:{cls.origin.port}"
         except BaseException:
@@ -109,3 +111,7 @@ class DaemonWithOrigin(unittest.TestCase):
             cls.origin.stop()
             cls.origin = None
         shutil.rmtree(cls.dir, ignore_errors=True)
+
+
+class DaemonWithOrigin(DaemonAndOrigin, unittest.TestCase):
+    """``DaemonAndOrigin`` for a plain ``unittest.TestCase``."""
