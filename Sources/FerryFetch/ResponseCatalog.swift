@@ -98,15 +98,7 @@ public final class ResponseCatalog {
     /// its shared record.
     private func describe(_ groups: [(url: String, keys: [(key: String, size: Int)])], now: Int64,
                           _ done: @escaping ([CachedURL]) -> Void) {
-        var out: [CachedURL] = []
-        func next(_ k: Int) {
-            guard k < groups.count else { return done(out) }
-            summarize(url: groups[k].url, keys: groups[k].keys, now: now) { cached in
-                out.append(cached)
-                next(k + 1)
-            }
-        }
-        next(0)
+        ResponseCatalog.inOrder(groups, { group, give in self.summarize(url: group.url, keys: group.keys, now: now) { give($0) } }, done)
     }
 
     private func summarize(url: String, keys: [(key: String, size: Int)], now: Int64, _ done: @escaping (CachedURL) -> Void) {
@@ -135,11 +127,21 @@ public final class ResponseCatalog {
     }
 
     private func peekResponses(_ keys: [String], _ done: @escaping ([StoredResponse]) -> Void) {
-        var out: [StoredResponse] = []
+        ResponseCatalog.inOrder(keys, { key, give in
+            self.storage.peek(key) { value in
+                guard case .response(let response, _)? = value.flatMap(StoredRecord.decode) else { return give(nil) }
+                give(response)
+            }
+        }, done)
+    }
+
+    /// Each item through an asynchronous `step`, one after the other, the results in order (a nil is left out).
+    static func inOrder<T, R>(_ items: [T], _ step: @escaping (T, @escaping (R?) -> Void) -> Void, _ done: @escaping ([R]) -> Void) {
+        var out: [R] = []
         func next(_ k: Int) {
-            guard k < keys.count else { return done(out) }
-            storage.peek(keys[k]) { value in
-                if case .response(let response, _)? = value.flatMap(StoredRecord.decode) { out.append(response) }
+            guard k < items.count else { return done(out) }
+            step(items[k]) { result in
+                if let result { out.append(result) }
                 next(k + 1)
             }
         }
