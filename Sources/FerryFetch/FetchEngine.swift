@@ -34,6 +34,8 @@ public final class FetchEngine {
     let transport: OriginTransport
     let responses: ResponseStore
     public let stats = FetchStats()
+    /// The fleet's coalescing of cold misses (`--l2`); nil: every miss asks the origin.
+    public var fleet: FleetCoalescing?
     /// The stored responses as an operator inspects and purges them (`http.*`).
     public var catalog: ResponseCatalog { ResponseCatalog(storage: responses.storage) }
     let parts: PartKeeper
@@ -78,8 +80,10 @@ public final class FetchEngine {
         Array(groups.values.map(\.inFlight).sorted { ($0.received, $0.url) > ($1.received, $1.url) }.prefix(limit))
     }
 
-    /// Joins the transfer in flight for `coalescingKey` or starts one; `nil` key: a transfer of its own.
-    func join(_ waiter: TransferGroup.Waiter, request: OriginRequest, coalescingKey: String?,
+    /// Joins the transfer in flight for `coalescingKey` or starts one; `nil` key: a transfer of its own. With a
+    /// `fleetKey` (a cold miss of a shareable response) and a `fleet`, the new transfer first claims the key across
+    /// machines, and only asks the origin if this daemon is to fetch it; identical requests join it meanwhile.
+    func join(_ waiter: TransferGroup.Waiter, request: OriginRequest, coalescingKey: String?, fleetKey: String? = nil,
               resuming: (spool: BodySpool, stored: StoredResponse)? = nil) -> TransferGroup? {
         if let key = coalescingKey, let group = groups[key] {
             stats.coalesced += 1
@@ -91,6 +95,35 @@ public final class FetchEngine {
         group.url = request.url
         group.add(waiter)
         if let key = coalescingKey { groups[key] = group }
+        if let fleet, let fleetKey, coalescingKey != nil {
+            stats.fleetClaims += 1
+            fleet.claim(fleetKey, waitMs: request.timeoutMs ?? FetchEngine.fleetWaitMs) { [self] verdict in
+                claimed(group, fleetKey: fleetKey, verdict: verdict, request: request)
+            }
+            return group.isFinished ? nil : group
+        }
+        return startExchange(group, request) ? group : nil
+    }
+
+    /// How long a cold miss waits for another machine's fetch when its request has no timeout of its own.
+    static let fleetWaitMs = 30_000
+
+    /// The fleet decided who fetches the group's response.
+    private func claimed(_ group: TransferGroup, fleetKey: String, verdict: FleetVerdict, request: OriginRequest) {
+        switch verdict {
+        case .fetch(let leased):
+            if leased { group.lease = fleetKey }
+            guard !group.waiters.isEmpty else { return group.abandonBeforeStart() }
+            _ = startExchange(group, request)
+        case .lookAgain:
+            stats.fleetLookAgain += 1
+            group.lookAgain()
+        }
+    }
+
+    /// Asks the origin for the group's response; false when the transport refused at once (every waiter then has
+    /// the failure).
+    private func startExchange(_ group: TransferGroup, _ request: OriginRequest) -> Bool {
         do {
             // The exchange holds its group until it finishes (a background revalidation's group has no other owner);
             // the group drops the exchange when it finishes or its last waiter leaves, which ends the cycle.
@@ -100,12 +133,17 @@ public final class FetchEngine {
             let exchange = try transport.start(request, body: group.spool, events: events)
             stats.originRequests += 1
             group.started(exchange)
+            return true
         } catch {
-            forget(group)
-            waiter.receive(.own(.failure(error)))
-            return nil
+            group.failBeforeStart(error)
+            return false
         }
-        return group
+    }
+
+    /// A fetch that held the fleet's lease on its key is over: once what it stored is written, the other machines
+    /// look again.
+    func releaseLease(_ key: String) {
+        responses.whenPlaced(key) { [self] in fleet?.release(key) }
     }
 
     /// Whether a transfer for `key` is in flight (a request may join it).
@@ -203,6 +241,9 @@ public final class FetchStats {
     public internal(set) var bypass: UInt64 = 0
     public internal(set) var originRequests: UInt64 = 0
     public internal(set) var backgroundRevalidations: UInt64 = 0
+    /// Cold misses that claimed their key across the fleet, and those another machine's fetch then answered.
+    public internal(set) var fleetClaims: UInt64 = 0
+    public internal(set) var fleetLookAgain: UInt64 = 0
     /// Downloads that went on from what an interrupted one had kept.
     public internal(set) var resumed: UInt64 = 0
     /// Stored parts joined with a new one into one (RFC 9111 §3.4), or into the whole body.

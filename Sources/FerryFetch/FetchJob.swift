@@ -22,6 +22,8 @@ public final class FetchJob {
     private(set) var finished = false
     /// The origin's bytes are passed through encoded (it used a coding the transport does not decode).
     private var passThrough = false
+    /// This hop's cold miss waited for another machine's fetch already (`FleetCoalescing`): it does not wait twice.
+    private var fleetWaited = false
     private let startedMs: Int64
     private var onDone: ((Result<FetchOutcome, FetchFailure>) -> Void)?
     /// Bytes received so far and the total when known, while a transfer of this job runs (with `spec.progress`).
@@ -142,11 +144,16 @@ public final class FetchJob {
             case .retryAlone:
                 group = nil
                 network(creq, stored: stored, validating: conditional, alone: true, resume: nil)
+            case .lookAgain:
+                group = nil
+                fleetWaited = true
+                hop()
             }
         }
         waiter.progress = { [weak self] received, total in self?.onProgress?(received, total) }
         self.waiter = waiter
-        group = engine.join(waiter, request: outgoing, coalescingKey: key, resuming: resume.map { ($0.spool, $0.stored) })
+        group = engine.join(waiter, request: outgoing, coalescingKey: key, fleetKey: fleetKey(creq, stored, conditional, resume != nil),
+                            resuming: resume.map { ($0.spool, $0.stored) })
         group?.catchUp(waiter)
     }
 
@@ -154,6 +161,15 @@ public final class FetchJob {
     func leaveTransfer() {
         if let group, let waiter { group.remove(waiter) }
         group = nil
+    }
+
+    /// The key a cold miss claims across the fleet: a plain `GET` of a response stored for everyone (no
+    /// credentials), nothing stored yet, asked once per hop.
+    private func fleetKey(_ creq: CacheRequest, _ stored: ResponseStore.Found?, _ conditional: HTTPFields?, _ resuming: Bool) -> String? {
+        guard engine.fleet != nil, !fleetWaited, stored == nil, conditional == nil, !resuming, creq.method == "GET",
+              creq.partition == nil, spec.body.isEmpty, let key = creq.lookupKey?.description,
+              SharedTier.isShareable(key: key) else { return nil }
+        return key
     }
 
     /// Identical requests share a transfer: same method, URL and headers (validators included), no body, and a
@@ -256,6 +272,7 @@ public final class FetchJob {
         redirects += 1
         RedirectRules.apply(status: status, from: url, to: next, spec: &spec)
         partitionOfHop = nil
+        fleetWaited = false
         url = next
         hop()
         return true

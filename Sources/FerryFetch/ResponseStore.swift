@@ -237,6 +237,13 @@ public final class ResponseStore {
         mark < placements && primaries.contains { (recentPlacements[$0] ?? 0) > mark }
     }
 
+    /// Runs `next` once no response for `primary` is being placed (at once when none is): what was stored is then
+    /// in the storage.
+    func whenPlaced(_ primary: String, _ next: @escaping () -> Void) {
+        guard placing[primary] != nil else { return next() }
+        placing[primary]!.waiters.append(next)
+    }
+
     private func endPlacing(_ primary: String) {
         guard var entry = placing[primary] else { return }
         entry.count -= 1

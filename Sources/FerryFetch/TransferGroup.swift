@@ -30,6 +30,8 @@ final class TransferGroup {
         case shared(Arrival)
         /// Not usable by this waiter: make a request of your own.
         case retryAlone
+        /// Another machine of the fleet stored the response meanwhile (`FleetCoalescing`): consult the cache again.
+        case lookAgain
     }
 
     final class Waiter {
@@ -59,7 +61,9 @@ final class TransferGroup {
     let spool: BodySpool
     /// The exchange with the origin, from `started` until it finishes or the last waiter leaves.
     private var exchange: OriginExchange?
-    private var isFinished = false
+    private(set) var isFinished = false
+    /// The fleet key whose lease this transfer holds (`FetchEngine.claimed`), released when it is over.
+    var lease: String?
     private(set) var head: OriginHead?
     /// How the complete body is stored, chosen at the head by the first waiter. A body that came whole with its
     /// head is stored as soon as the plan is made, before that waiter is served: every reader then gets the
@@ -117,6 +121,44 @@ final class TransferGroup {
         engine.forget(self)
         spool.finish(.failure(.internalError("the transfer was stopped: every request for it went away")))
         keepPartial()
+        releaseLease()
+    }
+
+    /// Every waiter left while the fleet decided, and this daemon was to fetch: nothing is asked.
+    func abandonBeforeStart() {
+        isFinished = true
+        engine.forget(self)
+        spool.finish(.failure(.internalError("the transfer was stopped: every request for it went away")))
+        releaseLease()
+    }
+
+    /// The transport refused the exchange at once: every waiter has the failure.
+    func failBeforeStart(_ failure: FetchFailure) {
+        isFinished = true
+        engine.forget(self)
+        spool.finish(.failure(failure))
+        let all = waiters
+        waiters.removeAll()
+        for waiter in all where !waiter.answered { waiter.receive(.own(.failure(failure))) }
+        releaseLease()
+    }
+
+    /// Another machine stored the response while this transfer waited for its turn: it never starts, and its
+    /// waiters look again (they find it in the shared tier).
+    func lookAgain() {
+        isFinished = true
+        engine.forget(self)
+        spool.finish(.failure(.internalError("answered by another machine of the fleet")))
+        let all = waiters
+        waiters.removeAll()
+        for waiter in all where !waiter.answered { waiter.receive(.lookAgain) }
+    }
+
+    /// The lease goes back once this transfer's response is written (or at once, when nothing is).
+    private func releaseLease() {
+        guard let lease else { return }
+        self.lease = nil
+        engine.releaseLease(lease)
     }
 
     /// The final response's head: every waiter learns whether it follows this response.
@@ -168,7 +210,7 @@ final class TransferGroup {
             if case .failure(let f) = result { failure = f } else { failure = .internalError("the exchange ended without a response") }
             spool.finish(.failure(failure))
             for waiter in all where !waiter.answered { waiter.receive(.own(.failure(failure))) }
-            return
+            return releaseLease()
         }
         switch result {
         case .success(let timing):
@@ -181,10 +223,12 @@ final class TransferGroup {
                 } else if let partPlan, spool.length == partPlan.part.range.count {
                     engine.parts.keep(partPlan.part, body: spool, key: partPlan.key)
                 }
+                releaseLease()
             }
         case .failure(let failure):
             spool.finish(.failure(failure))
             keepPartial()
+            releaseLease()
         }
     }
 

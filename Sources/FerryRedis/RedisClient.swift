@@ -35,6 +35,9 @@ public final class RedisClient {
     public private(set) var counters = RedisCounters()
     /// Told of each change of the link (for the log): connected, or down and why.
     public var onChange: (String) -> Void = { _ in }
+    /// Called when an open connection is lost or a connection attempt fails (not at `close`): what waited on this
+    /// connection for news (a subscription's message) will not get it.
+    public var onLost: () -> Void = {}
 
     /// Sent first on every connection, before anything else (`AUTH`, `SELECT`): a refusal drops the connection,
     /// which is then tried again as a lost one.
@@ -158,6 +161,7 @@ public final class RedisClient {
             if link.state == .connected || link.failures == 0 {
                 onChange("Redis at \(endpoint) is down: \(message ?? "connection closed"); serving without it, retrying")
             }
+            onLost()
         default: break
         }
         perform(link.decide(event, now: now()))

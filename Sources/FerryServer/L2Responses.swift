@@ -20,6 +20,8 @@ final class L2Responses: ResponseStorage {
     let prefix: String
     let maxValueBytes: Int
     private(set) var counters = L2Counters()
+    /// The fleet's coalescing of cold misses through this tier (set by `Wiring.startL2`).
+    var leases: FleetLeases?
     /// The connection that listens for the fleet's invalidations (a subscribed connection serves nothing else).
     let listener: RedisClient?
     /// This daemon's name in its invalidation messages, so it does not act on its own.
@@ -46,7 +48,21 @@ final class L2Responses: ResponseStorage {
         local.delete(String(decoding: payload[(nul + 1)...], as: UTF8.self))
     }
 
-    private func redisKey(_ key: String) -> [UInt8] { Array((prefix + key).utf8) }
+    /// A storage key's name in Redis: the prefix, then the key with its primary part (`GET <url>`, before the
+    /// first NUL) as a Redis Cluster hash tag, so a response's record, its variants, its body and its lease live
+    /// on one node (a script touches them together).
+    func redisKey(_ key: String) -> [UInt8] {
+        let primaryEnd = key.utf8.firstIndex(of: 0) ?? key.utf8.endIndex
+        return Array(prefix.utf8) + [UInt8(ascii: "{")] + Array(key.utf8[..<primaryEnd]) + [UInt8(ascii: "}")]
+            + Array(key.utf8[primaryEnd...])
+    }
+
+    /// The fleet's lease on fetching a primary key (`FleetLeases`), in its hash slot.
+    func leaseKey(_ primary: String) -> [UInt8] { Array((prefix + "lease:{" + primary + "}").utf8) }
+
+    /// Runs `next` once this machine's writes for `primary` are sent (Redis runs one connection's commands in
+    /// order: what is sent after them finds them done).
+    func whenWritten(_ primary: String, _ next: @escaping () -> Void) { next() }
 
     func get(_ key: String, _ done: @escaping ([UInt8]?) -> Void) {
         local.get(key) { [self] value in

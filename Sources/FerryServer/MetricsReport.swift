@@ -139,6 +139,11 @@ enum MetricsReport {
         t.family("ferry_l2_invalidations_total", .counter, "Invalidations published to the fleet, and received from it.")
         t.sample("ferry_l2_invalidations_total", ["direction": "sent"], n(l?["invalidations_sent"]))
         t.sample("ferry_l2_invalidations_total", ["direction": "received"], n(l?["invalidations_received"]))
+        let leases = l?["leases"]
+        t.family("ferry_l2_leases_total", .counter, "Cold misses claimed across the fleet, by outcome: won (fetched here), waited, looked_again (another machine's fetch served it), took_over, gave_up.")
+        for outcome in ["won", "waits", "looked_again", "took_over", "gave_up"] {
+            t.sample("ferry_l2_leases_total", ["outcome": outcome == "waits" ? "waited" : outcome], n(leases?[outcome]))
+        }
     }
 
     private static func memory(_ t: inout PrometheusText, _ m: JSONValue?, _ d: JSONValue?, _ n: (JSONValue?) -> Double) {

@@ -277,6 +277,7 @@ public final class Server {
             table.closeAllNow()
         case .releaseLoop:
             fetch?.close()
+            l2?.leases?.close()
             l2?.redis.close()
             l2?.listener?.close()
             finalFlushTimer?.close()

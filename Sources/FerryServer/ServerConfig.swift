@@ -28,6 +28,8 @@ public struct ServerConfig: Sendable {
     public var l2Prefix = "ferry:v1:"
     public var l2MaxValueBytes = 1 << 20
     public var l2TimeoutMs: Int64 = 50
+    /// `--l2-lease`: how long a cold fetch holds the fleet's lease on its key unless renewed (`FleetLeases`).
+    public var l2LeaseMs: Int64 = 5_000
     /// `--metrics-listen`: where Prometheus scrapes `/metrics` (TCP; an IPv4 address, usually 127.0.0.1).
     public var metricsListen: (host: String, port: Int)?
     /// `--log-format`: logfmt lines (the default) or JSON lines, for every line and the access lines.

@@ -120,6 +120,11 @@ final class StatsReport {
         o["connections"] = .int(Int64(connections))
         o["invalidations_sent"] = .int(Int64(tier.invalidationsSent))
         o["invalidations_received"] = .int(Int64(tier.invalidationsReceived))
+        let leases = l2?.leases?.counters ?? FleetCounters()
+        o["leases"] = .object(["won": .int(Int64(leases.won)), "took_over": .int(Int64(leases.tookOver)),
+                               "waits": .int(Int64(leases.waits)), "looked_again": .int(Int64(leases.lookedAgain)),
+                               "gave_up": .int(Int64(leases.gaveUp)), "released": .int(Int64(leases.released)),
+                               "unavailable": .int(Int64(leases.unavailable))])
         return o
     }
 

@@ -58,7 +58,9 @@ enum Wiring {
             engineConfig.spool = BodySpool.Config(directory: try spoolDirectory(config))
             if let secret = partitionSecret(config) { engineConfig.partitionSecret = secret }
             let storage: ResponseStorage = l2 ?? CacheStoreResponses(store: store)
-            return FetchEngine(transport: transport, responses: ResponseStore(storage: storage), config: engineConfig)
+            let engine = FetchEngine(transport: transport, responses: ResponseStore(storage: storage), config: engineConfig)
+            engine.fleet = l2?.leases
+            return engine
         } catch {
             throw .store("cannot start the HTTP client: \(error)")
         }
@@ -112,6 +114,7 @@ enum Wiring {
         let listener = RedisClient(loop: loop, endpoint: endpoint, timeoutMs: config.l2TimeoutMs, setup: config.l2Setup)
         let l2 = L2Responses(local: CacheStoreResponses(store: store), redis: client, listener: listener, prefix: config.l2Prefix,
                              maxValueBytes: config.l2MaxValueBytes)
+        l2.leases = FleetLeases(loop: loop, tier: l2, leaseMs: config.l2LeaseMs)
         client.start()
         listener.start()
         return l2

@@ -21,6 +21,7 @@ enum DaemonOptions {
         OptionSpec("l2-prefix", takesValue: true, default: "ferry:v1:", help: "the start of every key in Redis: a fleet's name and the format's version"),
         OptionSpec("l2-max-value", takesValue: true, default: "1MiB", help: "larger responses stay on this machine"),
         OptionSpec("l2-timeout", takesValue: true, default: "50ms", help: "how long a Redis command may take before it counts as a miss"),
+        OptionSpec("l2-lease", takesValue: true, default: "5s", help: "how long a cold fetch holds the fleet's lease before another machine may take over (renewed while it runs)"),
         OptionSpec("metrics-listen", takesValue: true, help: "serve Prometheus metrics at http://HOST:PORT/metrics, e.g. 127.0.0.1:9187 (port 0: any free one, see stats)"),
         OptionSpec("idle-exit", takesValue: true, help: "stop after this long with no connection, e.g. 10m (as sccache's auto-started server does; default: never)"),
         OptionSpec("grace", takesValue: true, default: "10s", help: "how long requests in flight may finish after SIGTERM"),
@@ -197,7 +198,16 @@ enum DaemonOptions {
             config.l2 = target.endpoint
             config.l2Setup = target.setup
         }
-        if let prefix = value("l2-prefix") { config.l2Prefix = prefix }
+        if let prefix = value("l2-prefix") {
+            // Braces would change which part of a key is its Redis Cluster hash tag.
+            guard !prefix.contains("{"), !prefix.contains("}") else { throw UsageError("--l2-prefix may not contain { or } (got \"\(prefix)\")") }
+            config.l2Prefix = prefix
+        }
+        if let v = value("l2-lease") {
+            let ms = try parseDurationMs(v)
+            guard ms >= 100 else { throw UsageError("--l2-lease must be at least 100ms") }
+            config.l2LeaseMs = ms
+        }
         if let v = value("l2-max-value") { config.l2MaxValueBytes = try size(v, "--l2-max-value") }
         if let v = value("l2-timeout") {
             let ms = try parseDurationMs(v)

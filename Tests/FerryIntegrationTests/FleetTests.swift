@@ -32,34 +32,39 @@ struct FleetTests {
         }
     }
 
-    /// A Redis, the origin, two daemons ("machines") sharing it and a client of each, connected to Redis.
+    /// A Redis, the origin, daemons ("machines", two unless asked) sharing it and a client of each, connected to
+    /// Redis.
     final class Fleet {
         let redis: Redis
         let origin: OriginServer
-        let a: Daemon, b: Daemon
-        let ca: FerryClient, cb: FerryClient
+        let daemons: [Daemon]
+        let clients: [FerryClient]
+        var a: Daemon { daemons[0] }
+        var b: Daemon { daemons[1] }
+        var ca: FerryClient { clients[0] }
+        var cb: FerryClient { clients[1] }
 
-        init() async throws {
+        init(machines: Int = 2, _ extra: [String] = []) async throws {
             redis = try Redis()
             origin = try OriginServer()
-            let l2 = ["--l2", "redis+unix://\(redis.socket)"]
-            a = try Daemon(l2)
-            b = try Daemon(l2)
-            ca = try await FerryClient.connect(path: a.socket)
-            cb = try await FerryClient.connect(path: b.socket)
-            for c in [ca, cb] {
-                for _ in 0..<100 where !(try await c.stats()["l2"]?["connected"]?.boolValue ?? false) { try await Task.sleep(for: .milliseconds(10)) }
-            }
+            let l2 = ["--l2", "redis+unix://\(redis.socket)"] + extra
+            daemons = try (0..<machines).map { _ in try Daemon(l2) }
+            var clients: [FerryClient] = []
+            for d in daemons { clients.append(try await FerryClient.connect(path: d.socket)) }
+            self.clients = clients
+            for c in clients { try await waitForRedis(c) }
         }
 
         func stop() {
-            ca.close()
-            cb.close()
-            a.stop()
-            b.stop()
+            for c in clients { c.close() }
+            for d in daemons { d.stop() }
             origin.stop()
             redis.stop()
         }
+    }
+
+    static func waitForRedis(_ c: FerryClient) async throws {
+        for _ in 0..<100 where !(try await c.stats()["l2"]?["connected"]?.boolValue ?? false) { try await Task.sleep(for: .milliseconds(10)) }
     }
 
     @Test func aFetchOnOneMachineIsARedisHitOnAnother() async throws {
@@ -87,7 +92,7 @@ struct FleetTests {
             #expect(checked.status == 0 && checked.out.isEmpty && checked.err.isEmpty, "\(checked)")
         }
         let key = try redis.cli(["--scan"]).trimmingCharacters(in: .whitespacesAndNewlines)
-        #expect(key == "ferry:v1:GET \(url)")
+        #expect(key == "ferry:v1:{GET \(url)}")
         let ttl = Int(try redis.cli(["PTTL", key]).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
         #expect((58_000...60_000).contains(ttl), "the time to live is its freshness: \(ttl)")
 
@@ -176,7 +181,7 @@ struct FleetTests {
             try await Task.sleep(for: .milliseconds(20))
             keys = try cli(["-n", "3", "--scan"])
         }
-        #expect(keys.contains("ferry:v1:GET \(url)"), "written to database 3: \(keys)")
+        #expect(keys.contains("ferry:v1:{GET \(url)}"), "written to database 3: \(keys)")
         #expect(try cli(["-n", "0", "--scan"]).isEmpty)
 
         let wrong = try Daemon(["--l2", "redis://:nope@127.0.0.1:\(port)/3"])
