@@ -13,7 +13,7 @@ import FerryLoop
 /// redis.send(["SET", "k", "v", "PX", "60000"]) { reply in … }   // .status("OK")
 /// redis.send(["GET", "k"]) { reply in … }                         // .string(Array("v".utf8))
 /// ```
-public final class RedisClient {
+public final class RedisClient: RedisConnection {
     public let endpoint: RedisEndpoint
     public let timeoutMs: Int64
     private let loop: EventLoop
@@ -38,6 +38,9 @@ public final class RedisClient {
     /// Called when an open connection is lost or a connection attempt fails (not at `close`): what waited on this
     /// connection for news (a subscription's message) will not get it.
     public var onLost: () -> Void = {}
+    /// Called when a connection is made (after its setup commands are sent).
+    public var onConnected: () -> Void = {}
+    public var description: String { endpoint.description }
 
     /// Sent first on every connection, before anything else (`AUTH`, `SELECT`): a refusal drops the connection,
     /// which is then tried again as a lost one.
@@ -176,6 +179,7 @@ public final class RedisClient {
         }
         // Subscriptions are the connection's: made again on each new one.
         for index in channels.indices { sendSubscribe(index) }
+        onConnected()
     }
 
     // MARK: Replies and deadlines
@@ -287,4 +291,6 @@ public struct RedisCounters: Equatable, Sendable {
     /// Messages received on subscriptions.
     public var messages: UInt64 = 0
     public var failures: UInt64 = 0
+    /// Cluster redirections followed (`MOVED`, `ASK`): `RedisCluster` only.
+    public var redirections: UInt64 = 0
 }

@@ -16,7 +16,7 @@ import FerryRedis
 final class FleetLeases: FleetCoalescing {
     private let loop: EventLoop
     private let tier: L2Responses
-    private var redis: RedisClient { tier.redis }
+    private var redis: RedisConnection { tier.redis }
     let leaseMs: Int64
     var channel: String { tier.prefix + "leases" }
     private(set) var counters = FleetCounters()
@@ -50,8 +50,8 @@ final class FleetLeases: FleetCoalescing {
         self.leaseMs = leaseMs
         tier.listener?.subscribe(channel) { [unowned self] payload in released(String(decoding: payload, as: UTF8.self)) }
         // Releases are heard on the listener: without it (or without Redis), nobody waits for one.
-        tier.listener?.onLost = { [unowned self] in redisLost() }
         tier.redis.onLost = { [unowned self] in redisLost() }
+        if let listener = tier.listener, listener !== tier.redis { listener.onLost = { [unowned self] in redisLost() } }
     }
 
     /// Every waiting claim fetches on its own now rather than at its deadline.

@@ -15,7 +15,7 @@ import FerryRedis
 /// ```
 final class L2Responses: ResponseStorage {
     private let local: ResponseStorage
-    let redis: RedisClient
+    let redis: RedisConnection
     /// Every key in Redis starts with it: a fleet's name and the format's version (`--l2-prefix`).
     let prefix: String
     let maxValueBytes: Int
@@ -23,14 +23,14 @@ final class L2Responses: ResponseStorage {
     /// The fleet's coalescing of cold misses through this tier (set by `Wiring.startL2`).
     var leases: FleetLeases?
     /// The connection that listens for the fleet's invalidations (a subscribed connection serves nothing else).
-    let listener: RedisClient?
+    let listener: RedisConnection?
     /// This daemon's name in its invalidation messages, so it does not act on its own.
     private let node = String(UInt64.random(in: 1...UInt64.max), radix: 36)
     var invalidationChannel: String { prefix + "invalidate" }
     private var writesInFlight = 0
     static let maxWritesInFlight = 1000
 
-    init(local: ResponseStorage, redis: RedisClient, listener: RedisClient? = nil, prefix: String, maxValueBytes: Int = 1 << 20) {
+    init(local: ResponseStorage, redis: RedisConnection, listener: RedisConnection? = nil, prefix: String, maxValueBytes: Int = 1 << 20) {
         self.local = local
         self.redis = redis
         self.listener = listener

@@ -279,7 +279,7 @@ public final class Server {
             fetch?.close()
             l2?.leases?.close()
             l2?.redis.close()
-            l2?.listener?.close()
+            if l2?.listener !== l2?.redis { l2?.listener?.close() }
             finalFlushTimer?.close()
             mailbox?.close()
             for h in handles { h.close() }

@@ -23,6 +23,8 @@ public struct ServerConfig: Sendable {
     /// `--l2`: Redis as a second tier shared by a fleet (nil: none), with `--l2-prefix`, `--l2-max-value`,
     /// `--l2-timeout`.
     public var l2: RedisEndpoint?
+    /// `--l2 redis-cluster://…`: the cluster's seed nodes (empty: `l2` is one server).
+    public var l2Cluster: [RedisEndpoint] = []
     /// What each connection to Redis begins with (`AUTH`, `SELECT`), from `--l2`'s URL.
     public var l2Setup: [[String]] = []
     public var l2Prefix = "ferry:v1:"

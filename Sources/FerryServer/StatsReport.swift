@@ -110,7 +110,7 @@ final class StatsReport {
     static func l2JSON(_ l2: L2Responses?) -> JSONObject {
         let tier = l2?.counters ?? L2Counters()
         let timeouts = l2?.redis.counters.timeouts ?? 0, connections = l2?.redis.counters.connections ?? 0
-        var o: JSONObject = ["endpoint": .string(l2.map { "\($0.redis.endpoint)" } ?? ""), "connected": .bool(l2?.redis.isConnected ?? false)]
+        var o: JSONObject = ["endpoint": .string(l2.map { "\($0.redis)" } ?? ""), "connected": .bool(l2?.redis.isConnected ?? false)]
         o["hits"] = .int(Int64(tier.hits))
         o["misses"] = .int(Int64(tier.misses))
         o["writes"] = .int(Int64(tier.writes))
@@ -118,6 +118,7 @@ final class StatsReport {
         o["unavailable"] = .int(Int64(tier.unavailable))
         o["timeouts"] = .int(Int64(timeouts))
         o["connections"] = .int(Int64(connections))
+        o["redirections"] = .int(Int64(l2?.redis.counters.redirections ?? 0))
         o["invalidations_sent"] = .int(Int64(tier.invalidationsSent))
         o["invalidations_received"] = .int(Int64(tier.invalidationsReceived))
         let leases = l2?.leases?.counters ?? FleetCounters()

@@ -108,15 +108,22 @@ enum Wiring {
     /// Redis behind the HTTP cache's storage (`--l2`): the connection started on the loop, changes logged.
     static func startL2(_ config: ServerConfig, loop: EventLoop, store: CacheStore, log: Logger) -> L2Responses? {
         guard let endpoint = config.l2 else { return nil }
-        let client = RedisClient(loop: loop, endpoint: endpoint, timeoutMs: config.l2TimeoutMs, setup: config.l2Setup)
+        let client: RedisConnection, listener: RedisConnection
+        if config.l2Cluster.isEmpty {
+            client = RedisClient(loop: loop, endpoint: endpoint, timeoutMs: config.l2TimeoutMs, setup: config.l2Setup)
+            // A second connection for the fleet's invalidations: a subscribed connection takes no other commands.
+            listener = RedisClient(loop: loop, endpoint: endpoint, timeoutMs: config.l2TimeoutMs, setup: config.l2Setup)
+        } else {
+            // A cluster keeps its own subscribed connection, on a node of its choice.
+            client = RedisCluster(loop: loop, seeds: config.l2Cluster, timeoutMs: config.l2TimeoutMs, setup: config.l2Setup)
+            listener = client
+        }
         client.onChange = { line in log.info("l2: " + line) }
-        // A second connection for the fleet's invalidations: a subscribed connection takes no other commands.
-        let listener = RedisClient(loop: loop, endpoint: endpoint, timeoutMs: config.l2TimeoutMs, setup: config.l2Setup)
         let l2 = L2Responses(local: CacheStoreResponses(store: store), redis: client, listener: listener, prefix: config.l2Prefix,
                              maxValueBytes: config.l2MaxValueBytes)
         l2.leases = FleetLeases(loop: loop, tier: l2, leaseMs: config.l2LeaseMs)
         client.start()
-        listener.start()
+        if listener !== client { listener.start() }
         return l2
     }
 

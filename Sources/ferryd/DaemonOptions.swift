@@ -17,7 +17,7 @@ enum DaemonOptions {
         OptionSpec("log-file", takesValue: true, help: "write the log to this file (appended; opened again on SIGHUP) instead of stderr"),
         OptionSpec("log-format", takesValue: true, default: "logfmt", help: "logfmt or json (JSON lines), for every line and the access lines"),
         OptionSpec("slow-ms", takesValue: true, default: "1000", help: "requests at least this slow get slow=true in their access line, at warn"),
-        OptionSpec("l2", takesValue: true, help: "Redis as a second tier shared by a fleet: redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or redis+unix://[[USER]:PASSWORD@]/PATH[?db=N]"),
+        OptionSpec("l2", takesValue: true, help: "Redis as a second tier shared by a fleet: redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], redis+unix://[[USER]:PASSWORD@]/PATH[?db=N] or redis-cluster://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT…]"),
         OptionSpec("l2-prefix", takesValue: true, default: "ferry:v1:", help: "the start of every key in Redis: a fleet's name and the format's version"),
         OptionSpec("l2-max-value", takesValue: true, default: "1MiB", help: "larger responses stay on this machine"),
         OptionSpec("l2-timeout", takesValue: true, default: "50ms", help: "how long a Redis command may take before it counts as a miss"),
@@ -197,6 +197,7 @@ enum DaemonOptions {
             let target = try redisTarget(url)
             config.l2 = target.endpoint
             config.l2Setup = target.setup
+            config.l2Cluster = target.cluster
         }
         if let prefix = value("l2-prefix") {
             // Braces would change which part of a key is its Redis Cluster hash tag.
@@ -287,12 +288,16 @@ enum DaemonOptions {
         return String(url[..<url.index(after: colon)]) + "***" + String(url[at...])
     }
 
-    /// `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]` (port 6379) or `redis+unix://[[USER]:PASSWORD@]/PATH[?db=DB]`:
-    /// where Redis is, and the `AUTH` and `SELECT` every connection begins with.
-    static func redisTarget(_ url: String) throws(UsageError) -> (endpoint: RedisEndpoint, setup: [[String]]) {
-        func fail(_ why: String) -> UsageError { UsageError("--l2 \(url): \(why) (redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or redis+unix://[[USER]:PASSWORD@]/PATH[?db=DB])") }
+    /// `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]` (port 6379), `redis+unix://[[USER]:PASSWORD@]/PATH[?db=DB]` or
+    /// `redis-cluster://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT…]`: where Redis is (a cluster's seed nodes, the
+    /// first as `endpoint`), and the `AUTH` and `SELECT` every connection begins with.
+    static func redisTarget(_ url: String) throws(UsageError) -> (endpoint: RedisEndpoint, setup: [[String]], cluster: [RedisEndpoint]) {
+        func fail(_ why: String) -> UsageError {
+            UsageError("--l2 \(url): \(why) (redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], redis+unix://[[USER]:PASSWORD@]/PATH[?db=DB] or redis-cluster://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT…])")
+        }
         let unix = url.hasPrefix("redis+unix://") || url.hasPrefix("unix://")
-        guard unix || url.hasPrefix("redis://") else { throw fail("not a Redis URL") }
+        let cluster = url.hasPrefix("redis-cluster://")
+        guard unix || cluster || url.hasPrefix("redis://") else { throw fail("not a Redis URL") }
         var rest = Substring(url.drop { $0 != ":" }.dropFirst(3))
         var setup: [[String]] = []
         // Credentials: everything before the last "@" of the authority part.
@@ -307,8 +312,19 @@ enum DaemonOptions {
                 throw fail("a user without a password")
             }
         }
+        func hostAndPort(_ authority: Substring) throws(UsageError) -> RedisEndpoint {
+            var host = authority, port = 6379
+            if let colon = authority.lastIndex(of: ":") {
+                host = authority[..<colon]
+                guard let p = Int(authority[authority.index(after: colon)...]), (1...65535).contains(p) else { throw fail("a bad port") }
+                port = p
+            }
+            guard !host.isEmpty else { throw fail("no host") }
+            return .tcp(host: String(host), port: port)
+        }
         var db: Int?
         let endpoint: RedisEndpoint
+        var seeds: [RedisEndpoint] = []
         if unix {
             var path = rest
             if let q = rest.firstIndex(of: "?") {
@@ -329,17 +345,14 @@ enum DaemonOptions {
                     db = n
                 }
             }
-            var host = authority, port = 6379
-            if let colon = authority.lastIndex(of: ":") {
-                host = authority[..<colon]
-                guard let p = Int(authority[authority.index(after: colon)...]), (1...65535).contains(p) else { throw fail("a bad port") }
-                port = p
+            if cluster {
+                guard db ?? 0 == 0 else { throw fail("a cluster has only database 0") }
+                for node in authority.split(separator: ",", omittingEmptySubsequences: false) { seeds.append(try hostAndPort(node)) }
             }
-            guard !host.isEmpty else { throw fail("no host") }
-            endpoint = .tcp(host: String(host), port: port)
+            endpoint = cluster ? seeds[0] : try hostAndPort(authority)
         }
         if let db, db != 0 { setup.append(["SELECT", String(db)]) }
-        return (endpoint, setup)
+        return (endpoint, setup, seeds)
     }
 
     private static func size(_ text: String, _ name: String, allowZero: Bool = false) throws(UsageError) -> Int {

@@ -167,10 +167,15 @@ struct FleetTests {
         defer { good.stop() }
         let printed = try runCommand(Binaries.ferryd, ["--no-config", "--l2", "redis://:s3cret@127.0.0.1:\(port)/3", "--print-config"]).out
         #expect(printed.contains("l2 = redis://:***@127.0.0.1:\(port)/3") && !printed.contains("s3cret"))
-        for bad in ["http://h", "redis://user@h", "redis://h:99999", "redis+unix://relative", "redis://h/x"] {
+        let cluster = try runCommand(Binaries.ferryd, ["--no-config", "--l2", "redis-cluster://:s3cret@10.0.0.1:7000,10.0.0.2:7001", "--print-config"])
+        #expect(cluster.status == 0 && cluster.out.contains("l2 = redis-cluster://:***@10.0.0.1:7000,10.0.0.2:7001"), "\(cluster)")
+        for bad in ["http://h", "redis://user@h", "redis://h:99999", "redis+unix://relative", "redis://h/x",
+                    "redis-cluster://h:7000/2", "redis-cluster://h:7000,", "redis-cluster://h:7000,h:0"] {
             let refused = try runCommand(Binaries.ferryd, ["--no-config", "--l2", bad, "--print-config"])
             #expect(refused.status == 2 && refused.err.contains("--l2 \(bad):"), "\(bad): \(refused.err)")
         }
+        let braces = try runCommand(Binaries.ferryd, ["--no-config", "--l2-prefix", "team{a}:", "--print-config"])
+        #expect(braces.status == 2 && braces.err.contains("--l2-prefix may not contain { or }"), "\(braces)")
         let client = try await FerryClient.connect(path: good.socket)
         defer { client.close() }
         for _ in 0..<100 where !(try await client.stats()["l2"]?["connected"]?.boolValue ?? false) { try await Task.sleep(for: .milliseconds(10)) }
