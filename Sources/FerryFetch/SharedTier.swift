@@ -4,8 +4,9 @@ import FerryHTTPCache
 /// over a storage key and its record's bytes.
 ///
 /// Shared: a response stored in the shared cache (its record, or a `Vary` marker and its variants), with its body in
-/// the record. Never: a credential or uid partition (the key names one), a kept partial body, a record whose body is
-/// stored apart (a large body stays on the machine that fetched it, and its record alone would be a miss elsewhere).
+/// the record or stored apart (`bodyApart`: the tier writes that body first, when it is small enough to share, and
+/// the record only then: a record alone would be a miss elsewhere). Never: a credential or uid partition (the key
+/// names one), a kept partial body.
 /// The time to live is what the response is still worth now: its remaining freshness plus its `stale-while-revalidate`
 /// and `stale-if-error` windows (RFC 5861), at least one second; a `Vary` marker lives a day (its variants expire on
 /// their own).
@@ -20,13 +21,21 @@ public enum SharedTier {
         key.hasPrefix("GET ") && !key.contains(" (partition ") && !key.hasSuffix("\u{0}partial") && !key.contains("\u{0}body\u{0}")
     }
 
+    /// The body a shared record points at, when stored apart: its storage key and size.
+    public static func bodyApart(record: [UInt8]) -> (key: String, size: Int)? {
+        guard case .response(_, .apart(let key, let size))? = StoredRecord.decode(record) else { return nil }
+        return (key, size)
+    }
+
+    /// A body stored apart from its record (`<record key> NUL body NUL <random>`).
+    public static func isBody(key: String) -> Bool { key.hasPrefix("GET ") && key.contains("\u{0}body\u{0}") }
+
     /// Milliseconds the record may live in the shared tier, or nil when it stays on this machine.
     public static func lifetimeMs(key: String, record: [UInt8], now: Int64) -> Int64? {
         guard isShareable(key: key), let decoded = StoredRecord.decode(record) else { return nil }
         switch decoded {
         case .varyMarker: return markerLifetimeMs
-        case .response(_, .apart): return nil
-        case .response(let response, .inline):
+        case .response(let response, _):
             let cc = response.cacheControl
             let left = freshnessLifetime(response: response, cacheControl: cc) - currentAge(stored: response, now: now)
             let windows = max(cc.staleWhileRevalidate ?? 0, cc.staleIfError ?? 0)

@@ -62,7 +62,10 @@ final class L2Responses: ResponseStorage {
 
     /// Runs `next` once this machine's writes for `primary` are sent (Redis runs one connection's commands in
     /// order: what is sent after them finds them done).
-    func whenWritten(_ primary: String, _ next: @escaping () -> Void) { next() }
+    func whenWritten(_ primary: String, _ next: @escaping () -> Void) {
+        guard writing[primary] != nil else { return next() }
+        writing[primary]!.then.append(next)
+    }
 
     func get(_ key: String, _ done: @escaping ([UInt8]?) -> Void) {
         local.get(key) { [self] value in
@@ -89,21 +92,55 @@ final class L2Responses: ResponseStorage {
         local.put(key, value)
         guard value.count <= maxValueBytes, redis.isConnected,
               let ttl = SharedTier.lifetimeMs(key: key, record: value, now: WallClock.nowMs() / 1000) else { return }
+        guard let body = SharedTier.bodyApart(record: value) else { return set(key, value, ttlMs: ttl) }
+        // The body first (read back from this machine's store, where its file was just adopted), then the record:
+        // a machine that finds the record finds its body.
+        guard body.size <= maxValueBytes else { return }
+        let primary = L2Responses.primary(of: key)
+        writing[primary, default: (0, [])].count += 1
+        local.getBody(body.key) { [self] found in
+            defer { endWriting(primary) }
+            guard case .bytes(let bytes)? = found, bytes.count == body.size else { return }
+            set(body.key, Array(bytes), ttlMs: ttl)
+            set(key, value, ttlMs: ttl)
+        }
+    }
+
+    /// `SET key value PX ttl`, behind the reply; dropped (and counted) past `maxWritesInFlight`.
+    private func set(_ key: String, _ value: [UInt8], ttlMs: Int64) {
         guard writesInFlight < L2Responses.maxWritesInFlight else {
             counters.dropped += 1
             return
         }
         writesInFlight += 1
-        redis.send([Array("SET".utf8), redisKey(key), value, Array("PX".utf8), Array(String(ttl).utf8)]) { [self] reply in
+        redis.send([Array("SET".utf8), redisKey(key), value, Array("PX".utf8), Array(String(ttlMs).utf8)]) { [self] reply in
             writesInFlight -= 1
             if case .status = reply { counters.writes += 1 } else { counters.unavailable += 1 }
         }
     }
 
+    /// Writes waiting for a body read, by primary key, with what runs once they are sent (`whenWritten`).
+    private var writing: [String: (count: Int, then: [() -> Void])] = [:]
+
+    private func endWriting(_ primary: String) {
+        guard var entry = writing[primary] else { return }
+        entry.count -= 1
+        if entry.count > 0 { return writing[primary] = entry }
+        writing[primary] = nil
+        for next in entry.then { next() }
+    }
+
+    static func primary(of key: String) -> String {
+        String(decoding: key.utf8.prefix { $0 != 0 }, as: UTF8.self)
+    }
+
     /// Gone here, from Redis, and — published to the fleet — from every other machine's local store.
     func delete(_ key: String) {
         local.delete(key)
-        guard SharedTier.isShareable(key: key), redis.isConnected else { return }
+        guard redis.isConnected else { return }
+        // A body goes with its record, which is what the fleet is told of.
+        if SharedTier.isBody(key: key) { return redis.send([Array("DEL".utf8), redisKey(key)]) { _ in } }
+        guard SharedTier.isShareable(key: key) else { return }
         redis.send([Array("DEL".utf8), redisKey(key)]) { _ in }
         redis.send([Array("PUBLISH".utf8), Array(invalidationChannel.utf8), Array(node.utf8) + [0] + Array(key.utf8)]) { [self] reply in
             if case .integer = reply { counters.invalidationsSent += 1 }
@@ -111,7 +148,19 @@ final class L2Responses: ResponseStorage {
     }
 
     func putBody(_ key: String, file: SpooledFile, _ done: @escaping (Bool) -> Void) { local.putBody(key, file: file, done) }
-    func getBody(_ key: String, _ done: @escaping (FetchBody?) -> Void) { local.getBody(key, done) }
+    /// A body stored apart: this machine's, else the fleet's (kept here as a value, like a record).
+    func getBody(_ key: String, _ done: @escaping (FetchBody?) -> Void) {
+        local.getBody(key) { [self] body in
+            if let body { return done(body) }
+            guard SharedTier.isBody(key: key), redis.isConnected else { return done(nil) }
+            redis.send([Array("GET".utf8), redisKey(key)]) { [self] reply in
+                guard case .string(let bytes) = reply else { return done(nil) }
+                counters.bodyHits += 1
+                local.put(key, bytes)
+                done(.bytes(bytes[...]))
+            }
+        }
+    }
     func peek(_ key: String, _ done: @escaping ([UInt8]?) -> Void) { local.peek(key, done) }
     func list(prefix: String, after: String?, limit: Int, _ done: @escaping (Result<StoredKeys, StoreError>) -> Void) {
         local.list(prefix: prefix, after: after, limit: limit, done)
@@ -122,6 +171,8 @@ final class L2Responses: ResponseStorage {
 struct L2Counters {
     var hits: UInt64 = 0
     var misses: UInt64 = 0
+    /// Bodies stored apart read from Redis (their records count among `hits`).
+    var bodyHits: UInt64 = 0
     var writes: UInt64 = 0
     /// Writes not sent: too many in flight.
     var dropped: UInt64 = 0

@@ -113,6 +113,7 @@ final class StatsReport {
         var o: JSONObject = ["endpoint": .string(l2.map { "\($0.redis)" } ?? ""), "connected": .bool(l2?.redis.isConnected ?? false)]
         o["hits"] = .int(Int64(tier.hits))
         o["misses"] = .int(Int64(tier.misses))
+        o["body_hits"] = .int(Int64(tier.bodyHits))
         o["writes"] = .int(Int64(tier.writes))
         o["dropped"] = .int(Int64(tier.dropped))
         o["unavailable"] = .int(Int64(tier.unavailable))

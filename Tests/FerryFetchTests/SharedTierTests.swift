@@ -21,14 +21,17 @@ import FerryHTTPCache
         #expect(SharedTier.lifetimeMs(key: key, record: StoredRecord.encodeVaryMarker("Accept", generation: 1), now: 1000) == SharedTier.markerLifetimeMs)
     }
 
-    @Test func partitionsPartialsAndBodiesApartStayLocal() {
+    @Test func partitionsAndPartialsStayLocalAndARecordWithItsBodyApartNamesIt() {
         let fresh = Self.record("max-age=60")
         #expect(SharedTier.lifetimeMs(key: "GET https://a.test/x (partition abc)", record: fresh, now: 1000) == nil)
         #expect(SharedTier.lifetimeMs(key: "GET https://a.test/x\u{0}partial", record: fresh, now: 1000) == nil)
         #expect(SharedTier.lifetimeMs(key: "GET https://a.test/x\u{0}body\u{0}1", record: fresh, now: 1000) == nil)
         let apart = StoredRecord.encode(StoredResponse(status: 200, headers: ["Cache-Control": "max-age=60"], requestTime: 1000, responseTime: 1000),
                                         bodyKey: "GET https://a.test/x\u{0}body\u{0}1", size: 9)
-        #expect(SharedTier.lifetimeMs(key: "GET https://a.test/x", record: apart, now: 1000) == nil)
+        #expect(SharedTier.lifetimeMs(key: "GET https://a.test/x", record: apart, now: 1000) == 60_000)
+        #expect(SharedTier.bodyApart(record: apart)! == ("GET https://a.test/x\u{0}body\u{0}1", 9))
+        #expect(SharedTier.bodyApart(record: fresh) == nil)
+        #expect(SharedTier.isBody(key: "GET https://a.test/x\u{0}body\u{0}1") && !SharedTier.isBody(key: "GET https://a.test/x"))
         #expect(SharedTier.isShareable(key: "GET https://a.test/x\u{0}2a\u{0}accept=x"), "a variant of the shared cache is shared")
     }
 }

@@ -115,6 +115,31 @@ struct FleetTests {
 
     /// An unsafe request on one machine, or `ferry http purge` there, drops every machine's copy (published to the
     /// fleet): the next GET on another machine goes to the origin.
+    /// A body spooled to a file (past the spool's 256 KiB in memory) is stored apart from its record: up to
+    /// `--l2-max-value` it goes to Redis with it (body first), and another machine serves it from there; a larger
+    /// one stays on the machine that fetched it.
+    @Test func aBodyStoredApartTravelsWithItsRecordUpToTheLimit() async throws {
+        let fleet = try await Fleet()
+        defer { fleet.stop() }
+        let (origin, ca, cb) = (fleet.origin, fleet.ca, fleet.cb)
+        let shared = "/bytes?size=600000&cc=max-age%3D60"
+        let first = try await ca.fetch(FetchRequest(origin.url(shared)))
+        #expect(first.cacheStatus == .miss && first.body.count == 600_000)
+        try await FleetCoalescingTests.until("the body and its record in Redis") {
+            (try fleet.redis.cli(["--scan"])).split(whereSeparator: \.isNewline).count >= 2
+        }
+        let onB = try await cb.fetch(FetchRequest(origin.url(shared)))
+        #expect(onB.cacheStatus == .hit && onB.body == first.body, "the same 600000 bytes")
+        #expect(try await cb.stats()["l2"]?["body_hits"]?.intValue == 1)
+        #expect(try origin.countExact(shared) == 1)
+
+        let large = "/bytes?size=1500000&cc=max-age%3D60"
+        _ = try await ca.fetch(FetchRequest(origin.url(large)))
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(try await cb.fetch(FetchRequest(origin.url(large))).cacheStatus == .miss, "over 1 MiB: A's alone")
+        #expect(try origin.countExact(large) == 2)
+    }
+
     @Test func invalidationsReachEveryMachine() async throws {
         let fleet = try await Fleet()
         defer { fleet.stop() }
