@@ -103,7 +103,7 @@ let package = Package(
         ),
         .target(name: "FerryClient", dependencies: ["FerryProtocol", "CFerryIO"]),
         .target(name: "FerryCodable", dependencies: ["FerryClient"]),
-        .executableTarget(name: "ferryd", dependencies: ["FerryServer", "FerryStore", "FerryArgs", "FerryHTTPCache", "FerryRedis"],
+        .executableTarget(name: "ferryd", dependencies: ["FerryServer", "FerryStore", "FerryCache", "FerryArgs", "FerryHTTPCache", "FerryRedis"],
                          // man page, systemd units, example configuration: installed by `make install`.
                          exclude: ["dist"]),
         // Shell users pay the CLI's start-up on every call: the Swift runtime linked statically saves ~1 ms a run

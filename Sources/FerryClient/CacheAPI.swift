@@ -11,7 +11,7 @@ public struct CachedValue: Sendable, Equatable {
     /// Milliseconds since the Unix epoch.
     public var createdAt: Int64
     public var expiresAt: Int64?
-    /// Where ferryd found it: "memory" or "disk".
+    /// Where ferryd found it: "memory", "disk", or "fleet" (a namespace shared through Redis, `--l2-namespaces`).
     public var source: String?
 }
 

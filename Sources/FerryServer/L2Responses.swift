@@ -22,6 +22,8 @@ final class L2Responses: ResponseStorage {
     private(set) var counters = L2Counters()
     /// The fleet's coalescing of cold misses through this tier (set by `Wiring.startL2`).
     var leases: FleetLeases?
+    /// The `cache.*` namespaces shared through this tier (`--l2-namespaces`), when any.
+    var values: L2Values?
     /// The connection that listens for the fleet's invalidations (a subscribed connection serves nothing else).
     let listener: RedisConnection?
     /// This daemon's name in its invalidation messages, so it does not act on its own.

@@ -65,6 +65,7 @@ enum MetricsReport {
         t.family("ferry_cache_hits_total", .counter, "cache.get hits (and the HTTP cache's record reads) by tier.")
         t.sample("ferry_cache_hits_total", ["tier": "memory"], n(c?["memory_hits"]))
         t.sample("ferry_cache_hits_total", ["tier": "disk"], n(c?["disk_hits"]))
+        t.sample("ferry_cache_hits_total", ["tier": "fleet"], n(c?["fleet_hits"]))
         t.single("ferry_cache_misses_total", .counter, "Reads of keys with no live value.", n(c?["misses"]))
         t.single("ferry_cache_sets_total", .counter, "Values stored.", n(c?["sets"]))
         t.family("ferry_cache_evictions_total", .counter, "Values evicted to stay within a budget, by tier.")

@@ -32,6 +32,9 @@ public struct ServerConfig: Sendable {
     public var l2TimeoutMs: Int64 = 50
     /// `--l2-lease`: how long a cold fetch holds the fleet's lease on its key unless renewed (`FleetLeases`).
     public var l2LeaseMs: Int64 = 5_000
+    /// `--l2-namespaces`: the `cache.*` namespaces shared through Redis (`L2Values`), and `--l2-idle-ttl`.
+    public var l2Namespaces: Set<String> = []
+    public var l2IdleTtlMs: Int64 = 7 * 86_400_000
     /// `--metrics-listen`: where Prometheus scrapes `/metrics` (TCP; an IPv4 address, usually 127.0.0.1).
     public var metricsListen: (host: String, port: Int)?
     /// `--log-format`: logfmt lines (the default) or JSON lines, for every line and the access lines.

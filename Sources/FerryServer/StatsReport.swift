@@ -58,8 +58,8 @@ final class StatsReport {
         json["l2"] = .object(StatsReport.l2JSON(l2))
         let c = store.counters
         json["cache"] = [
-            "hits": .int(Int64(c.memoryHits + c.diskHits)), "memory_hits": .int(Int64(c.memoryHits)),
-            "disk_hits": .int(Int64(c.diskHits)), "misses": .int(Int64(c.misses)), "sets": .int(Int64(c.sets)),
+            "hits": .int(Int64(c.memoryHits + c.diskHits + c.fleetHits)), "memory_hits": .int(Int64(c.memoryHits)),
+            "disk_hits": .int(Int64(c.diskHits)), "fleet_hits": .int(Int64(c.fleetHits)), "misses": .int(Int64(c.misses)), "sets": .int(Int64(c.sets)),
             "evictions": ["memory": .int(Int64(c.memoryEvictions)), "disk": .int(Int64(c.diskEvictions))],
             "expirations": .int(Int64(c.expirations)), "damaged": .int(Int64(c.damaged)),
             "memory": ["bytes": .int(Int64(c.memoryBytes)), "entries": .int(Int64(c.memoryEntries)),
@@ -127,6 +127,10 @@ final class StatsReport {
                                "waits": .int(Int64(leases.waits)), "looked_again": .int(Int64(leases.lookedAgain)),
                                "gave_up": .int(Int64(leases.gaveUp)), "released": .int(Int64(leases.released)),
                                "unavailable": .int(Int64(leases.unavailable))])
+        let v = l2?.values?.counters ?? L2ValueCounters()
+        o["values"] = .object(["namespaces": .array((l2?.values?.namespaces.sorted() ?? []).map { .string($0) }),
+                               "hits": .int(Int64(v.hits)), "misses": .int(Int64(v.misses)), "writes": .int(Int64(v.writes)),
+                               "unavailable": .int(Int64(v.unavailable)), "invalidations_received": .int(Int64(v.invalidationsReceived))])
         return o
     }
 

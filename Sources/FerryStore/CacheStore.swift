@@ -2,7 +2,8 @@ import FerryCache
 
 /// Where a value came from.
 public enum CacheSource: String, Sendable {
-    case memory, disk
+    /// `fleet`: the shared tier (`remote`) of another machine's value.
+    case memory, disk, fleet
 }
 
 /// The project's storage layer, as the loop thread uses it: a memory tier (exact byte budget, LRU) in front of the
@@ -33,8 +34,8 @@ public final class CacheStore: @unchecked Sendable {
     public var onNotice: (String) -> Void = { _ in }
     private let memory: MemoryLRU<CacheKey, CacheEntry>
     /// The tier below memory: the disk's in the daemon, a counting fake in the store's unit tests.
-    private let disk: StoreTier
-    private var own = StoreCounters()
+    let disk: StoreTier
+    var own = StoreCounters()
     /// Keys read from the disk tier since the last sweep (memory hits are marked in `memory`).
     private var accessed = Set<CacheKey>()
     private var accessesRecordedAt: Int64?
@@ -42,6 +43,9 @@ public final class CacheStore: @unchecked Sendable {
     var mutations = MutationTracker()
     /// Counters with an increment in flight, and the increments queued behind it (`incr`).
     var counterWaits: [CacheKey: [() -> Void]] = [:]
+    /// The tier shared with other machines for the namespaces it shares (`--l2-namespaces`), consulted after a
+    /// local miss and told of every change (`CacheStore+Remote.swift`).
+    public var remote: RemoteTier?
 
     /// `budget` counts the values waiting for the disk (`.storeQueue`); a large set that does not fit it fails.
     public convenience init(config: StoreConfig, budget: MemoryBudget = MemoryBudget(limit: 256 * 1024 * 1024),
@@ -126,6 +130,7 @@ public final class CacheStore: @unchecked Sendable {
                 if current, case .entry(let entry) = value { remember(key, entry) }
                 done(.success((value, .disk)))
             case .success(nil):
+                if let remote, remote.shares(key) { return readRemote(key, remote, now: now, done) }
                 own.misses += 1
                 done(.success(nil))
             case .failure(let e): done(.failure(e))
@@ -149,6 +154,12 @@ public final class CacheStore: @unchecked Sendable {
         }
         if ifAbsent, let existing = memory.peek(key), !existing.isExpired(now: now) { return done(.success(false)) }
         let entry = CacheEntry(value: value, createdAt: now, expiresAt: ttlMs.map { now + $0 })
+        if let remote, remote.shares(key) { return setShared(key, entry, ifAbsent: ifAbsent, remote: remote, now: now, done) }
+        setLocal(key, entry, ifAbsent: ifAbsent, now: now, done)
+    }
+
+    /// `set` in this machine's tiers only.
+    func setLocal(_ key: CacheKey, _ entry: CacheEntry, ifAbsent: Bool, now: Int64, _ done: @escaping (Result<Bool, StoreError>) -> Void) {
         if disk.settlesAtOnce(key, entry, ifAbsent: ifAbsent) {
             let ticket = beginSettling(key, entry)
             disk.write(key, entry, ifAbsent: false, now: now, settling: true) { [unowned self] result in
@@ -181,6 +192,7 @@ public final class CacheStore: @unchecked Sendable {
         guard value.count <= config.maxValueBytes else { return false }
         let entry = CacheEntry(value: value, createdAt: now, expiresAt: ttlMs.map { now + $0 })
         guard disk.settlesAtOnce(key, entry, ifAbsent: false) else { return false }
+        if let remote, remote.shares(key) { remote.write(key, entry, ifAbsent: false, now: now) { _ in } }
         let ticket = beginSettling(key, entry)
         disk.write(key, entry, ifAbsent: false, now: now, settling: true) { [unowned self] result in
             endSettling(key, ticket, result)
@@ -225,6 +237,12 @@ public final class CacheStore: @unchecked Sendable {
     }
 
     public func delete(_ key: CacheKey, now: Int64, _ done: @escaping (Result<Bool, StoreError>) -> Void) {
+        if let remote, remote.shares(key) { remote.removed(key) }
+        dropLocal(key, now: now, done)
+    }
+
+    /// `delete` in this machine's tiers only (another machine changed the key).
+    public func dropLocal(_ key: CacheKey, now: Int64, _ done: @escaping (Result<Bool, StoreError>) -> Void = { _ in }) {
         // Gone from memory at once: a get arriving before the worker ran the delete must not find the old value.
         let liveInMemory = memory.peek(key).map { !$0.isExpired(now: now) } ?? false
         dropFromMemory(key)
@@ -238,6 +256,7 @@ public final class CacheStore: @unchecked Sendable {
     /// Sets a new expiry (`nil`: never); `done(nil)` when there is no live entry.
     public func touch(_ key: CacheKey, ttlMs: Int64?, now: Int64, _ done: @escaping (Result<Int64??, StoreError>) -> Void) {
         let expiresAt = ttlMs.map { now + $0 }
+        if let remote, remote.shares(key) { remote.retimed(key, expiresAt: expiresAt, now: now) }
         let ticket = mutations.begin(key, mutates: true)
         disk.retime(key, expiresAt: expiresAt, now: now) { [unowned self] result in
             let current = mutations.end(key, ticket)
@@ -266,6 +285,12 @@ public final class CacheStore: @unchecked Sendable {
     }
 
     public func clear(namespace: String, now: Int64, _ done: @escaping (Result<Int, StoreError>) -> Void) {
+        if let remote, remote.shares(namespace: namespace) { remote.cleared(namespace: namespace, now: now) }
+        clearLocal(namespace: namespace, now: now, done)
+    }
+
+    /// `clear` in this machine's tiers only.
+    public func clearLocal(namespace: String, now: Int64, _ done: @escaping (Result<Int, StoreError>) -> Void = { _ in }) {
         _ = memory.removeAll(visiting: Int.max) { key, _ in key.namespace == namespace }
         mutations.cleared(namespace)
         syncMemoryCounters()
@@ -299,7 +324,7 @@ public final class CacheStore: @unchecked Sendable {
         syncMemoryCounters()
     }
 
-    private func remember(_ key: CacheKey, _ entry: CacheEntry) {
+    func remember(_ key: CacheKey, _ entry: CacheEntry) {
         let evicted = memory.set(key, entry, cost: entry.value.count + key.overheadBytes)
         own.memoryEvictions += UInt64(evicted.filter { $0.key != key }.count)
         syncMemoryCounters()

@@ -59,6 +59,8 @@ public enum FsyncPolicy: String, Sendable, CaseIterable {
 public struct StoreCounters: Sendable {
     public var memoryHits: UInt64 = 0
     public var diskHits: UInt64 = 0
+    /// Values of shared namespaces found in the fleet's tier (`CacheStore.remote`) after a local miss.
+    public var fleetHits: UInt64 = 0
     public var misses: UInt64 = 0
     public var sets: UInt64 = 0
     public var memoryEvictions: UInt64 = 0

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import FerryArgs
+import FerryCache
 import FerryHTTPCache
 import FerryProtocol
 import FerryRedis
@@ -22,6 +23,8 @@ enum DaemonOptions {
         OptionSpec("l2-max-value", takesValue: true, default: "1MiB", help: "larger responses stay on this machine"),
         OptionSpec("l2-timeout", takesValue: true, default: "50ms", help: "how long a Redis command may take before it counts as a miss"),
         OptionSpec("l2-lease", takesValue: true, default: "5s", help: "how long a cold fetch holds the fleet's lease before another machine may take over (renewed while it runs)"),
+        OptionSpec("l2-namespaces", takesValue: true, help: "cache namespaces shared through Redis by the fleet, comma-separated (default: none)"),
+        OptionSpec("l2-idle-ttl", takesValue: true, default: "7d", help: "how long a shared value without a TTL of its own stays in Redis unread (each read restarts it)"),
         OptionSpec("metrics-listen", takesValue: true, help: "serve Prometheus metrics at http://HOST:PORT/metrics, e.g. 127.0.0.1:9187 (port 0: any free one, see stats)"),
         OptionSpec("idle-exit", takesValue: true, help: "stop after this long with no connection, e.g. 10m (as sccache's auto-started server does; default: never)"),
         OptionSpec("grace", takesValue: true, default: "10s", help: "how long requests in flight may finish after SIGTERM"),
@@ -208,6 +211,18 @@ enum DaemonOptions {
             let ms = try parseDurationMs(v)
             guard ms >= 100 else { throw UsageError("--l2-lease must be at least 100ms") }
             config.l2LeaseMs = ms
+        }
+        if let list = value("l2-namespaces") {
+            let names = list.split(separator: ",").map { String($0.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed()) }.filter { !$0.isEmpty }
+            for name in names where CacheKey.namespaceProblem(name) != nil {
+                throw UsageError("--l2-namespaces: \(CacheKey.namespaceProblem(name)!) (\"\(name)\")")
+            }
+            config.l2Namespaces = Set(names)
+        }
+        if let v = value("l2-idle-ttl") {
+            let ms = try parseDurationMs(v)
+            guard ms >= 1000 else { throw UsageError("--l2-idle-ttl must be at least 1s") }
+            config.l2IdleTtlMs = ms
         }
         if let v = value("l2-max-value") { config.l2MaxValueBytes = try size(v, "--l2-max-value") }
         if let v = value("l2-timeout") {
