@@ -122,12 +122,13 @@ enum Wiring {
         let l2 = L2Responses(local: CacheStoreResponses(store: store), redis: client, listener: listener, prefix: config.l2Prefix,
                              maxValueBytes: config.l2MaxValueBytes)
         l2.leases = FleetLeases(loop: loop, tier: l2, leaseMs: config.l2LeaseMs)
-        if !config.l2Namespaces.isEmpty {
-            let values = L2Values(redis: client, listener: listener, prefix: config.l2Prefix, namespaces: config.l2Namespaces,
-                                  idleTtlMs: config.l2IdleTtlMs, maxValueBytes: config.l2MaxValueBytes, store: store)
-            store.remote = values
-            l2.values = values
-        }
+        // Image variants are shared always (their keys name the original's version: a variant made on one machine
+        // is the one every machine would make); `cache.*` namespaces when listed.
+        let values = L2Values(redis: client, listener: listener, prefix: config.l2Prefix,
+                              namespaces: config.l2Namespaces.union([VariantKey.namespace]), idleTtlMs: config.l2IdleTtlMs,
+                              maxValueBytes: config.l2MaxValueBytes, store: store)
+        store.remote = values
+        l2.values = values
         client.start()
         if listener !== client { listener.start() }
         return l2

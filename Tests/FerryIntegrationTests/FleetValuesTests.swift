@@ -61,5 +61,32 @@ struct FleetValuesTests {
         let values = try await cb.stats()["l2"]?["values"]
         #expect(values?["hits"]?.intValue ?? 0 >= 3 && values?["invalidations_received"]?.intValue ?? 0 >= 3)
     }
+
+    /// A variant made on one machine is read, not made, on another: the original comes from the HTTP cache's tier,
+    /// the variant from the store's.
+    @Test func aVariantMadeOnOneMachineIsNotMadeAgainOnAnother() async throws {
+        let redis = try FleetTests.Redis()
+        let origin = try OriginServer(files: ImageTests.fixtures)
+        let l2 = ["--l2", "redis+unix://\(redis.socket)"]
+        let a = try Daemon(l2), b = try Daemon(l2)
+        let ca = try await FerryClient.connect(path: a.socket), cb = try await FerryClient.connect(path: b.socket)
+        defer {
+            ca.close(); cb.close(); a.stop(); b.stop(); origin.stop(); redis.stop()
+        }
+        for c in [ca, cb] { try await FleetTests.waitForRedis(c) }
+        let url = origin.url("/file/jpeg-baseline-64x40.jpg?content_etag=1&cc=max-age%3D600")
+        let variant = ImageVariant(width: 32, height: 32, fit: .cover, format: .png)
+        let made = try await ca.image(url, variant: variant)
+        #expect(made.source == .made && made.width == 32 && made.height == 32)
+        try await FleetCoalescingTests.until("the variant in Redis") {
+            (try redis.cli(["--scan", "--pattern", "ferry:v1:v:ferry.image-variants:*"])).contains("ferry")
+        }
+        let onB = try await cb.image(url, variant: variant)
+        #expect(onB.bytes == made.bytes && onB.source != .made)
+        let stats = try await cb.stats()
+        #expect(stats["image"]?["variants_made"]?.intValue == 0, "B made nothing")
+        #expect(stats["cache"]?["fleet_hits"]?.intValue ?? 0 >= 1)
+        #expect(try origin.count(path: "/file/jpeg-baseline-64x40.jpg") == 1)
+    }
 }
 }
