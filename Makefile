@@ -71,6 +71,7 @@ fuzz-smoke:
 bench: deps
 	SWIFT_FLAGS="$(SWIFT_FLAGS)" bash bench/run.sh
 	SWIFT_FLAGS="$(SWIFT_FLAGS)" SKIP_BUILD=1 bash bench/fetch.sh
+	SWIFT_FLAGS="$(SWIFT_FLAGS)" SKIP_BUILD=1 bash bench/fleet.sh
 
 clean:
 	rm -rf .build bench-results
