@@ -90,7 +90,7 @@ let package = Package(
         ),
         .target(name: "CFerryVips", dependencies: ["CVips"], linkerSettings: [.linkedLibrary("vips")]),
         .target(name: "FerryVips", dependencies: ["FerryImages", "FerryProtocol", "CFerryVips"]),
-        // Redis as a second tier for a fleet (issue 16): hiredis (Debian libhiredis-dev) with its libuv adapter, on
+        // Redis as a second tier for a fleet (issue 16): hiredis (Debian libhiredis-dev) with a libuv adapter of ours, on
         // the daemon's own loop. `CFerryRedis` keeps hiredis's types in C; `FerryRedis` is the connection, its
         // reconnecting and its command timeouts.
         .target(name: "CFerryRedis", dependencies: ["CLibUV"], linkerSettings: [.linkedLibrary("hiredis")]),

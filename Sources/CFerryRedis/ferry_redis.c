@@ -5,7 +5,6 @@
 #include <uv.h>
 #include <hiredis/hiredis.h>
 #include <hiredis/async.h>
-#include <hiredis/adapters/libuv.h>
 
 struct ferry_redis {
     redisAsyncContext *ac;
@@ -14,6 +13,58 @@ struct ferry_redis {
     void *owner;
     int closing;
 };
+
+// The loop's side of a connection. hiredis's own libuv adapter (adapters/libuv.h, 0.14) returns from a poll
+// callback whose status is an error without telling hiredis, and libuv reports exactly that when the socket holds a
+// pending error: Redis killed while our commands sat unread in its buffer (ECONNRESET). The connection then hangs
+// for good, never reported lost, never reconnected (seen: a Redis restarted after a SIGSTOP). Here such an event is
+// handed to hiredis as readable: its read fails, it disconnects, and the disconnect callback reports the loss.
+typedef struct {
+    redisAsyncContext *ac;   // NULL once hiredis let go of it (cleanup)
+    uv_poll_t poll;
+    int events;
+} ferry_uv;
+
+static void ferry_uv_ready(uv_poll_t *handle, int status, int events) {
+    ferry_uv *p = handle->data;
+    if (status < 0) events = UV_READABLE;
+    if (p->ac && (events & UV_READABLE)) redisAsyncHandleRead(p->ac);
+    if (p->ac && (events & UV_WRITABLE)) redisAsyncHandleWrite(p->ac);
+}
+
+static void ferry_uv_watch(ferry_uv *p, int events) {
+    p->events = events;
+    if (events) uv_poll_start(&p->poll, events, ferry_uv_ready);
+    else uv_poll_stop(&p->poll);
+}
+
+static void ferry_uv_add_read(void *data) { ferry_uv *p = data; ferry_uv_watch(p, p->events | UV_READABLE); }
+static void ferry_uv_del_read(void *data) { ferry_uv *p = data; ferry_uv_watch(p, p->events & ~UV_READABLE); }
+static void ferry_uv_add_write(void *data) { ferry_uv *p = data; ferry_uv_watch(p, p->events | UV_WRITABLE); }
+static void ferry_uv_del_write(void *data) { ferry_uv *p = data; ferry_uv_watch(p, p->events & ~UV_WRITABLE); }
+static void ferry_uv_free(uv_handle_t *handle) { free(handle->data); }
+
+static void ferry_uv_cleanup(void *data) {
+    ferry_uv *p = data;
+    p->ac = NULL;
+    uv_close((uv_handle_t *)&p->poll, ferry_uv_free);
+}
+
+static int ferry_uv_attach(redisAsyncContext *ac, uv_loop_t *loop) {
+    if (ac->ev.data != NULL) return REDIS_ERR;
+    ferry_uv *p = calloc(1, sizeof(*p));
+    if (!p) return REDIS_ERR;
+    if (uv_poll_init(loop, &p->poll, ac->c.fd) != 0) { free(p); return REDIS_ERR; }
+    p->poll.data = p;
+    p->ac = ac;
+    ac->ev.data = p;
+    ac->ev.addRead = ferry_uv_add_read;
+    ac->ev.delRead = ferry_uv_del_read;
+    ac->ev.addWrite = ferry_uv_add_write;
+    ac->ev.delWrite = ferry_uv_del_write;
+    ac->ev.cleanup = ferry_uv_cleanup;
+    return REDIS_OK;
+}
 
 // hiredis's reply tree as ours (same shape, pointers into hiredis's reply, valid during the callback only).
 static void convert(const redisReply *r, ferry_redis_value *out, ferry_redis_value *pool, size_t *used, size_t capacity) {
@@ -99,7 +150,7 @@ ferry_redis *ferry_redis_connect(void *uv_loop, const char *host, int port, cons
     f->on_reply = on_reply_cb;
     f->owner = owner;
     ac->data = f;
-    if (redisLibuvAttach(ac, (uv_loop_t *)uv_loop) != REDIS_OK) {
+    if (ferry_uv_attach(ac, (uv_loop_t *)uv_loop) != REDIS_OK) {
         snprintf(error, error_len, "cannot attach to the loop");
         ac->data = NULL;
         redisAsyncFree(ac);

@@ -112,5 +112,38 @@ struct FleetCoalescingTests {
         #expect(waited > 0, "machines were waiting for each other when Redis died")
         for c in fleet.clients { #expect(try await c.stats()["l2"]?["connected"]?.boolValue == false) }
     }
+
+    /// Redis stuck (SIGSTOP): every request is answered, each Redis command bounded by `--l2-timeout` and counted;
+    /// Redis restarted empty: the machines reconnect by themselves, say so in their logs, and share again. (Found
+    /// here: a Redis killed with our commands unread left the connection hung for good, never reported lost —
+    /// hiredis's libuv adapter ignored the poll's error; `ferry_redis.c` has its own.)
+    @Test func aStuckThenRestartedRedisCostsNoRequest() async throws {
+        let fleet = try await Fleet()
+        defer { fleet.stop() }
+        let (ca, cb, origin, redis) = (fleet.ca, fleet.cb, fleet.origin, fleet.redis)
+
+        redis.pause(true)
+        let stuck = origin.url("/r?body=stuck&cc=max-age%3D60")
+        let answer = try await ca.fetch(FetchRequest(stuck))
+        #expect(answer.status == 200 && String(decoding: answer.body, as: UTF8.self) == "stuck" && answer.cacheStatus == .miss)
+        #expect(try await ca.stats()["l2"]?["timeouts"]?.intValue ?? 0 >= 1, "the lookup and the lease timed out")
+        #expect(try await ca.fetch(FetchRequest(stuck)).cacheStatus == .hit, "kept locally all the same")
+        redis.pause(false)
+
+        try redis.restart()
+        for c in [ca, cb] {
+            try await Self.until("reconnected") { try await c.stats()["l2"]?["connections"]?.intValue ?? 0 >= 2 }
+            try await FleetTests.waitForRedis(c)
+        }
+        try await Task.sleep(for: .milliseconds(100))   // the listeners subscribe again
+        let after = origin.url("/r?body=after-restart&cc=max-age%3D60")
+        _ = try await ca.fetch(FetchRequest(after))
+        try await Self.until("A's write to the new Redis") { !(try redis.cli(["--scan"])).isEmpty }
+        #expect(try await cb.fetch(FetchRequest(after)).cacheStatus == .hit)
+        #expect(try origin.countExact("/r?body=after-restart&cc=max-age%3D60") == 1)
+        let log = fleet.a.log
+        #expect(log.contains("is down") && log.components(separatedBy: "connected to Redis").count >= 3,
+                "\(log.split(separator: "\n").filter { $0.contains("l2:") })")
+    }
 }
 }

@@ -12,14 +12,29 @@ struct FleetTests {
     final class Redis {
         let dir = TempDir()
         let socket: String
-        private let process: Subprocess
+        private var process: Subprocess
 
         init() throws {
             socket = dir.path + "/redis.sock"
-            process = try Subprocess("/usr/bin/redis-server", ["--port", "0", "--unixsocket", socket, "--save", "", "--appendonly", "no",
-                                                               "--dir", dir.path], stdout: dir.path + "/redis.log")
-            try waitForPath(socket)
+            process = try Redis.start(socket, dir.path)
         }
+
+        private static func start(_ socket: String, _ dir: String) throws -> Subprocess {
+            let process = try Subprocess("/usr/bin/redis-server", ["--port", "0", "--unixsocket", socket, "--save", "", "--appendonly", "no",
+                                                                   "--dir", dir], stdout: dir + "/redis.log")
+            try waitForPath(socket)
+            return process
+        }
+
+        /// A new, empty redis-server on the same socket (the old one killed).
+        func restart() throws {
+            stop()
+            try? FileManager.default.removeItem(atPath: socket)
+            process = try Redis.start(socket, dir.path)
+        }
+
+        /// SIGSTOP / SIGCONT: alive, but answering nothing meanwhile (a Redis stuck in a long command).
+        func pause(_ paused: Bool) { kill(process.pid, paused ? SIGSTOP : SIGCONT) }
 
         func cli(_ args: [String]) throws -> String {
             try runCommand("/usr/bin/redis-cli", ["-s", socket] + args).out

@@ -96,6 +96,7 @@ struct RedisClientTests {
         let value: [UInt8] = [0, 1, 2, 255, 10, 13, 0]
         var down: (reply: RedisReply, ms: Int64)?
         var frozen: [(reply: RedisReply, ms: Int64)] = []
+        var lostAfterKill = false
         var afterRestart: RedisReply?
         Self.run(loop, client, [
             { next in Self.when(loop, { client.isConnected }, then: next) },
@@ -143,13 +144,27 @@ struct RedisClientTests {
                     next()
                 }
             },
+            { next in
+                // Killed with a command of ours unread: the socket holds an error (ECONNRESET), which must still be
+                // seen as the connection lost (hiredis's own libuv adapter ignored it and hung for good).
+                kill(redis.pid, SIGSTOP)
+                client.send(["SET", "k", String(repeating: "x", count: 100_000)]) { _ in }
+                redis.stop()
+                var polls = 0
+                Self.when(loop, { polls += 1; return !client.isConnected || polls > 300 }) {
+                    lostAfterKill = !client.isConnected
+                    try? redis.start()
+                    Self.when(loop, { polls += 1; return client.isConnected || polls > 600 }) { next() }
+                }
+            },
         ])
+        #expect(lostAfterKill, "a Redis killed with our command unread is a lost connection")
         #expect(down.map { if case .unavailable = $0.reply { return $0.ms <= 5 } else { return false } } == true,
                 "while down, answered at once: \(String(describing: down))")
         #expect(afterRestart == .nil, "reconnected to the new (empty) Redis")
         #expect(frozen.allSatisfy { if case .unavailable(let why) = $0.reply { return why.contains("within 200 ms") && (190...600).contains($0.ms) } else { return false } },
                 "each frozen command costs its timeout: \(frozen)")
-        #expect(client.counters.connections == 2 && client.counters.timeouts == 3)
+        #expect(client.counters.connections == 3 && client.counters.timeouts == 3, "\(client.counters)")
         #expect(changes.first == "connected to Redis at \(redis.socket)" && changes.contains { $0.contains("is down") })
         redis.stop()
     }

@@ -2,9 +2,10 @@
 #define FERRY_REDIS_H
 #include <stddef.h>
 
-// A Redis connection on the daemon's libuv loop, through hiredis's asynchronous API and its libuv adapter (Debian
-// libhiredis-dev). The hiredis types stay in ferry_redis.c: Swift sees an opaque handle, plain callbacks and a
-// reply as a tree of `ferry_redis_value`. Loop thread only.
+// A Redis connection on the daemon's libuv loop, through hiredis's asynchronous API (Debian libhiredis-dev) and a
+// libuv adapter of our own (hiredis's hangs on a socket error, see ferry_redis.c). The hiredis types stay in
+// ferry_redis.c: Swift sees an opaque handle, plain callbacks and a reply as a tree of `ferry_redis_value`. Loop
+// thread only.
 
 typedef struct ferry_redis ferry_redis;
 
