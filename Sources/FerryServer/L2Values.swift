@@ -24,6 +24,7 @@ final class L2Values: RemoteTier {
     private unowned let store: CacheStore
     private(set) var counters = L2ValueCounters()
     private let node = String(UInt64.random(in: 1...UInt64.max), radix: 36)
+    private var writesInFlight = 0
     var channel: String { prefix + "values" }
 
     init(redis: RedisConnection, listener: RedisConnection?, prefix: String, namespaces: Set<String>, idleTtlMs: Int64,
@@ -77,9 +78,17 @@ final class L2Values: RemoteTier {
     func write(_ key: CacheKey, _ entry: CacheEntry, ifAbsent: Bool, now: Int64, _ done: @escaping (Bool?) -> Void) {
         let ttl = entry.expiresAt.map { $0 - now } ?? idleTtlMs
         guard redis.isConnected, entry.value.count <= maxValueBytes, ttl > 0 else { return done(nil) }
+        // Behind the reply, bounded as the responses' writes are: past the bound a write is dropped and counted
+        // (an `ifAbsent` waits for its answer, so it is never dropped).
+        guard ifAbsent || writesInFlight < L2Responses.maxWritesInFlight else {
+            counters.dropped += 1
+            return done(nil)
+        }
+        writesInFlight += 1
         var args = [Array("SET".utf8), redisKey(key), L2Values.encode(entry), Array("PX".utf8), Array(String(ttl).utf8)]
         if ifAbsent { args.append(Array("NX".utf8)) }
         redis.send(args) { [self] reply in
+            writesInFlight -= 1
             switch reply {
             case .status:
                 counters.writes += 1
@@ -167,6 +176,7 @@ struct L2ValueCounters {
     var hits: UInt64 = 0
     var misses: UInt64 = 0
     var writes: UInt64 = 0
+    var dropped: UInt64 = 0
     var unavailable: UInt64 = 0
     var invalidationsReceived: UInt64 = 0
 }

@@ -140,6 +140,13 @@ enum MetricsReport {
         t.family("ferry_l2_invalidations_total", .counter, "Invalidations published to the fleet, and received from it.")
         t.sample("ferry_l2_invalidations_total", ["direction": "sent"], n(l?["invalidations_sent"]))
         t.sample("ferry_l2_invalidations_total", ["direction": "received"], n(l?["invalidations_received"]))
+        t.single("ferry_l2_redirections_total", .counter, "Redis Cluster redirections followed (MOVED, ASK).", n(l?["redirections"]))
+        t.single("ferry_l2_body_hits_total", .counter, "Response bodies stored apart read from Redis.", n(l?["body_hits"]))
+        let values = l?["values"]
+        t.family("ferry_l2_values_total", .counter, "Shared cache namespaces and image variants in Redis, by event.")
+        for event in ["hits", "misses", "writes", "dropped", "invalidations_received"] {
+            t.sample("ferry_l2_values_total", ["event": event], n(values?[event]))
+        }
         let leases = l?["leases"]
         t.family("ferry_l2_leases_total", .counter, "Cold misses claimed across the fleet, by outcome: won (fetched here), waited, looked_again (another machine's fetch served it), took_over, gave_up.")
         for outcome in ["won", "waits", "looked_again", "took_over", "gave_up"] {

@@ -129,7 +129,7 @@ final class StatsReport {
                                "unavailable": .int(Int64(leases.unavailable))])
         let v = l2?.values?.counters ?? L2ValueCounters()
         o["values"] = .object(["namespaces": .array((l2?.values?.namespaces.sorted() ?? []).map { .string($0) }),
-                               "hits": .int(Int64(v.hits)), "misses": .int(Int64(v.misses)), "writes": .int(Int64(v.writes)),
+                               "hits": .int(Int64(v.hits)), "misses": .int(Int64(v.misses)), "writes": .int(Int64(v.writes)), "dropped": .int(Int64(v.dropped)),
                                "unavailable": .int(Int64(v.unavailable)), "invalidations_received": .int(Int64(v.invalidationsReceived))])
         return o
     }
