@@ -5,8 +5,8 @@ import FerryHTTPCache
 ///
 /// Shared: a response stored in the shared cache (its record, or a `Vary` marker and its variants), with its body in
 /// the record or stored apart (`bodyApart`: the tier writes that body first, when it is small enough to share, and
-/// the record only then: a record alone would be a miss elsewhere). Never: a credential or uid partition (the key
-/// names one), a kept partial body.
+/// the record only then: a record alone would be a miss elsewhere). Never: a kept partial body; a credential or uid
+/// partition (the key names one) only when the fleet shares one partition secret and says so (`partitions`).
 /// The time to live is what the response is still worth now: its remaining freshness plus its `stale-while-revalidate`
 /// and `stale-if-error` windows (RFC 5861), at least one second; a `Vary` marker lives a day (its variants expire on
 /// their own).
@@ -17,8 +17,9 @@ import FerryHTTPCache
 public enum SharedTier {
     public static let markerLifetimeMs: Int64 = 86_400_000
 
-    public static func isShareable(key: String) -> Bool {
-        key.hasPrefix("GET ") && !key.contains(" (partition ") && !key.hasSuffix("\u{0}partial") && !key.contains("\u{0}body\u{0}")
+    public static func isShareable(key: String, partitions: Bool = false) -> Bool {
+        key.hasPrefix("GET ") && (partitions || !key.contains(" (partition ")) && !key.hasSuffix("\u{0}partial")
+            && !key.contains("\u{0}body\u{0}")
     }
 
     /// The body a shared record points at, when stored apart: its storage key and size.
@@ -31,8 +32,8 @@ public enum SharedTier {
     public static func isBody(key: String) -> Bool { key.hasPrefix("GET ") && key.contains("\u{0}body\u{0}") }
 
     /// Milliseconds the record may live in the shared tier, or nil when it stays on this machine.
-    public static func lifetimeMs(key: String, record: [UInt8], now: Int64) -> Int64? {
-        guard isShareable(key: key), let decoded = StoredRecord.decode(record) else { return nil }
+    public static func lifetimeMs(key: String, record: [UInt8], now: Int64, partitions: Bool = false) -> Int64? {
+        guard isShareable(key: key, partitions: partitions), let decoded = StoredRecord.decode(record) else { return nil }
         switch decoded {
         case .varyMarker: return markerLifetimeMs
         case .response(let response, _):

@@ -55,7 +55,7 @@ public enum ConfigReload {
         ("no-hot-path", false, { $0.hotPath != $1.hotPath }),
         ("idle-exit", true, { $0.idleExitMs != $1.idleExitMs }),
         ("log-format", false, { $0.logFormat != $1.logFormat }),
-        ("l2", false, { $0.l2 != $1.l2 || $0.l2Cluster != $1.l2Cluster || $0.l2Prefix != $1.l2Prefix || $0.l2MaxValueBytes != $1.l2MaxValueBytes || $0.l2TimeoutMs != $1.l2TimeoutMs || $0.l2LeaseMs != $1.l2LeaseMs || $0.l2Namespaces != $1.l2Namespaces || $0.l2IdleTtlMs != $1.l2IdleTtlMs }),
+        ("l2", false, { $0.l2 != $1.l2 || $0.l2Cluster != $1.l2Cluster || $0.l2Prefix != $1.l2Prefix || $0.l2MaxValueBytes != $1.l2MaxValueBytes || $0.l2TimeoutMs != $1.l2TimeoutMs || $0.l2LeaseMs != $1.l2LeaseMs || $0.l2Namespaces != $1.l2Namespaces || $0.l2IdleTtlMs != $1.l2IdleTtlMs || $0.l2PartitionSecret != $1.l2PartitionSecret }),
         ("slow-ms", false, { $0.slowMs != $1.slowMs }),
         ("metrics-listen", false, { $0.metricsListen?.host != $1.metricsListen?.host || $0.metricsListen?.port != $1.metricsListen?.port }),
     ]

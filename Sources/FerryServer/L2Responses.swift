@@ -19,6 +19,8 @@ final class L2Responses: ResponseStorage {
     /// Every key in Redis starts with it: a fleet's name and the format's version (`--l2-prefix`).
     let prefix: String
     let maxValueBytes: Int
+    /// Credential partitions go to Redis too (`--l2-partition-secret`: every machine keys them with one secret).
+    var sharesPartitions = false
     private(set) var counters = L2Counters()
     /// The fleet's coalescing of cold misses through this tier (set by `Wiring.startL2`).
     var leases: FleetLeases?
@@ -72,7 +74,7 @@ final class L2Responses: ResponseStorage {
     func get(_ key: String, _ done: @escaping ([UInt8]?) -> Void) {
         local.get(key) { [self] value in
             if let value { return done(value) }
-            guard SharedTier.isShareable(key: key), redis.isConnected else { return done(nil) }
+            guard SharedTier.isShareable(key: key, partitions: sharesPartitions), redis.isConnected else { return done(nil) }
             redis.send([Array("GET".utf8), redisKey(key)]) { [self] reply in
                 switch reply {
                 case .string(let bytes):
@@ -93,7 +95,8 @@ final class L2Responses: ResponseStorage {
     func put(_ key: String, _ value: [UInt8]) {
         local.put(key, value)
         guard value.count <= maxValueBytes, redis.isConnected,
-              let ttl = SharedTier.lifetimeMs(key: key, record: value, now: WallClock.nowMs() / 1000) else { return }
+              let ttl = SharedTier.lifetimeMs(key: key, record: value, now: WallClock.nowMs() / 1000,
+                                              partitions: sharesPartitions) else { return }
         guard let body = SharedTier.bodyApart(record: value) else { return set(key, value, ttlMs: ttl) }
         // The body first (read back from this machine's store, where its file was just adopted), then the record:
         // a machine that finds the record finds its body.
@@ -142,7 +145,7 @@ final class L2Responses: ResponseStorage {
         guard redis.isConnected else { return }
         // A body goes with its record, which is what the fleet is told of.
         if SharedTier.isBody(key: key) { return redis.send([Array("DEL".utf8), redisKey(key)]) { _ in } }
-        guard SharedTier.isShareable(key: key) else { return }
+        guard SharedTier.isShareable(key: key, partitions: sharesPartitions) else { return }
         redis.send([Array("DEL".utf8), redisKey(key)]) { _ in }
         redis.send([Array("PUBLISH".utf8), Array(invalidationChannel.utf8), Array(node.utf8) + [0] + Array(key.utf8)]) { [self] reply in
             if case .integer = reply { counters.invalidationsSent += 1 }

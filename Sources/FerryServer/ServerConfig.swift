@@ -34,6 +34,9 @@ public struct ServerConfig: Sendable {
     public var l2LeaseMs: Int64 = 5_000
     /// `--l2-namespaces`: the `cache.*` namespaces shared through Redis (`L2Values`), and `--l2-idle-ttl`.
     public var l2Namespaces: Set<String> = []
+    /// `--l2-partition-secret`: the fleet's key of credential partitions, which then go to Redis too (nil: they stay
+    /// on each machine, keyed by its own secret).
+    public var l2PartitionSecret: [UInt8]?
     public var l2IdleTtlMs: Int64 = 7 * 86_400_000
     /// `--metrics-listen`: where Prometheus scrapes `/metrics` (TCP; an IPv4 address, usually 127.0.0.1).
     public var metricsListen: (host: String, port: Int)?

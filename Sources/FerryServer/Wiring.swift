@@ -56,7 +56,7 @@ enum Wiring {
             engineConfig.maxBytesLimit = config.maxFetchBytes
             engineConfig.targets = TargetedCacheControl(fields: config.cacheControlTargets)
             engineConfig.spool = BodySpool.Config(directory: try spoolDirectory(config))
-            if let secret = partitionSecret(config) { engineConfig.partitionSecret = secret }
+            if let secret = config.l2PartitionSecret ?? partitionSecret(config) { engineConfig.partitionSecret = secret }
             let storage: ResponseStorage = l2 ?? CacheStoreResponses(store: store)
             let engine = FetchEngine(transport: transport, responses: ResponseStore(storage: storage), config: engineConfig)
             engine.fleet = l2?.leases
@@ -121,6 +121,7 @@ enum Wiring {
         client.onChange = { line in log.info("l2: " + line) }
         let l2 = L2Responses(local: CacheStoreResponses(store: store), redis: client, listener: listener, prefix: config.l2Prefix,
                              maxValueBytes: config.l2MaxValueBytes)
+        l2.sharesPartitions = config.l2PartitionSecret != nil
         l2.leases = FleetLeases(loop: loop, tier: l2, leaseMs: config.l2LeaseMs)
         // Image variants are shared always (their keys name the original's version: a variant made on one machine
         // is the one every machine would make); `cache.*` namespaces when listed.

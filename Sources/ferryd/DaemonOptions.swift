@@ -25,6 +25,7 @@ enum DaemonOptions {
         OptionSpec("l2-lease", takesValue: true, default: "5s", help: "how long a cold fetch holds the fleet's lease before another machine may take over (renewed while it runs)"),
         OptionSpec("l2-namespaces", takesValue: true, help: "cache namespaces shared through Redis by the fleet, comma-separated (default: none)"),
         OptionSpec("l2-idle-ttl", takesValue: true, default: "7d", help: "how long a shared value without a TTL of its own stays in Redis unread (each read restarts it)"),
+        OptionSpec("l2-partition-secret", takesValue: true, help: "share credentialed responses through Redis too, partitioned with this key file (32+ bytes, mode 0600, the same on every machine)"),
         OptionSpec("metrics-listen", takesValue: true, help: "serve Prometheus metrics at http://HOST:PORT/metrics, e.g. 127.0.0.1:9187 (port 0: any free one, see stats)"),
         OptionSpec("idle-exit", takesValue: true, help: "stop after this long with no connection, e.g. 10m (as sccache's auto-started server does; default: never)"),
         OptionSpec("grace", takesValue: true, default: "10s", help: "how long requests in flight may finish after SIGTERM"),
@@ -224,6 +225,7 @@ enum DaemonOptions {
             guard ms >= 1000 else { throw UsageError("--l2-idle-ttl must be at least 1s") }
             config.l2IdleTtlMs = ms
         }
+        if let path = value("l2-partition-secret") { config.l2PartitionSecret = try partitionSecret(path) }
         if let v = value("l2-max-value") { config.l2MaxValueBytes = try size(v, "--l2-max-value") }
         if let v = value("l2-timeout") {
             let ms = try parseDurationMs(v)
@@ -293,6 +295,23 @@ enum DaemonOptions {
             throw UsageError("--buffer-limit (\(config.bufferLimit)) must hold at least one value of --max-value-bytes (\(config.limits.maxValueBytes))")
         }
         return config
+    }
+
+    /// `--l2-partition-secret FILE`: the key every machine of the fleet partitions credentialed responses with. Only
+    /// its owner may read it (a key others can read would let them name a partition).
+    static func partitionSecret(_ path: String) throws(UsageError) -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw UsageError("--l2-partition-secret \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { throw UsageError("--l2-partition-secret \(path): not a regular file") }
+        guard st.st_uid == getuid(), st.st_mode & 0o077 == 0 else {
+            throw UsageError("--l2-partition-secret \(path): must be yours and readable by you alone (chmod 600)")
+        }
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, 4096) }
+        guard n >= 32 else { throw UsageError("--l2-partition-secret \(path): at least 32 bytes of key (e.g. head -c 32 /dev/urandom)") }
+        return Array(bytes[..<n])
     }
 
     /// The URL with its password shown as `***` (for `--print-config`).

@@ -24,6 +24,9 @@ import FerryHTTPCache
     @Test func partitionsAndPartialsStayLocalAndARecordWithItsBodyApartNamesIt() {
         let fresh = Self.record("max-age=60")
         #expect(SharedTier.lifetimeMs(key: "GET https://a.test/x (partition abc)", record: fresh, now: 1000) == nil)
+        #expect(SharedTier.lifetimeMs(key: "GET https://a.test/x (partition abc)", record: fresh, now: 1000, partitions: true) == 60_000,
+                "with a fleet partition secret")
+        #expect(!SharedTier.isShareable(key: "GET https://a.test/x (partition abc)\u{0}partial", partitions: true))
         #expect(SharedTier.lifetimeMs(key: "GET https://a.test/x\u{0}partial", record: fresh, now: 1000) == nil)
         #expect(SharedTier.lifetimeMs(key: "GET https://a.test/x\u{0}body\u{0}1", record: fresh, now: 1000) == nil)
         let apart = StoredRecord.encode(StoredResponse(status: 200, headers: ["Cache-Control": "max-age=60"], requestTime: 1000, responseTime: 1000),

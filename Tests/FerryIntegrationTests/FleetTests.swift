@@ -155,6 +155,34 @@ struct FleetTests {
         #expect(try origin.countExact(large) == 2)
     }
 
+    /// Credentialed responses stay on their machine unless the fleet shares one partition key
+    /// (`--l2-partition-secret`): then the same user with the same credentials gets another machine's copy, and
+    /// other credentials still do not.
+    @Test func credentialPartitionsTravelOnlyWithAFleetSecret() async throws {
+        let keys = TempDir()
+        defer { keys.remove() }
+        let secret = keys.path + "/fleet.key"
+        _ = FileManager.default.createFile(atPath: secret, contents: Data((0..<32).map { _ in UInt8.random(in: 0...255) }),
+                                       attributes: [.posixPermissions: 0o600])
+        let fleet = try await Fleet(machines: 2, ["--l2-partition-secret", secret])
+        defer { fleet.stop() }
+        let (origin, ca, cb, redis) = (fleet.origin, fleet.ca, fleet.cb, fleet.redis)
+        let path = "/r?body=mine&cc=max-age%3D60&h=Vary:Authorization"
+        func get(_ c: FerryClient, _ token: String) async throws -> FetchResponse {
+            try await c.fetch(FetchRequest(origin.url(path), headers: [HTTPHeader("Authorization", "Bearer \(token)")]))
+        }
+        #expect(try await get(ca, "t1").cacheStatus == .miss)
+        try await FleetCoalescingTests.until("the partition in Redis") { (try redis.cli(["--scan"])).contains("(partition ") }
+        #expect(try await get(cb, "t1").cacheStatus == .hit, "the same credentials on another machine")
+        #expect(try await get(cb, "t2").cacheStatus == .miss, "other credentials: another partition")
+        #expect(try origin.countExact(path) == 2)
+
+        let open = keys.path + "/open.key"
+        _ = FileManager.default.createFile(atPath: open, contents: Data(repeating: 7, count: 32), attributes: [.posixPermissions: 0o644])
+        let refused = try runCommand(Binaries.ferryd, ["--no-config", "--l2-partition-secret", open, "--print-config"])
+        #expect(refused.status == 2 && refused.err.contains("chmod 600"), "\(refused)")
+    }
+
     @Test func invalidationsReachEveryMachine() async throws {
         let fleet = try await Fleet()
         defer { fleet.stop() }
