@@ -97,6 +97,10 @@ struct Commands {
             let l2 = s["l2"]
             lines.append("fleet:       Redis \(endpoint) \(l2?["connected"]?.boolValue == true ? "connected" : "DOWN"),"
                          + " \(n(l2, "hits")) hits, \(n(l2, "misses")) misses, \(n(l2, "writes")) writes, \(n(l2, "unavailable")) unanswered")
+            let leases = l2?["leases"], values = l2?["values"]
+            lines.append("             cold misses: \(n(leases, "won")) fetched here for the fleet, \(n(leases, "looked_again")) answered by"
+                         + " another machine, \(n(leases, "took_over")) taken over; shared values: \(n(values, "hits")) hits,"
+                         + " \(n(values, "writes")) writes")
         }
         lines += [
             "",

@@ -53,6 +53,11 @@ struct FleetCoalescingTests {
             lookedAgain += l.lookedAgain
         }
         #expect(won == 1 && lookedAgain == 2, "one lease, the two other machines looked again")
+        let texts = try fleet.daemons.map { d in
+            try runCommand(Binaries.ferry, ["stats"], environment: ["FERRY_SOCKET": d.socket, "FERRY_NO_AUTOSTART": "1"]).out
+        }
+        #expect(texts.filter { $0.contains("cold misses: 1 fetched here for the fleet") }.count == 1)
+        #expect(texts.filter { $0.contains("1 answered by another machine") }.count == 2, "\(texts)")
         #expect(try fleet.redis.cli(["--scan", "--pattern", "ferry:v1:lease:*"]).isEmpty, "the lease was released")
     }
 
