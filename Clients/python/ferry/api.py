@@ -187,6 +187,18 @@ def _fetch_arguments(session_headers: Mapping[str, str], method: str, url: str, 
     return (_with_params(url, params), method.upper(), list(fields.items()), body), kwargs
 
 
+def _init_session_state(session: Any, headers: Optional[Mapping[str, str]], client: Any, socket_path: Optional[str],
+                        autostart: bool, daemon_args: Iterable[str]) -> None:
+    """What a session starts with, the blocking one (``Session``) and the asyncio one (``ferry.aio.AsyncSession``)
+    alike: its default headers, its client (owned when it makes one) and how to make it."""
+    session.autostart = autostart
+    session.daemon_args = list(daemon_args)
+    session.headers = dict(headers or {})
+    session._client = client
+    session._owns = client is None
+    session._socket_path = socket_path
+
+
 class Session:
     """A ``Client`` of its own, with default ``headers`` for every request; a context manager, as ``requests``'
     Session. ``Session(client=c)`` uses an existing client (not closed by the session). It starts ferryd when none
@@ -194,12 +206,7 @@ class Session:
 
     def __init__(self, headers: Optional[Mapping[str, str]] = None, client: Optional[Client] = None, socket_path: Optional[str] = None,
                  autostart: bool = True, daemon_args: Iterable[str] = ()):
-        self.autostart = autostart
-        self.daemon_args = list(daemon_args)
-        self.headers: Dict[str, str] = dict(headers or {})
-        self._client = client
-        self._owns = client is None
-        self._socket_path = socket_path
+        _init_session_state(self, headers, client, socket_path, autostart, daemon_args)
         self._lock = threading.Lock()
 
     def _connected(self) -> Client:

@@ -342,34 +342,13 @@ class Connection:
                     with body:
                         body.copy_to(file_target if file_target is not None else sink)
                     return result, b""
-                if sink is None:
-                    parts.append(body)
-                    return result, b"".join(parts)
-                if body:
-                    sink(body)
-                return result, b""
+                return result, _final_body(body, parts, sink)
             name, data, body = fields
             try:
-                if name == EventName.chunk:
-                    self._check_chunk(pending, data, have)
-                    have += len(body)
-                    if sink is None:
-                        parts.append(body)
-                    else:
-                        sink(body)
-                elif on_event is not None:
-                    on_event(name, data if isinstance(data, dict) else {})
-            except FerryProtocolError:
-                raise
+                have = _take_event(pending.id, name, data, body, have, parts, sink, on_event)
             except BaseException:
                 self._abandon(pending)
                 raise
-
-    def _check_chunk(self, pending: _Pending, data: Any, have: int) -> None:
-        error = _chunk_error(pending.id, data, have)
-        if error is not None:
-            self._abandon(pending)
-            raise error
 
     def _next_item(self, pending: _Pending, deadline: Optional[float]) -> tuple:
         """The next reply of a request; raises FerryError for an error reply, a closed connection or a timeout."""
@@ -630,6 +609,34 @@ def _final_item(item: tuple) -> Tuple[str, dict, Any]:
         raise FerryError.from_wire(envelope["error"])
     result = envelope.get("result")
     return _FINAL, result if isinstance(result, dict) else {}, body
+
+
+def _take_event(rid: int, name: str, data: Any, body: bytes, have: int, parts: List[bytes],
+                sink: Optional[Callable[[bytes], Any]], on_event: Optional[Callable[[str, dict], Any]]) -> int:
+    """One event of a request in flight: a chunk's body (which must follow the ``have`` bytes received so far) to
+    ``parts``, or to ``sink`` when there is one; any other event to ``on_event``. Returns the bytes received now."""
+    if name != EventName.chunk:
+        if on_event is not None:
+            on_event(name, data if isinstance(data, dict) else {})
+        return have
+    error = _chunk_error(rid, data, have)
+    if error is not None:
+        raise error
+    if sink is None:
+        parts.append(body)
+    else:
+        sink(body)
+    return have + len(body)
+
+
+def _final_body(body: bytes, parts: List[bytes], sink: Optional[Callable[[bytes], Any]]) -> bytes:
+    """The final reply's body: joined after the chunks in ``parts``; or, with ``sink``, handed to it (b"" returned)."""
+    if sink is None:
+        parts.append(body)
+        return b"".join(parts)
+    if body:
+        sink(body)
+    return b""
 
 
 def _chunk_error(rid: int, data: Any, have: int) -> Optional[FerryProtocolError]:

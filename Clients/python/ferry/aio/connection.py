@@ -11,12 +11,12 @@ import asyncio
 from typing import Any, Callable, List, Optional, Set, Tuple
 
 from ..connection import (
-    _EVENT, _FINAL, _accept_hello, _chunk_error, _copy_error, _final_item, _hello_args, _init_connection_state,
-    _local_timeout, _local_timeout_error, _request_envelope,
+    _EVENT, _FINAL, _accept_hello, _copy_error, _final_body, _final_item, _hello_args, _init_connection_state,
+    _local_timeout, _local_timeout_error, _request_envelope, _take_event,
 )
 from ..errors import FerryError
 from ..framing import _byte_view, _split_request, check_request
-from ..wire import ErrorCode, EventName
+from ..wire import ErrorCode
 from .pending import _Pending, _Stream, _wake
 from .transport import _READ_SIZE, TransportMixin
 
@@ -197,24 +197,9 @@ class AsyncConnection(TransportMixin):
                     result, body = fields
                     if before_final is not None:
                         before_final(result)
-                    if sink is None:
-                        parts.append(body)
-                        return result, b"".join(parts)
-                    if body:
-                        sink(body)
-                    return result, b""
+                    return result, _final_body(body, parts, sink)
                 name, data, body = fields
-                if name == EventName.chunk:
-                    error = _chunk_error(pending.id, data, have)
-                    if error is not None:
-                        raise error
-                    have += len(body)
-                    if sink is None:
-                        parts.append(body)
-                    else:
-                        sink(body)
-                elif on_event is not None:
-                    on_event(name, data if isinstance(data, dict) else {})
+                have = _take_event(pending.id, name, data, body, have, parts, sink, on_event)
         except BaseException:
             self._abandon(pending)   # nothing to do once the final reply came (the request is forgotten then)
             raise

@@ -2,10 +2,10 @@
 asyncio: ``AsyncSession`` and the module functions ``ferry.aio.get`` … on one shared session per event loop."""
 
 import asyncio
-from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
+from typing import Any, Iterable, Mapping, Optional, Tuple
 
 from .. import daemon as _daemon
-from ..api import Response, Timeout, _fetch_arguments
+from ..api import Response, Timeout, _fetch_arguments, _init_session_state
 from ..errors import FerryError
 from ..fetch import _NO_JSON
 from ..paths import default_socket_path
@@ -61,12 +61,7 @@ class AsyncSession:
 
     def __init__(self, headers: Optional[Mapping[str, str]] = None, client: Optional[AsyncClient] = None,
                  socket_path: Optional[str] = None, autostart: bool = True, daemon_args: Iterable[str] = ()):
-        self.autostart = autostart
-        self.daemon_args = list(daemon_args)
-        self.headers: Dict[str, str] = dict(headers or {})
-        self._client = client
-        self._owns = client is None
-        self._socket_path = socket_path
+        _init_session_state(self, headers, client, socket_path, autostart, daemon_args)
         self._lock: Optional[asyncio.Lock] = None   # made in the event loop, on first use
 
     async def _connected(self) -> AsyncClient:
