@@ -21,7 +21,7 @@ public final class ResponseStore {
     /// Primary keys with a response being written (its body adopted, its Vary marker read first): a lookup of
     /// one waits until it is in, so a request right behind the one that fetched it is a hit, not a second
     /// download.
-    private var placing: [String: (count: Int, waiters: [() -> Void])] = [:]
+    private var placing = WorkByKey()
 
     public init(storage: ResponseStorage) { self.storage = storage }
 
@@ -73,10 +73,7 @@ public final class ResponseStore {
     }
 
     private func lookup(_ request: CacheRequest, primary: String, _ done: @escaping (Found?) -> Void) {
-        if placing[primary] != nil {
-            placing[primary]!.waiters.append { [self] in lookup(request, primary: primary, done) }
-            return
-        }
+        if placing.whenDone(primary, { [self] in lookup(request, primary: primary, done) }) { return }
         getWithFacts(primary) { [self] record, facts in
             switch record {
             case .response(let response, let body)?:
@@ -217,7 +214,7 @@ public final class ResponseStore {
     static func partialKey(_ primary: String) -> String { primary + "\u{0}partial" }
 
     private func beginPlacing(_ primary: String) {
-        placing[primary, default: (0, [])].count += 1
+        placing.begin(primary)
         placements += 1
         if recentPlacements.count >= ResponseStore.recentPlacementsLimit { recentPlacements.removeAll(keepingCapacity: true) }
         recentPlacements[primary] = placements
@@ -240,16 +237,11 @@ public final class ResponseStore {
     /// Runs `next` once no response for `primary` is being placed (at once when none is): what was stored is then
     /// in the storage.
     func whenPlaced(_ primary: String, _ next: @escaping () -> Void) {
-        guard placing[primary] != nil else { return next() }
-        placing[primary]!.waiters.append(next)
+        if !placing.whenDone(primary, next) { next() }
     }
 
     private func endPlacing(_ primary: String) {
-        guard var entry = placing[primary] else { return }
-        entry.count -= 1
-        if entry.count > 0 { return placing[primary] = entry }
-        placing[primary] = nil
-        for waiter in entry.waiters { waiter() }
+        for waiter in placing.end(primary) { waiter() }
     }
 
     /// Replaces a stored response's headers and times (after a 304), keeping its body where it is. A record whose

@@ -27,8 +27,6 @@ public final class RedisCluster: RedisConnection {
     private var refreshTimer: LoopTimer?
     private var closed = false
     private var ownCounters = RedisCounters()
-    /// Slot tables read (`CLUSTER SLOTS`).
-    public private(set) var tableReads: UInt64 = 0
     public var onChange: (String) -> Void = { _ in }
     public var onLost: () -> Void = {}
     static let maxRedirects = 5
@@ -148,7 +146,6 @@ public final class RedisCluster: RedisConnection {
             var table = ClusterSlots()
             let host = ClusterSlots.endpoint(node).map { if case .tcp(let h, _) = $0 { return h } else { return "" } } ?? ""
             guard table.load(reply, askedHost: host), table.isComplete else { return scheduleRefresh() }
-            tableReads += 1
             if table != slots { onChange("Redis cluster: \(table.nodes.count) masters, \(table.nodes.joined(separator: " "))") }
             adopt(table)
         }

@@ -67,8 +67,7 @@ final class L2Responses: ResponseStorage {
     /// Runs `next` once this machine's writes for `primary` are sent (Redis runs one connection's commands in
     /// order: what is sent after them finds them done).
     func whenWritten(_ primary: String, _ next: @escaping () -> Void) {
-        guard writing[primary] != nil else { return next() }
-        writing[primary]!.then.append(next)
+        if !writing.whenDone(primary, next) { next() }
     }
 
     func get(_ key: String, _ done: @escaping ([UInt8]?) -> Void) {
@@ -102,9 +101,9 @@ final class L2Responses: ResponseStorage {
         // a machine that finds the record finds its body.
         guard body.size <= maxValueBytes else { return }
         let primary = L2Responses.primary(of: key)
-        writing[primary, default: (0, [])].count += 1
+        writing.begin(primary)
         local.getBody(body.key) { [self] found in
-            defer { endWriting(primary) }
+            defer { for next in writing.end(primary) { next() } }
             guard case .bytes(let bytes)? = found, bytes.count == body.size else { return }
             set(body.key, Array(bytes), ttlMs: ttl)
             set(key, value, ttlMs: ttl)
@@ -125,15 +124,7 @@ final class L2Responses: ResponseStorage {
     }
 
     /// Writes waiting for a body read, by primary key, with what runs once they are sent (`whenWritten`).
-    private var writing: [String: (count: Int, then: [() -> Void])] = [:]
-
-    private func endWriting(_ primary: String) {
-        guard var entry = writing[primary] else { return }
-        entry.count -= 1
-        if entry.count > 0 { return writing[primary] = entry }
-        writing[primary] = nil
-        for next in entry.then { next() }
-    }
+    private var writing = WorkByKey()
 
     static func primary(of key: String) -> String {
         String(decoding: key.utf8.prefix { $0 != 0 }, as: UTF8.self)

@@ -50,9 +50,10 @@ final class L2Values: RemoteTier {
     /// go to two nodes): a value created before the clear is gone.
     func read(_ key: CacheKey, now: Int64, _ done: @escaping (CacheEntry?) -> Void) {
         guard redis.isConnected else { return done(nil) }
-        var clearedAt: Int64?? = nil, value: RedisReply?
+        var clearedAt: Int64?, value = RedisReply.nil, answers = 0
         func both() {
-            guard let clearedAt, let value else { return }
+            answers += 1
+            guard answers == 2 else { return }
             guard case .string(let bytes) = value, let entry = L2Values.decode(bytes), entry.createdAt > clearedAt ?? .min,
                   !entry.isExpired(now: now) else {
                 counters.misses += 1
@@ -64,7 +65,7 @@ final class L2Values: RemoteTier {
             done(entry)
         }
         redis.send([Array("GET".utf8), clearKey(key.namespace)]) { reply in
-            if case .string(let bytes) = reply { clearedAt = .some(Int64(String(decoding: bytes, as: UTF8.self))) } else { clearedAt = .some(nil) }
+            if case .string(let bytes) = reply { clearedAt = Int64(String(decoding: bytes, as: UTF8.self)) }
             both()
         }
         redis.send([Array("GET".utf8), redisKey(key)]) { reply in
