@@ -18,9 +18,16 @@ public struct ClusterSlots: Equatable, Sendable {
 
     public init() {}
 
-    public var isComplete: Bool { !owners.contains(nil) }
+    /// Every slot has a master. Kept with `nodes` when the table changes: both are asked for every command
+    /// (`RedisCluster.isConnected`), and working them out is a pass over 16384 slots.
+    public private(set) var isComplete = false
     /// The masters named in the table, sorted.
-    public var nodes: [String] { Array(Set(owners.compactMap { $0 })).sorted() }
+    public private(set) var nodes: [String] = []
+
+    private mutating func summarize() {
+        isComplete = !owners.contains(nil)
+        nodes = Array(Set(owners.compactMap { $0 })).sorted()
+    }
 
     public func node(forSlot slot: Int) -> String? { owners[slot] }
 
@@ -28,6 +35,7 @@ public struct ClusterSlots: Equatable, Sendable {
     public mutating func assign(slot: Int, to node: String) {
         guard (0..<ClusterSlots.count).contains(slot) else { return }
         owners[slot] = node
+        summarize()
     }
 
     /// Replaces the table with a `CLUSTER SLOTS` reply: `[[start, end, [host, port, id…], replicas…]…]`. An
@@ -47,6 +55,7 @@ public struct ClusterSlots: Equatable, Sendable {
             for slot in Int(start)...Int(end) { fresh[slot] = node }
         }
         owners = fresh
+        summarize()
         return true
     }
 
