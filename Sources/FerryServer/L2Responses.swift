@@ -94,9 +94,9 @@ final class L2Responses: ResponseStorage {
     func put(_ key: String, _ value: [UInt8]) {
         local.put(key, value)
         guard value.count <= maxValueBytes, redis.isConnected,
-              let ttl = SharedTier.lifetimeMs(key: key, record: value, now: WallClock.nowMs() / 1000,
-                                              partitions: sharesPartitions) else { return }
-        guard let body = SharedTier.bodyApart(record: value) else { return set(key, value, ttlMs: ttl) }
+              let (ttl, apart) = SharedTier.sharing(key: key, record: value, now: WallClock.nowMs() / 1000,
+                                                    partitions: sharesPartitions) else { return }
+        guard let body = apart else { return set(key, value, ttlMs: ttl) }
         // The body first (read back from this machine's store, where its file was just adopted), then the record:
         // a machine that finds the record finds its body.
         guard body.size <= maxValueBytes else { return }

@@ -32,8 +32,8 @@ import FerryHTTPCache
         let apart = StoredRecord.encode(StoredResponse(status: 200, headers: ["Cache-Control": "max-age=60"], requestTime: 1000, responseTime: 1000),
                                         bodyKey: "GET https://a.test/x\u{0}body\u{0}1", size: 9)
         #expect(SharedTier.lifetimeMs(key: "GET https://a.test/x", record: apart, now: 1000) == 60_000)
-        #expect(SharedTier.bodyApart(record: apart)! == ("GET https://a.test/x\u{0}body\u{0}1", 9))
-        #expect(SharedTier.bodyApart(record: fresh) == nil)
+        #expect(SharedTier.sharing(key: "GET https://a.test/x", record: apart, now: 1000)!.bodyApart! == ("GET https://a.test/x\u{0}body\u{0}1", 9))
+        #expect(SharedTier.sharing(key: "GET https://a.test/x", record: fresh, now: 1000)!.bodyApart == nil)
         #expect(SharedTier.isBody(key: "GET https://a.test/x\u{0}body\u{0}1") && !SharedTier.isBody(key: "GET https://a.test/x"))
         #expect(SharedTier.isShareable(key: "GET https://a.test/x\u{0}2a\u{0}accept=x"), "a variant of the shared cache is shared")
     }
