@@ -2,6 +2,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <pthread.h>
+#include <time.h>
 #include <uv.h>
 #include <hiredis/hiredis.h>
 #include <hiredis/async.h>
@@ -25,11 +28,36 @@ typedef struct {
     int events;
 } ferry_uv;
 
+// Writing to a Redis that died raises SIGPIPE, and SIGPIPE's default kills the whole process: ferryd ignores it, a
+// program embedding this library (a test runner, say) may not. hiredis 0.14 writes with write(2), never
+// send(MSG_NOSIGNAL), so its write is made with SIGPIPE blocked on this thread; a SIGPIPE the write left pending is
+// taken back before the mask is restored (one that was pending before is left alone), and the write's EPIPE is
+// what hiredis sees: the connection is lost, reported as any other loss. Skipped when SIGPIPE is ignored anyway.
+static void ferry_uv_write_quietly(redisAsyncContext *ac) {
+    struct sigaction now;
+    if (sigaction(SIGPIPE, NULL, &now) == 0 && now.sa_handler == SIG_IGN) { redisAsyncHandleWrite(ac); return; }
+    sigset_t pipe_only, old, pending;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+    sigpending(&pending);
+    int was_pending = sigismember(&pending, SIGPIPE);
+    redisAsyncHandleWrite(ac);
+    if (!was_pending) {
+        sigpending(&pending);
+        if (sigismember(&pending, SIGPIPE)) {
+            const struct timespec none = {0, 0};
+            sigtimedwait(&pipe_only, NULL, &none);
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 static void ferry_uv_ready(uv_poll_t *handle, int status, int events) {
     ferry_uv *p = handle->data;
     if (status < 0) events = UV_READABLE;
     if (p->ac && (events & UV_READABLE)) redisAsyncHandleRead(p->ac);
-    if (p->ac && (events & UV_WRITABLE)) redisAsyncHandleWrite(p->ac);
+    if (p->ac && (events & UV_WRITABLE)) ferry_uv_write_quietly(p->ac);
 }
 
 static void ferry_uv_watch(ferry_uv *p, int events) {

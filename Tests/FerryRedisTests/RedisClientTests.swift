@@ -210,4 +210,55 @@ struct RedisClientTests {
         #expect(listener.counters.messages == UInt64(got.count) && listener.counters.connections == 2)
         redis.stop()
     }
+
+    /// A write to a Redis that stopped reading is EPIPE, never a SIGPIPE that kills this process: the test runner
+    /// keeps SIGPIPE's default (which kills), as a program embedding the library may. The "Redis" here is a socket
+    /// that accepts and shuts its reading side, so the write fails while nothing is there to read: a lost connection.
+    @Test func aWriteToAGoneRedisIsALossNotASignal() throws {
+        var now = sigaction()
+        sigaction(SIGPIPE, nil, &now)
+        try #require(now.__sigaction_handler.sa_handler == nil, "SIGPIPE is at its default here (SIG_DFL), or this proves nothing")
+        let dir = NSTemporaryDirectory() + "ferry-gone-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/gone.sock"
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        try #require(listener >= 0)
+        defer { close(listener) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, byte) in path.utf8.enumerated() { raw[i] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        try #require(bound == 0 && listen(listener, 4) == 0)
+        let loop = EventLoop()
+        let client = RedisClient(loop: loop, endpoint: .unix(path: path), timeoutMs: 2_000)
+        var accepted: Int32 = -1
+        var reply: RedisReply?
+        var lost = false
+        client.onLost = { lost = true }
+        client.start()
+        Self.run(loop, client, [
+            { next in
+                Self.when(loop, {
+                    if accepted < 0 { accepted = accept(listener, nil, nil) }
+                    return accepted >= 0 && client.isConnected
+                }) {
+                    shutdown(accepted, Int32(SHUT_RD))
+                    next()
+                }
+            },
+            { next in
+                client.send(["SET", "k", String(repeating: "x", count: 1_000)]) { reply = $0 }
+                var polls = 0
+                Self.when(loop, { polls += 1; return (lost && reply != nil) || polls > 300 }, then: next)
+            },
+        ])
+        if accepted >= 0 { close(accepted) }
+        #expect(lost, "the failed write is a lost connection")
+        if case .unavailable? = reply {} else { Issue.record("the command is answered unavailable: \(String(describing: reply))") }
+    }
 }
