@@ -12,6 +12,11 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
     public static let maxKeyBytes = 1024
     public static let maxNamespaceBytes = 128
     public static let defaultNamespace = "default"
+    /// `defaultNamespace`'s bytes, in the program's constant data (a probe compares with them).
+    static var defaultNamespaceBytes: UnsafeRawBufferPointer {
+        let name: StaticString = "default"
+        return UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
+    }
 
     /// Why a key or namespace is refused, as a message for `invalid_argument`.
     public struct Invalid: Error, Sendable, Equatable {
@@ -39,9 +44,15 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
     }
 
     public static func namespaceProblem(_ ns: String) -> String? {
-        let n = ns.utf8.count
+        var ns = ns
+        return ns.withUTF8 { namespaceProblem(bytes: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// `namespaceProblem` of a namespace's bytes (a request's, where they lie: `CacheKeyProbe`).
+    public static func namespaceProblem(bytes ns: UnsafeRawBufferPointer) -> String? {
+        let n = ns.count
         if n == 0 || n > maxNamespaceBytes { return "\"namespace\" must be 1 to \(maxNamespaceBytes) bytes" }
-        for b in ns.utf8 {
+        for b in ns {
             switch b {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
                  UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):

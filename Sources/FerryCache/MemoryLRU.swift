@@ -60,7 +60,19 @@ public final class MemoryLRU<Key: Hashable, Value> {
 
     /// The value, marked most recently used (and, with `markAccess`, remembered for `takeAccessed`).
     public func get(_ key: Key, markAccess: Bool = false) -> Value? {
-        guard let i = slot(of: key, hash: key.hashValue) else { return nil }
+        get(hash: key.hashValue, markAccess: markAccess) { $0 == key }
+    }
+
+    /// `get` of the key whose `hashValue` is `hash` and which `matches` accepts: a lookup by something that is
+    /// not a `Key` but stands for one (`CacheKeyProbe`: a key's bytes where a request holds them).
+    ///
+    /// ```swift
+    /// lru.get(hash: probe.hashValue, where: probe.matches)   // as lru.get(probe.cacheKey)
+    /// ```
+    public func get(hash: Int, markAccess: Bool = false, where matches: (Key) -> Bool) -> Value? {
+        guard let i = index.find(hash: hash, matches: { i in slots.withUnsafeBufferPointer { matches($0[i].key) } }) else {
+            return nil
+        }
         var newlyMarked = false
         let value = withSlots { s -> Value? in
             s[i].referenced = true

@@ -132,9 +132,14 @@ public enum FrameEncoder {
         withUnsafeBytes(of: UInt64(0)) { out.append(contentsOf: $0) }
         writeJSON(&out)
         let jsonLength = out.count - headerAt - ProtocolLimits.headerBytes
-        // Both lengths in one big-endian word, stored with one write.
-        let header = (UInt64(UInt32(jsonLength)) << 32 | UInt64(UInt32(bodyLength))).bigEndian
+        let header = header(jsonLength: jsonLength, bodyLength: bodyLength)
         out.withUnsafeMutableBytes { $0.storeBytes(of: header, toByteOffset: headerAt, as: UInt64.self) }
+    }
+
+    /// A frame's header: both lengths in one big-endian word, stored with one write.
+    @inlinable
+    public static func header(jsonLength: Int, bodyLength: Int) -> UInt64 {
+        (UInt64(UInt32(jsonLength)) << 32 | UInt64(UInt32(bodyLength))).bigEndian
     }
 
     /// The bytes of one frame.

@@ -124,20 +124,34 @@ public struct HotEnvelope: Sendable, Equatable {
             return true
         }
 
-        /// A string of printable ASCII without escapes: the range of its contents.
+        /// A string of printable ASCII without escapes: the range of its contents. Eight bytes at a time while
+        /// none of them ends the string or is refused (a key took ~20 instructions a byte one at a time).
         mutating func string() -> Range<Int>? {
-            guard take(UInt8(ascii: "\"")) else { return nil }
-            let start = i
-            while i < b.count {
-                let c = b[i]
+            guard take(UInt8(ascii: "\"")), let base = b.baseAddress else { return nil }
+            let start = i, n = b.count
+            var k = i
+            while n - k >= 8 && Self.plainText(base.loadUnaligned(fromByteOffset: k, as: UInt64.self)) { k += 8 }
+            while k < n {
+                let c = base.load(fromByteOffset: k, as: UInt8.self)
                 if c == UInt8(ascii: "\"") {
-                    i += 1
-                    return start..<(i - 1)
+                    i = k + 1
+                    return start..<k
                 }
                 guard c >= 0x20, c < 0x7F, c != UInt8(ascii: "\\") else { return nil }
-                i += 1
+                k += 1
             }
             return nil
+        }
+
+        /// Whether all eight bytes of `w` are printable ASCII other than `"` and `\` (SWAR: a byte below 0x20,
+        /// a byte with its high bit, or a byte equal to 0x7F, `"` or `\` sets that byte's high bit in the test).
+        @inline(__always)
+        static func plainText(_ w: UInt64) -> Bool {
+            let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+            @inline(__always) func hasZero(_ x: UInt64) -> UInt64 { (x &- ones) & ~x & highs }
+            let below20 = (w &- ones &* 0x20) & ~w & highs
+            let special = hasZero(w ^ (ones &* 0x22)) | hasZero(w ^ (ones &* 0x5C)) | hasZero(w ^ (ones &* 0x7F))
+            return (below20 | special | (w & highs)) == 0
         }
 
         /// A non-negative integer of plain digits (no sign, fraction or exponent; no leading zero), up to 15

@@ -26,6 +26,14 @@ struct HotRequest {
         String(decoding: UnsafeRawBufferPointer(rebasing: json[range]), as: UTF8.self)
     }
 
+    /// The request's `key` and `namespace` where they lie, when both are valid (a lookup makes no `CacheKey`);
+    /// nil (the general path answers, with the error) when either is missing or refused.
+    var cacheKeyProbe: CacheKeyProbe? {
+        guard let keyRange = envelope.key else { return nil }
+        return CacheKeyProbe(namespace: envelope.namespace.map { UnsafeRawBufferPointer(rebasing: json[$0]) },
+                             key: UnsafeRawBufferPointer(rebasing: json[keyRange]))
+    }
+
     /// The request's `key` and `namespace` as a cache key, when both are valid; nil (the general path answers,
     /// with the error) when either is missing or refused.
     var cacheKey: CacheKey? {
@@ -58,8 +66,8 @@ struct HotReply {
     }
 
     /// Writes `{"id":…,"final":true,"result":` + what `result` writes + `}` and the body.
-    func succeed(body: UnsafeRawBufferPointer, result: (inout [UInt8]) -> Void) {
-        connection.writeHotResult(id: id, body: body, result: result)
+    func succeed(body: UnsafeRawBufferPointer, result: (inout ByteCursor) -> Void) {
+        connection.writeHotFrame(id: id, body: body, result: result)
     }
 }
 
@@ -67,9 +75,14 @@ extension Connection {
     /// Answers a request of the hot shape if its operation can, after the same gate as every request; true when
     /// answered (and counted as the general path counts it).
     func answerHot(_ hot: HotEnvelope, _ frame: FrameView) -> Bool {
-        guard let entry = table.router.hotEntry(UnsafeRawBufferPointer(rebasing: frame.json[hot.op])), let handler = entry.hot else {
-            return false
-        }
+        guard let found = table.router.hotEntry(UnsafeRawBufferPointer(rebasing: frame.json[hot.op])) else { return false }
+        // The entry borrowed, not retained: the router keeps it for the daemon's life (each reference taken from
+        // it here was a retain and a release, callgrind).
+        return found._withUnsafeGuaranteedRef { entry in answerHot(hot, frame, entry) }
+    }
+
+    private func answerHot(_ hot: HotEnvelope, _ frame: FrameView, _ entry: Router.Entry) -> Bool {
+        guard let handler = entry.hot else { return false }
         // A body on an operation that takes none: the general path refuses it.
         if !frame.body.isEmpty && !entry.takesBody { return false }
         let situation = gateSituation(id: hot.id, operationKnown: true)

@@ -107,6 +107,14 @@ public final class CacheStore: @unchecked Sendable {
         return entry
     }
 
+    /// `memoryHit` of a key known by its bytes (the fast path's: no `CacheKey` made for a hit).
+    public func memoryHit(_ probe: CacheKeyProbe, now: Int64, maxBytes: Int) -> CacheEntry? {
+        guard let entry = memory.get(hash: probe.hashValue, markAccess: true, where: probe.matches),
+              !entry.isExpired(now: now), entry.value.count <= maxBytes else { return nil }
+        own.memoryHits += 1
+        return entry
+    }
+
     /// `get` for a reply that can be written in pieces: a value on disk larger than `streamAbove` comes back as a
     /// `StoredBlob` to read as the client takes it, so a client that asks for many large values and reads none
     /// holds files, not memory. Such a value is not put in the memory tier.

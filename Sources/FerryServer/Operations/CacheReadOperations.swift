@@ -39,21 +39,21 @@ extension CacheGetOperation: HotOperation {
     /// general path's.
     func answerHot(_ request: HotRequest, _ reply: HotReply) -> Bool {
         let e = request.envelope
-        guard e.ttlMs == nil, e.url == nil, let key = request.cacheKey,
+        guard e.ttlMs == nil, e.url == nil, let key = request.cacheKeyProbe,
               let entry = store.memoryHit(key, now: WallClock.nowMs(), maxBytes: reply.maxBody(bodyFD: e.bodyFD))
         else { return false }
         entry.value.withUnsafeBytes { body in
             // The general path's reply, member for member: `size`, `created_at`, `expires_at` when set, `source`.
             reply.succeed(body: body) { out in
-                JSONWriter.appendASCII("{\"size\":", to: &out)
-                JSONWriter.writeInt(Int64(entry.value.count), to: &out)
-                JSONWriter.appendASCII(",\"created_at\":", to: &out)
-                JSONWriter.writeInt(entry.createdAt, to: &out)
+                out.ascii("{\"size\":")
+                out.int(Int64(entry.value.count))
+                out.ascii(",\"created_at\":")
+                out.int(entry.createdAt)
                 if let expires = entry.expiresAt {
-                    JSONWriter.appendASCII(",\"expires_at\":", to: &out)
-                    JSONWriter.writeInt(expires, to: &out)
+                    out.ascii(",\"expires_at\":")
+                    out.int(expires)
                 }
-                JSONWriter.appendASCII(",\"source\":\"memory\"}", to: &out)
+                out.ascii(",\"source\":\"memory\"}")
             }
         }
         return true

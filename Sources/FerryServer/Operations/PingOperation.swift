@@ -47,7 +47,7 @@ extension PingOperation: HotOperation {
     /// A ping without arguments: the pong at once, with the body echoed.
     func answerHot(_ request: HotRequest, _ reply: HotReply) -> Bool {
         guard !request.envelope.hasArgs, request.body.count <= reply.maxBody else { return false }
-        reply.succeed(body: request.body) { JSONWriter.appendASCII("{\"pong\":true}", to: &$0) }
+        reply.succeed(body: request.body) { $0.ascii("{\"pong\":true}") }
         return true
     }
 }

@@ -1,0 +1,59 @@
+import Testing
+@testable import FerryCache
+
+/// A probe finds what its key finds: same hash, same matches, same refusals, in a real `MemoryLRU`.
+@Suite struct CacheKeyProbeTests {
+    static func withProbe<R>(_ namespace: String?, _ key: String, _ body: (CacheKeyProbe?) -> R) -> R {
+        let k = Array(key.utf8)
+        return k.withUnsafeBytes { kb in
+            guard let namespace else { return body(CacheKeyProbe(namespace: nil, key: kb)) }
+            return Array(namespace.utf8).withUnsafeBytes { body(CacheKeyProbe(namespace: $0, key: kb)) }
+        }
+    }
+
+    @Test func hashesAndMatchesAsItsKey() {
+        let keys = ["a", "key:000000001234", "key:00000000123", String(repeating: "z", count: 1024), "café", "日本語のキー"]
+        let namespaces: [String?] = [nil, "default", "app", "a.b_c-D9"]
+        for key in keys {
+            for namespace in namespaces {
+                let stored = CacheKey(trusted: namespace ?? CacheKey.defaultNamespace, key)
+                Self.withProbe(namespace, key) { probe -> Void in
+                    guard let probe else { Issue.record("refused \(key) in \(namespace ?? "nil")"); return }
+                    #expect(probe.hashValue == stored.hashValue, "\(key) \(namespace ?? "nil")")
+                    #expect(probe.matches(stored) && probe.cacheKey == stored)
+                    #expect(!probe.matches(CacheKey(trusted: "other", key)))
+                    #expect(!probe.matches(CacheKey(trusted: stored.namespace, key + "x")))
+                }
+            }
+        }
+        #expect(CacheKey.defaultNamespaceBytes.elementsEqual(CacheKey.defaultNamespace.utf8))
+    }
+
+    @Test func refusesWhatCacheKeyRefuses() {
+        #expect(Self.withProbe(nil, "") { $0 == nil })
+        #expect(Self.withProbe(nil, String(repeating: "k", count: 1025)) { $0 == nil })
+        #expect(Self.withProbe(nil, String(repeating: "k", count: 1024)) { $0 != nil })
+        #expect(Self.withProbe("a b", "k") { $0 == nil })
+        #expect(Self.withProbe("", "k") { $0 == nil })
+        #expect(Self.withProbe(String(repeating: "n", count: 129), "k") { $0 == nil })
+        // Bytes that are not UTF-8 are not a key a String could hold as they are.
+        let broken: [UInt8] = Array("key:0000".utf8) + [0xC3]
+        #expect(broken.withUnsafeBytes { CacheKeyProbe(namespace: nil, key: $0) } == nil)
+    }
+
+    @Test func findsInTheMemoryTierWhatTheKeyFinds() {
+        let lru = MemoryLRU<CacheKey, Int>(budget: 1 << 20)
+        for i in 0..<500 { lru.set(CacheKey(trusted: i % 2 == 0 ? "default" : "odd", "key:\(i)"), i, cost: 10) }
+        var found = 0
+        for i in 0..<520 {
+            Self.withProbe(i % 2 == 0 ? nil : "odd", "key:\(i)") { probe -> Void in
+                let value = lru.get(hash: probe!.hashValue, where: probe!.matches)
+                #expect(value == (i < 500 ? i : nil), "key:\(i)")
+                if value != nil { found += 1 }
+            }
+        }
+        #expect(found == 500)
+        // The other namespace's key of the same name is not this one.
+        #expect(Self.withProbe("odd", "key:0") { lru.get(hash: $0!.hashValue, where: $0!.matches) } == nil)
+    }
+}

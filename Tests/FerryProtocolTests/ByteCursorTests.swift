@@ -1,0 +1,63 @@
+import Testing
+@testable import FerryProtocol
+
+/// The fast path's writer writes what `JSONWriter` writes for the same values, and a write that does not fit
+/// writes nothing at all.
+@Suite struct ByteCursorTests {
+    static func written(capacity: Int = 64, _ write: (inout ByteCursor) -> Void) -> (bytes: [UInt8], overflowed: Bool) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { room in
+            var c = ByteCursor(room)
+            write(&c)
+            return (Array(c.written), c.overflowed)
+        }
+    }
+
+    @Test func integersAsJSONWriterWritesThem() {
+        var values: [Int64] = [0, 1, 9, 10, 11, 99, 100, 101, -1, -9, -10, 1_764_000_000_000, .max, .min, .max - 1, .min + 1]
+        var power: Int64 = 1
+        for _ in 0..<18 {
+            power *= 10
+            values += [power - 1, power, power + 1, -power, -(power - 1)]
+        }
+        for n in values {
+            var expected: [UInt8] = []
+            JSONWriter.writeInt(n, to: &expected)
+            let got = Self.written { $0.int(n) }
+            #expect(got.bytes == expected && !got.overflowed, "\(n)")
+        }
+    }
+
+    @Test func textBytesAndAPatchedHeader() {
+        let got = Self.written { c in
+            let at = c.reserve(8)
+            c.ascii("{\"size\":")
+            c.int(42)
+            c.byte(UInt8(ascii: "}"))
+            [1, 2, 3].withUnsafeBytes { c.bytes($0) }
+            c.patch(FrameEncoder.header(jsonLength: 11, bodyLength: 3), at: at!)
+        }
+        var expected: [UInt8] = []
+        [1, 2, 3].withUnsafeBytes { body in
+            FrameEncoder.append(to: &expected) { JSONWriter.appendASCII("{\"size\":42}", to: &$0) }
+            expected.append(contentsOf: body)
+        }
+        // The frame head as FrameEncoder writes it for a 3-byte body.
+        expected.replaceSubrange(0..<8, with: [0, 0, 0, 11, 0, 0, 0, 3])
+        #expect(got.bytes == expected && !got.overflowed)
+    }
+
+    @Test func aWriteThatDoesNotFitWritesNothingAndNothingAfterIt() {
+        let got = Self.written(capacity: 10) { c in
+            c.ascii("12345678")
+            c.int(123)          // 3 more: does not fit
+            c.byte(UInt8(ascii: "x"))   // would fit, but the cursor has overflowed
+        }
+        #expect(got.bytes == Array("12345678".utf8) && got.overflowed)
+        let exact = Self.written(capacity: 4) { $0.int(-123) }
+        #expect(exact.bytes == Array("-123".utf8) && !exact.overflowed)
+        let short = Self.written(capacity: 3) { $0.int(-123) }
+        #expect(short.bytes.isEmpty && short.overflowed)
+        let reserved = Self.written(capacity: 4) { c in #expect(c.reserve(8) == nil) }
+        #expect(reserved.overflowed)
+    }
+}
