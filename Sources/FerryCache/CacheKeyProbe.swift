@@ -52,7 +52,7 @@ public struct CacheKeyProbe {
     }
 
     /// Whether `stored` is this key, byte for byte (as `CacheKey.==`).
-    public func matches(_ stored: CacheKey) -> Bool {
+    public func matches(_ stored: borrowing CacheKey) -> Bool {
         Self.equal(stored.key, key) && Self.equal(stored.namespace, namespace ?? CacheKey.defaultNamespaceBytes)
     }
 

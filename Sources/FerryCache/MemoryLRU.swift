@@ -69,7 +69,7 @@ public final class MemoryLRU<Key: Hashable, Value> {
     /// ```swift
     /// lru.get(hash: probe.hashValue, where: probe.matches)   // as lru.get(probe.cacheKey)
     /// ```
-    public func get(hash: Int, markAccess: Bool = false, where matches: (Key) -> Bool) -> Value? {
+    public func get(hash: Int, markAccess: Bool = false, where matches: (borrowing Key) -> Bool) -> Value? {
         guard let i = index.find(hash: hash, matches: { i in slots.withUnsafeBufferPointer { matches($0[i].key) } }) else {
             return nil
         }
