@@ -1,5 +1,6 @@
 import FerryCache
 import FerryLoop
+import FerryBytes
 import FerryProtocol
 
 /// The connection's output: replies are appended as frames and flushed once per loop iteration; unsent bytes drive

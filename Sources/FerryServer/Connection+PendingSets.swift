@@ -39,9 +39,7 @@ extension Connection: SetAcknowledging {
             table.stats.countError(error.code, op: counters)
             writeError(id: id, error: error)
         } else {
-            writeHotResult(id: id, body: UnsafeRawBufferPointer(start: nil, count: 0)) { out in
-                JSONWriter.appendASCII("{\"stored\":true}", to: &out)
-            }
+            writeHotFrame(id: id, body: UnsafeRawBufferPointer(start: nil, count: 0)) { $0.ascii("{\"stored\":true}") }
         }
         if life == .finishing && !hasRequestsInFlight { closeAfterFlush() }
     }

@@ -1,4 +1,5 @@
 import FerryCache
+import FerryBytes
 import FerryProtocol
 
 /// The fast path of the hot operations: a request in the plain shape (`HotEnvelope`) is answered while its frame

@@ -68,28 +68,34 @@ enum Journal {
         return records
     }
 
-    /// Appends one record to `out`, written in place (no intermediate arrays: this runs on the loop thread for
-    /// every small set).
+    /// Appends one record to `out`: its fields before the value written by a `ByteCursor` into room of their exact
+    /// size and appended in one piece, then the value. This runs on the loop thread for every small set, where
+    /// eleven appends (each checking the array's uniqueness and capacity) cost ~1,100 instructions (callgrind).
     static func encode(seq: UInt64, _ key: CacheKey, _ entry: CacheEntry, into out: inout [UInt8]) {
         let start = out.count
-        out.append(contentsOf: repeatElement(0, count: 12))  // length and checksum, filled in below
-        put(seq, bytes: 8, &out)
-        put(UInt64(key.namespace.utf8.count), bytes: 2, &out)
-        out.append(contentsOf: key.namespace.utf8)
-        put(UInt64(key.key.utf8.count), bytes: 4, &out)
-        out.append(contentsOf: key.key.utf8)
-        put(UInt64(bitPattern: entry.createdAt), bytes: 8, &out)
-        out.append(entry.expiresAt == nil ? 0 : 1)
-        put(UInt64(bitPattern: entry.expiresAt ?? 0), bytes: 8, &out)
-        put(UInt64(entry.value.count), bytes: 4, &out)
+        let namespaceBytes = key.namespace.utf8.count, keyBytes = key.key.utf8.count
+        let headBytes = 12 + 8 + 2 + namespaceBytes + 4 + keyBytes + 8 + 1 + 8 + 4
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: headBytes) { room in
+            var head = ByteCursor(room)
+            _ = head.reserve(12)  // length and checksum, filled in below
+            head.bigEndian(seq, bytes: 8)
+            head.bigEndian(UInt64(namespaceBytes), bytes: 2)
+            head.utf8(key.namespace)
+            head.bigEndian(UInt64(keyBytes), bytes: 4)
+            head.utf8(key.key)
+            head.bigEndian(UInt64(bitPattern: entry.createdAt), bytes: 8)
+            head.byte(entry.expiresAt == nil ? 0 : 1)
+            head.bigEndian(UInt64(bitPattern: entry.expiresAt ?? 0), bytes: 8)
+            head.bigEndian(UInt64(entry.value.count), bytes: 4)
+            precondition(!head.overflowed && head.count == headBytes, "Journal.encode: the head's size")
+            out.append(contentsOf: head.written)
+        }
         out.append(contentsOf: entry.value)
         let length = UInt64(out.count - start - 12)
         let sum = out.withUnsafeBytes { checksum(UnsafeRawBufferPointer(rebasing: $0[(start + 12)...])) }
         BigEndian.store(length, bytes: 4, into: &out, at: start)
         BigEndian.store(sum, bytes: 8, into: &out, at: start + 4)
     }
-
-    static func put(_ v: UInt64, bytes: Int, _ out: inout [UInt8]) { BigEndian.append(v, bytes: bytes, to: &out) }
 
     static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
         var sum = Checksum64.Running(count: bytes.count)

@@ -1,5 +1,6 @@
 import FerryCache
 import FerryLoop
+import FerryBytes
 import FerryProtocol
 import FerryStore
 

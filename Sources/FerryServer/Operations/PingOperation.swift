@@ -1,4 +1,5 @@
 import FerryLoop
+import FerryBytes
 import FerryProtocol
 
 /// `ping`: echoes the request body; with `delay_ms` it stays in flight (on a loop timer) until then, with `events`

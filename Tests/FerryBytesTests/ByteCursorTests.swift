@@ -1,8 +1,9 @@
 import Testing
-@testable import FerryProtocol
+@testable import FerryBytes
 
-/// The fast path's writer writes what `JSONWriter` writes for the same values, and a write that does not fit
-/// writes nothing at all.
+/// The cursor writes what the array writers write for the same values (decimal as Swift prints it, which is
+/// what `JSONWriter.writeInt` writes: `HotPathTests` compares whole replies), and a write that does not fit writes
+/// nothing at all.
 @Suite struct ByteCursorTests {
     static func written(capacity: Int = 64, _ write: (inout ByteCursor) -> Void) -> (bytes: [UInt8], overflowed: Bool) {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { room in
@@ -20,10 +21,8 @@ import Testing
             values += [power - 1, power, power + 1, -power, -(power - 1)]
         }
         for n in values {
-            var expected: [UInt8] = []
-            JSONWriter.writeInt(n, to: &expected)
             let got = Self.written { $0.int(n) }
-            #expect(got.bytes == expected && !got.overflowed, "\(n)")
+            #expect(got.bytes == Array(String(n).utf8) && !got.overflowed, "\(n)")
         }
     }
 
@@ -33,17 +32,21 @@ import Testing
             c.ascii("{\"size\":")
             c.int(42)
             c.byte(UInt8(ascii: "}"))
-            [1, 2, 3].withUnsafeBytes { c.bytes($0) }
-            c.patch(FrameEncoder.header(jsonLength: 11, bodyLength: 3), at: at!)
+            [UInt8]([1, 2, 3]).withUnsafeBytes { c.bytes($0) }
+            c.patch((UInt64(11) << 32 | 3).bigEndian, at: at!)
         }
-        var expected: [UInt8] = []
-        [1, 2, 3].withUnsafeBytes { body in
-            FrameEncoder.append(to: &expected) { JSONWriter.appendASCII("{\"size\":42}", to: &$0) }
-            expected.append(contentsOf: body)
+        #expect(got.bytes == [0, 0, 0, 11, 0, 0, 0, 3] + Array("{\"size\":42}".utf8) + [1, 2, 3] && !got.overflowed)
+    }
+
+    @Test func stringsAndBigEndianFieldsAsTheArrayWritersWriteThem() {
+        for n in 0...8 {
+            var expected: [UInt8] = []
+            BigEndian.append(0x0102_0304_0506_0708, bytes: n, to: &expected)
+            #expect(Self.written { $0.bigEndian(0x0102_0304_0506_0708, bytes: n) }.bytes == expected, "\(n) bytes")
         }
-        // The frame head as FrameEncoder writes it for a 3-byte body.
-        expected.replaceSubrange(0..<8, with: [0, 0, 0, 11, 0, 0, 0, 3])
-        #expect(got.bytes == expected && !got.overflowed)
+        for s in ["", "default", "key:000000001234", "日本語", String(repeating: "x", count: 40)] {
+            #expect(Self.written { $0.utf8(s) }.bytes == Array(s.utf8))
+        }
     }
 
     @Test func aWriteThatDoesNotFitWritesNothingAndNothingAfterIt() {

@@ -1,5 +1,5 @@
-/// Writes a frame's bytes into room reserved beforehand, one pointer store at a time: the fast path's writer
-/// (`HotReply`), beside `JSONWriter`, which appends to an array. Why: each `Array.append(contentsOf:)` checks the
+/// Writes bytes into room reserved beforehand, one pointer store at a time: the fast path's reply writer
+/// (`HotReply`, beside `JSONWriter`, which appends to an array) and the journal's record writer. Why: each `Array.append(contentsOf:)` checks the
 /// array's uniqueness and capacity and takes a generic path, ~60 instructions for a few bytes; a reply of a memory
 /// hit made ~10 of them, a fifth of its cost (callgrind, issue 12). Here a write is a bounds check and a copy.
 ///
@@ -75,6 +75,28 @@ public struct ByteCursor {
         guard let base = raw.baseAddress, fits(raw.count) else { return }
         UnsafeMutableRawPointer(at).copyMemory(from: base, byteCount: raw.count)
         at += raw.count
+    }
+
+    /// A string's UTF-8 bytes.
+    public mutating func utf8(_ s: String) {
+        if s.utf8.withContiguousStorageIfAvailable({ bytes(UnsafeRawBufferPointer($0)) }) == nil {
+            var copy = s
+            copy.withUTF8 { bytes(UnsafeRawBufferPointer($0)) }
+        }
+    }
+
+    /// The low `count` bytes of `v`, most significant first (as `BigEndian.append`).
+    public mutating func bigEndian(_ v: UInt64, bytes count: Int) {
+        precondition(count >= 0 && count <= 8, "ByteCursor.bigEndian: 0 to 8 bytes")
+        guard count > 0, fits(count) else { return }
+        let word = (v << UInt64(8 * (8 - count))).bigEndian
+        if end - at >= 8 {
+            // One store of the whole word; the bytes past `count` are room not yet written, and stay so.
+            UnsafeMutableRawPointer(at).storeBytes(of: word, as: UInt64.self)
+        } else {
+            withUnsafeBytes(of: word) { UnsafeMutableRawPointer(at).copyMemory(from: $0.baseAddress!, byteCount: count) }
+        }
+        at += count
     }
 
     /// `n` in decimal, as `JSONWriter.writeInt` writes it: two digits a step from a table (a 13-digit time took
