@@ -24,7 +24,7 @@ public enum CacheSource: String, Sendable {
 /// ```
 ///
 /// Confined to the loop thread; `@unchecked Sendable` only so completions posted from the worker can reach it.
-public final class CacheStore: @unchecked Sendable {
+public final class CacheStore: @unchecked Sendable, SettledSets {
     public let config: StoreConfig
     /// Blob files that passed a whole check since start: handed out as descriptors without checking again.
     public let blobChecks = BlobChecks()
@@ -61,6 +61,7 @@ public final class CacheStore: @unchecked Sendable {
         memory = MemoryLRU(budget: config.memoryBudget)
         disk = tier
         self.notices = notices
+        tier.settledSets = self
     }
 
     /// The memory tier's counts and the disk tier's, as `stats` reports them.
@@ -202,12 +203,7 @@ public final class CacheStore: @unchecked Sendable {
         guard disk.settlesAtOnce(key, entry, ifAbsent: false) else { return false }
         if let remote, remote.shares(key) { remote.write(key, entry, ifAbsent: false, now: now) { _ in } }
         let ticket = beginSettling(key, entry)
-        disk.write(key, entry, ifAbsent: false, now: now, settling: true) { [unowned self] result in
-            endSettling(key, ticket, result)
-            var failure: StoreError?
-            if case .failure(let error) = result { failure = error }
-            target.setSettled(id: id, failure: failure)
-        }
+        disk.writeSettling(SettlingSet(key: key, ticket: ticket, target: target, id: id), entry, now: now)
         return true
     }
 
@@ -218,6 +214,13 @@ public final class CacheStore: @unchecked Sendable {
         let ticket = mutations.beginShort(key)
         remember(key, entry)
         return ticket
+    }
+
+    /// A fast-path set's record was written (or failed to be): as `setLocal`'s settling completion, then its
+    /// target hears it.
+    public func settled(_ set: SettlingSet, failure: StoreError?) {
+        endSettling(set.key, set.ticket, failure.map { .failure($0) } ?? .success(true))
+        set.target.setSettled(id: set.id, failure: failure)
     }
 
     /// Its record was written, or failed to be: counted, or the value leaves the memory tier again (unless

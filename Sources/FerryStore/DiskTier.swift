@@ -43,9 +43,16 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     private var unsubmitted: [DiskJob] = []
     private let journal: JournalWriter
     /// One per record buffered in `journal`: runs once the record is written (or failed).
-    private var journalAcks: [(Result<Bool, StoreError>) -> Void] = []
+    private var journalAcks: [JournalAck] = []
     /// Sets whose records were written (or failed to be), waiting to be settled by `settleJournal`.
-    private var writtenSets: [(done: (Result<Bool, StoreError>) -> Void, failure: StoreError?)] = []
+    private var writtenSets: [(ack: JournalAck, failure: StoreError?)] = []
+    weak var settledSets: SettledSets?
+
+    /// Who hears a journaled set settle: its completion, or for a fast-path set, `settledSets`.
+    private enum JournalAck {
+        case done((Result<Bool, StoreError>) -> Void)
+        case fast(SettlingSet)
+    }
     /// Disk bytes of journaled sets the worker has not counted yet (its totals arrive with each batch).
     private var uncountedJournalBytes = 0
     /// Written journal records the worker has not been given yet (see `handOffJournaled`), and their disk cost.
@@ -165,14 +172,18 @@ final class DiskTier: StoreTier, @unchecked Sendable {
             && usage.bytes + uncountedJournalBytes + StoreEngine.cost(key, size: entry.value.count) <= config.diskBudget
     }
 
+    func writeSettling(_ set: SettlingSet, _ entry: CacheEntry, now: Int64) { journaled(set.key, entry, .fast(set)) }
+
+    /// A set taken through the journal: buffered now, written at the end of the iteration (`settleJournal`).
+    private func journaled(_ key: CacheKey, _ entry: CacheEntry, _ ack: JournalAck) {
+        journal.add(key, entry)
+        journalAcks.append(ack)
+        uncountedJournalBytes += StoreEngine.cost(key, size: entry.value.count)
+    }
+
     func write(_ key: CacheKey, _ entry: CacheEntry, ifAbsent: Bool, now: Int64, settling: Bool,
                _ done: @escaping (Result<Bool, StoreError>) -> Void) {
-        if settling {
-            journal.add(key, entry)
-            journalAcks.append(done)
-            uncountedJournalBytes += StoreEngine.cost(key, size: entry.value.count)
-            return
-        }
+        if settling { return journaled(key, entry, .done(done)) }
         let size = entry.value.count
         guard budget.reserve(size, for: .storeQueue) else {
             return done(.failure(.busy("""
@@ -269,9 +280,19 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     /// last call; hands records to the worker and seals the file when enough gathered.
     private func settleJournal() {
         writeBufferedSets()
-        let settled = writtenSets
-        writtenSets.removeAll(keepingCapacity: true)
-        for set in settled { set.done(set.failure.map { .failure($0) } ?? .success(true)) }
+        // Taken out whole (a completion may journal more sets, which wait for the next call), and the buffer given
+        // back afterwards when nothing was added meanwhile, so it is not allocated again each time.
+        var settled: [(ack: JournalAck, failure: StoreError?)] = []
+        swap(&settled, &writtenSets)
+        let sets = settledSets
+        for (ack, failure) in settled {
+            switch ack {
+            case .done(let done): done(failure.map { .failure($0) } ?? .success(true))
+            case .fast(let set): sets?.settled(set, failure: failure)
+            }
+        }
+        settled.removeAll(keepingCapacity: true)
+        if writtenSets.isEmpty { swap(&settled, &writtenSets) }
         if unhandedRecords.count >= DiskTier.handOffRecords || unhandedCost >= handOffBytes { handOffJournaled() }
         if journal.fileBytes >= DiskTier.journalRotateBytes || (journal.fileBytes >= journalRoomCheckAt && isShortOfRoom()) {
             rotateJournal()

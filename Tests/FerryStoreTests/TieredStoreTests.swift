@@ -13,6 +13,7 @@ final class CountingTier: StoreTier {
     var settlesAtOnce = true
     var failNextSettle: StoreError?
     private var unsettled: [(Result<Bool, StoreError>) -> Void] = []
+    weak var settledSets: SettledSets?
 
     func read(_ key: CacheKey, now: Int64, _ done: @escaping (Result<CacheEntry?, StoreError>) -> Void) { reads.append((key, done)) }
     func settlesAtOnce(_ key: CacheKey, _ entry: CacheEntry, ifAbsent: Bool) -> Bool { settlesAtOnce && !ifAbsent }
@@ -20,6 +21,13 @@ final class CountingTier: StoreTier {
                _ done: @escaping (Result<Bool, StoreError>) -> Void) {
         writes.append((key, entry, done))
         if settling { unsettled.append(done) }
+    }
+    func writeSettling(_ set: SettlingSet, _ entry: CacheEntry, now: Int64) {
+        write(set.key, entry, ifAbsent: false, now: now, settling: true) { [weak self] result in
+            var failure: StoreError?
+            if case .failure(let error) = result { failure = error }
+            self?.settledSets?.settled(set, failure: failure)
+        }
     }
     func adopt(_ key: CacheKey, _ file: AdoptedFile, _ done: @escaping (Result<Bool, StoreError>) -> Void) { done(.success(true)) }
     func remove(_ key: CacheKey, now: Int64, _ done: @escaping (Result<Bool, StoreError>) -> Void) {
