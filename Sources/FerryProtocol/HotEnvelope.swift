@@ -42,11 +42,18 @@ public struct HotEnvelope: Sendable, Equatable {
     }
 
     public static func scan(_ b: UnsafeRawBufferPointer) -> HotEnvelope? {
+        var canonical = Scanner(b: b)
+        if let e = canonical.canonical() { return e }
+        return scanGeneral(b)
+    }
+
+    /// The scan of any spelling (`scan` tries the canonical one first).
+    static func scanGeneral(_ b: UnsafeRawBufferPointer) -> HotEnvelope? {
         var s = Scanner(b: b)
         return s.envelope()
     }
 
-    private struct Scanner {
+    struct Scanner {
         let b: UnsafeRawBufferPointer
         var i = 0
 

@@ -94,4 +94,41 @@ import Testing
         }
         #expect(checked == 60)
     }
+
+    /// The canonical spelling's reader agrees with the general scan wherever it accepts, accepts what clients
+    /// write, and hands everything else to the general scan (which decides it as before).
+    @Test func theCanonicalSpellingIsReadAsTheGeneralScanReadsIt() {
+        var inputs: [String] = []
+        for id in ["1", "7", "42", "123456789012345", "9007199254740991", "0", "01", "1234567890123456", "-1", "1.5"] {
+            for op in ["ping", "cache.get", "cache.set", "a\\b", "caf\u{e9}", ""] {
+                for args in ["", #","args":{"key":"k"}"#, #","args":{"key":"key:000000001234","namespace":"app"}"#,
+                             #","args":{"key":"k","namespace":"n","ttl_ms":5}"#, #","args":{"namespace":"n","key":"k"}"#,
+                             #","args":{}"#, #","args":{"key":"a\"b"}"#, #","args":{"key":""}"#, #","args":{"key":"k"} "#,
+                             #","args":{"key":"k","key":"j"}"#, #","args":{"key":"k"},"timeout_ms":5"#, #","args":{"key":1}"#] {
+                    inputs.append("{\"id\":\(id),\"op\":\"\(op)\"\(args)}")
+                    inputs.append("{\"id\":\(id),\"op\":\"\(op)\"\(args)} ")
+                    inputs.append("{\"id\": \(id),\"op\":\"\(op)\"\(args)}")
+                    inputs.append("{\"id\":\(id),\"op\":\"\(op)\"\(args)")
+                }
+            }
+        }
+        var canonical = 0
+        for text in inputs {
+            let bytes = Array(text.utf8)
+            bytes.withUnsafeBytes { b in
+                var reader = HotEnvelope.Scanner(b: b)
+                let fast = reader.canonical()
+                let general = HotEnvelope.scanGeneral(b)
+                if let fast {
+                    canonical += 1
+                    #expect(fast == general, "\(text)")
+                }
+                #expect(HotEnvelope.scan(b) == general, "\(text)")
+            }
+        }
+        // What the clients write is read canonically: ids in range, plain ops, and `key` (+ `namespace`) or no args.
+        #expect(canonical >= 4 * 4 * 3, "\(canonical) of \(inputs.count)")
+        let client = Array(#"{"id":12,"op":"cache.get","args":{"key":"user:1","namespace":"app"}}"#.utf8)
+        #expect(client.withUnsafeBytes { b -> Bool in var r = HotEnvelope.Scanner(b: b); return r.canonical() != nil })
+    }
 }
