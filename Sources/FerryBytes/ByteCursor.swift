@@ -1,11 +1,12 @@
 /// Writes bytes into room reserved beforehand, one pointer store at a time: the fast path's reply writer
-/// (`HotReply`, beside `JSONWriter`, which appends to an array) and the journal's record writer. Why: each `Array.append(contentsOf:)` checks the
-/// array's uniqueness and capacity and takes a generic path, ~60 instructions for a few bytes; a reply of a memory
-/// hit made ~10 of them, a fifth of its cost (callgrind, issue 12). Here a write is a bounds check and a copy.
+/// (`HotReply`, beside `JSONWriter`, which appends to an array) and the journal's record writer. Why: each
+/// `Array.append(contentsOf:)` checks the array's uniqueness and capacity and takes a generic path, ~60 instructions
+/// for a few bytes; a reply of a memory hit made ~10 of them, a fifth of its cost (callgrind, issue 12). Here a
+/// write is a bounds check and a copy.
 ///
 /// The room is fixed: a write that does not fit writes nothing and sets `overflowed`, and the caller writes again
-/// with more room (`Connection.writeHotFrame` does). The bytes are the ones `JSONWriter` writes for the same
-/// values (`ByteCursorTests` compares them).
+/// with more room (`Connection.writeHotFrame` does). The bytes are the ones the array writers write for the same
+/// values (`ByteCursorTests`; `HotPathTests` compares whole replies with `JSONWriter`'s).
 ///
 /// ```swift
 /// withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { room in

@@ -35,16 +35,8 @@ struct HotRequest {
                              key: UnsafeRawBufferPointer(rebasing: json[keyRange]))
     }
 
-    /// The request's `key` and `namespace` as a cache key, when both are valid; nil (the general path answers,
-    /// with the error) when either is missing or refused.
-    var cacheKey: CacheKey? {
-        guard let keyRange = envelope.key else { return nil }
-        let key = string(keyRange)
-        let namespace = envelope.namespace.map(string) ?? CacheKey.defaultNamespace
-        guard CacheKey.keyProblem(key) == nil, envelope.namespace == nil || CacheKey.namespaceProblem(namespace) == nil
-        else { return nil }
-        return CacheKey(trusted: namespace, key)
-    }
+    /// The same as a `CacheKey` (for a set, which keeps it), validated by the probe's rules.
+    var cacheKey: CacheKey? { cacheKeyProbe?.cacheKey }
 }
 
 /// How a hot operation answers: one final frame, written straight into the connection's output.

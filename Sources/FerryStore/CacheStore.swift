@@ -102,13 +102,7 @@ public final class CacheStore: @unchecked Sendable, SettledSets {
 
     /// `read`'s memory tier alone, at once: a live entry of at most `maxBytes` in memory, counted and marked as
     /// `read` counts and marks it; nil otherwise, with nothing counted (the caller then goes through `read`).
-    public func memoryHit(_ key: CacheKey, now: Int64, maxBytes: Int) -> CacheEntry? {
-        guard let entry = memory.get(key, markAccess: true), !entry.isExpired(now: now), entry.value.count <= maxBytes else { return nil }
-        own.memoryHits += 1
-        return entry
-    }
-
-    /// `memoryHit` of a key known by its bytes (the fast path's: no `CacheKey` made for a hit).
+    /// The key is known by its bytes (`CacheKeyProbe`, the fast path's): no `CacheKey` is made for a hit.
     public func memoryHit(_ probe: CacheKeyProbe, now: Int64, maxBytes: Int) -> CacheEntry? {
         guard let entry = memory.get(hash: probe.hashValue, markAccess: true, where: probe.matches),
               !entry.isExpired(now: now), entry.value.count <= maxBytes else { return nil }
