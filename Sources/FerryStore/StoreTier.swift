@@ -31,7 +31,7 @@ public protocol StoreTier: AnyObject {
                _ done: @escaping (Result<Bool, StoreError>) -> Void)
     /// `write(…, settling: true)` of a fast-path set (`CacheStore.setSettling`): no completion of its own; the tier
     /// hands `set` back to `settledSets` once the record is written (or failed), in the order taken.
-    func writeSettling(_ set: SettlingSet, _ entry: CacheEntry, now: Int64)
+    func writeSettling(_ set: consuming SettlingSet, _ entry: CacheEntry, now: Int64)
     /// Who hears of the fast-path sets settled (the store, set once when it is made).
     var settledSets: SettledSets? { get set }
     /// Takes a finished file as the value of `key` (`CacheStore.adopt`); the file is gone from its path after.

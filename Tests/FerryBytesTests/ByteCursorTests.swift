@@ -26,6 +26,21 @@ import Testing
         }
     }
 
+    /// The digit count the writer makes room for, at every edge its guess from the bit length can be wrong at.
+    @Test func digitCountsAtEveryPowerOfTwoAndOfTen() {
+        var values: [UInt64] = [0, 1, 2, .max, .max - 1]
+        for k in 1..<64 { values += [(1 << k) - 1, 1 << k, (1 << k) + 1] }
+        var power: UInt64 = 1
+        for _ in 0..<19 {
+            power *= 10
+            values += [power - 1, power, power + 1]
+        }
+        for m in values {
+            #expect(ByteCursor.decimalDigits(m) == String(m).count, "\(m)")
+            #expect(Self.written { $0.int(Int64(bitPattern: m)) }.bytes == Array(String(Int64(bitPattern: m)).utf8))
+        }
+    }
+
     @Test func textBytesAndAPatchedHeader() {
         let got = Self.written { c in
             let at = c.reserve(8)

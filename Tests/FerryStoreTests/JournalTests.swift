@@ -5,23 +5,26 @@ import FerryCache
 @testable import FerryStore
 
 @Suite struct JournalTests {
-    /// A journal written by a daemon before the word checksum (its records summed with FNV-1a) is still replayed
-    /// after an upgrade; a damaged one still is not.
-    @Test func recordsOfTheOlderChecksumAreReplayedAndDamagedOnesAreNot() throws {
+    /// Journals written by a daemon before the striped checksum (their records summed with `Checksum64`, or before
+    /// that with FNV-1a) are still replayed after an upgrade; a damaged one still is not.
+    @Test(arguments: ["checksum64", "fnv1a"])
+    func recordsOfAnOlderChecksumAreReplayedAndDamagedOnesAreNot(_ older: String) throws {
+        func sumOf(_ bytes: UnsafeRawBufferPointer) -> UInt64 { older == "fnv1a" ? Journal.fnv1a(bytes) : Journal.checksum64(bytes) }
         var old: [UInt8] = []
         let entries = [CacheEntry(value: [UInt8](repeating: 7, count: 70_000), createdAt: 5, expiresAt: 9),
                        CacheEntry(value: [1, 2, 3], createdAt: 6, expiresAt: nil)]
         for (n, entry) in entries.enumerated() {
             let start = old.count
             Journal.encode(seq: UInt64(n + 1), try CacheKey(key: "k\(n)"), entry, into: &old)
-            let sum = old.withUnsafeBytes { Journal.fnv1a(UnsafeRawBufferPointer(rebasing: $0[(start + 12)...])) }
+            let sum = old.withUnsafeBytes { sumOf(UnsafeRawBufferPointer(rebasing: $0[(start + 12)...])) }
+            #expect(sum != old.withUnsafeBytes { Journal.checksum(UnsafeRawBufferPointer(rebasing: $0[(start + 12)...])) })
             for i in 0..<8 { old[start + 4 + i] = UInt8(truncatingIfNeeded: sum >> UInt64(8 * (7 - i))) }
         }
         var reader = Journal.Reader(bytes: old)
         #expect(reader.nextRecord()?.entry == entries[0] && reader.nextRecord()?.entry == entries[1])
         old[40] ^= 1
         var damaged = Journal.Reader(bytes: old)
-        #expect(damaged.nextRecord() == nil, "neither checksum matches a flipped bit")
+        #expect(damaged.nextRecord() == nil, "no checksum matches a flipped bit")
     }
 
     @Test func recordsRoundTripAndATornTailIsIgnored() throws {

@@ -22,7 +22,7 @@ final class CountingTier: StoreTier {
         writes.append((key, entry, done))
         if settling { unsettled.append(done) }
     }
-    func writeSettling(_ set: SettlingSet, _ entry: CacheEntry, now: Int64) {
+    func writeSettling(_ set: consuming SettlingSet, _ entry: CacheEntry, now: Int64) {
         write(set.key, entry, ifAbsent: false, now: now, settling: true) { [weak self] result in
             var failure: StoreError?
             if case .failure(let error) = result { failure = error }
