@@ -88,6 +88,13 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     private let journalLimitBytes: Int
     /// As of the last look at free space (once per half reserve journaled, and at every sweep).
     private var shortOfRoom = false
+    /// Journaled bytes not yet applied may reach this much: `journalLimitBytes` while short of room, else a third
+    /// of the free space as of the last look (applying them takes about twice their size, in the WAL and then the
+    /// database, while the journal still holds them once). Why: with the worker starved of CPU, the loop journaled
+    /// 4 MB on an 8 MiB disk before free space fell under four reserves, more than could ever be applied, and a
+    /// touch on the full disk then failed (FullDiskTests, 3 runs in 10 with both cores busy). On a disk with room
+    /// it is far above anything the worker holds.
+    private var unappliedLimit: Int
     /// What the worker holds unapplied, as of its last batch.
     private var workerPendingBytes = 0
     /// Value bytes handed to the disk worker and not yet done are held in the daemon's budget (`.storeQueue`): a
@@ -108,6 +115,7 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         journalRotateWhenShortBytes = min(DiskTier.journalRotateBytes, max(64 * 1024, reserveSize / 2))
         journalRoomCheckAt = journalRotateWhenShortBytes
         journalLimitBytes = reserveSize / 2
+        unappliedLimit = DiskReserve.freeBytes(in: config.directory) / 3
         do {
             journal = try JournalWriter(directory: config.directory, generation: opened.journalGeneration, nextSeq: opened.nextSeq)
         } catch {
@@ -175,7 +183,7 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     /// `if_absent` need the index, so those sets go to the worker.)
     func settlesAtOnce(_ key: CacheKey, _ entry: CacheEntry, ifAbsent: Bool) -> Bool {
         !ifAbsent && !usage.diskFull && !journalFull && !fullMode.isOn && entry.value.count <= config.inlineThreshold
-            && (!shortOfRoom || workerPendingBytes + uncountedJournalBytes + entry.value.count <= journalLimitBytes)
+            && workerPendingBytes + uncountedJournalBytes + entry.value.count <= unappliedLimit
             && usage.bytes + uncountedJournalBytes + StoreEngine.cost(key, size: entry.value.count) <= config.diskBudget
     }
 
@@ -362,7 +370,9 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     /// Whether the file system has less than four disk reserves free (looked at once per half reserve journaled).
     private func isShortOfRoom() -> Bool {
         journalRoomCheckAt = journal.fileBytes + journalRotateWhenShortBytes
-        shortOfRoom = DiskReserve.freeBytes(in: config.directory) < 4 * reserveSize
+        let free = DiskReserve.freeBytes(in: config.directory)
+        shortOfRoom = free < 4 * reserveSize
+        unappliedLimit = shortOfRoom ? journalLimitBytes : free / 3
         return shortOfRoom
     }
 

@@ -57,6 +57,10 @@ final class StoreEngine {
         // The WAL folds back into the database every quarter reserve (at most SQLite's default 1000 pages): on a
         // full disk it must never hold more than the reserve can give, or folding it back would need room itself.
         try index.db.exec("PRAGMA wal_autocheckpoint=\(max(16, min(1000, reserve.size / 4 / 4096)));")
+        // And the WAL's file is cut back to a quarter reserve whenever a checkpoint lets it start over: a large apply
+        // leaves it at its high-water mark (1 MiB on the 8 MiB disk of FullDiskTests), room a touch or a delete on a
+        // full disk then lacks (the WAL is rewritten from its start, so a small file is enough).
+        try index.db.exec("PRAGMA journal_size_limit=\(max(65536, reserve.size / 4));")
         let totals = try index.totals(overheadPerRow: StoreConfig.diskOverheadPerEntry)
         diskBytes = totals.bytes
         diskEntries = totals.rows
