@@ -95,6 +95,12 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     /// touch on the full disk then failed (FullDiskTests, 3 runs in 10 with both cores busy). On a disk with room
     /// it is far above anything the worker holds.
     private var unappliedLimit: Int
+    /// And never more than the daemon's buffer limit (`--buffer-limit`: bytes in transit, values waiting for
+    /// the disk among them), whatever the disk's room: journaled values are held in memory until applied, and a
+    /// client writing distinct keys faster than SQLite takes them grew the daemon without bound (1 KB sets to a
+    /// million keys: 1.27 GB resident after 20 s at the default 256 MiB memory limit). Past it a set takes the
+    /// worker's path, whose bytes are held in the budget (`.storeQueue`): the client waits, or hears `busy`.
+    private let unappliedMemoryLimit: Int
     /// What the worker holds unapplied, as of its last batch.
     private var workerPendingBytes = 0
     /// Value bytes handed to the disk worker and not yet done are held in the daemon's budget (`.storeQueue`): a
@@ -116,6 +122,7 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         journalRoomCheckAt = journalRotateWhenShortBytes
         journalLimitBytes = reserveSize / 2
         unappliedLimit = DiskReserve.freeBytes(in: config.directory) / 3
+        unappliedMemoryLimit = budget.limit
         do {
             journal = try JournalWriter(directory: config.directory, generation: opened.journalGeneration, nextSeq: opened.nextSeq)
         } catch {
@@ -183,7 +190,7 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     /// `if_absent` need the index, so those sets go to the worker.)
     func settlesAtOnce(_ key: CacheKey, _ entry: CacheEntry, ifAbsent: Bool) -> Bool {
         !ifAbsent && !usage.diskFull && !journalFull && !fullMode.isOn && entry.value.count <= config.inlineThreshold
-            && workerPendingBytes + uncountedJournalBytes + entry.value.count <= unappliedLimit
+            && workerPendingBytes + uncountedJournalBytes + entry.value.count <= min(unappliedLimit, unappliedMemoryLimit)
             && usage.bytes + uncountedJournalBytes + StoreEngine.cost(key, size: entry.value.count) <= config.diskBudget
     }
 
