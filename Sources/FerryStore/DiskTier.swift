@@ -101,6 +101,10 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     /// million keys: 1.27 GB resident after 20 s at the default 256 MiB memory limit). Past it a set takes the
     /// worker's path, whose bytes are held in the budget (`.storeQueue`): the client waits, or hears `busy`.
     private let unappliedMemoryLimit: Int
+    /// Held in memory by journaled sets, by the worker's count (`JournalBacklog`), and the cost of every record handed
+    /// to it so far.
+    private let backlog: JournalBacklog
+    private var handedOffCost = 0
     /// What the worker holds unapplied, as of its last batch.
     private var workerPendingBytes = 0
     /// Value bytes handed to the disk worker and not yet done are held in the daemon's budget (`.storeQueue`): a
@@ -123,6 +127,7 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         journalLimitBytes = reserveSize / 2
         unappliedLimit = DiskReserve.freeBytes(in: config.directory) / 3
         unappliedMemoryLimit = budget.limit
+        backlog = engine.backlog
         do {
             journal = try JournalWriter(directory: config.directory, generation: opened.journalGeneration, nextSeq: opened.nextSeq)
         } catch {
@@ -139,7 +144,7 @@ final class DiskTier: StoreTier, @unchecked Sendable {
             post { relay.tier?.blobReleased(hash) }
         }
         let box = EngineBox(engine)
-        worker = DiskWorker(run: { jobs in box.engine.run(jobs) }, deliver: { [unowned self] outcome in
+        worker = DiskWorker(run: { jobs in box.engine.run(&jobs) }, deliver: { [unowned self] outcome in
             post { self.apply(outcome) }
         })
         relay.tier = self
@@ -190,7 +195,8 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     /// `if_absent` need the index, so those sets go to the worker.)
     func settlesAtOnce(_ key: CacheKey, _ entry: CacheEntry, ifAbsent: Bool) -> Bool {
         !ifAbsent && !usage.diskFull && !journalFull && !fullMode.isOn && entry.value.count <= config.inlineThreshold
-            && workerPendingBytes + uncountedJournalBytes + entry.value.count <= min(unappliedLimit, unappliedMemoryLimit)
+            && workerPendingBytes + uncountedJournalBytes + entry.value.count <= unappliedLimit
+            && unhandedCost + backlog.held(handedOff: handedOffCost) + entry.value.count <= unappliedMemoryLimit
             && usage.bytes + uncountedJournalBytes + StoreEngine.cost(key, size: entry.value.count) <= config.diskBudget
     }
 
@@ -368,6 +374,7 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     private func handOffJournaled() {
         guard !unhandedRecords.isEmpty else { return }
         let cost = unhandedCost
+        handedOffCost += cost
         completions.append { [unowned self] _ in uncountedJournalBytes -= cost }  // the worker counts them now
         unsubmitted.append(.journaled(unhandedRecords))
         unhandedRecords.removeAll(keepingCapacity: true)

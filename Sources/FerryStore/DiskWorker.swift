@@ -7,7 +7,7 @@ import Glibc
 /// through `post`, in order, one hand-off per batch.
 ///
 /// ```swift
-/// let worker = DiskWorker(run: { jobs in engine.run(jobs) }, deliver: { outcome in post { store.apply(outcome) } })
+/// let worker = DiskWorker(run: { jobs in engine.run(&jobs) }, deliver: { outcome in post { store.apply(outcome) } })
 /// worker.submit(.delete(key))
 /// ```
 final class DiskWorker: @unchecked Sendable {
@@ -20,14 +20,15 @@ final class DiskWorker: @unchecked Sendable {
     private var queue: [Job] = []
     private var stopping = false
     private var joined = false
-    private let run: ([Job]) -> Done
+    private let run: (inout [Job]) -> Done
     private let deliver: @Sendable (Done) -> Void
     private var thread = pthread_t()
 
     /// - Parameters:
-    ///   - run: executes one batch on the worker thread and returns its outcome (one result per job, in order).
+    ///   - run: executes one batch on the worker thread and returns its outcome (one result per job, in order); the
+    ///     batch is its own, so that it may let go of a job's values as soon as the job has run.
     ///   - deliver: hands a batch's outcome to the loop thread.
-    init(run: @escaping ([Job]) -> Done, deliver: @escaping @Sendable (Done) -> Void) {
+    init(run: @escaping (inout [Job]) -> Done, deliver: @escaping @Sendable (Done) -> Void) {
         self.run = run
         self.deliver = deliver
         pthread_mutex_init(mutex, nil)
@@ -60,12 +61,12 @@ final class DiskWorker: @unchecked Sendable {
         while true {
             pthread_mutex_lock(mutex)
             while queue.isEmpty && !stopping { pthread_cond_wait(condition, mutex) }
-            let batch = queue
-            queue.removeAll(keepingCapacity: true)
+            var batch: [Job] = []
+            swap(&batch, &queue)  // the batch's only reference: `run` frees each job's values as it goes
             let exit = stopping && batch.isEmpty
             pthread_mutex_unlock(mutex)
             if exit { return }
-            deliver(run(batch))
+            deliver(run(&batch))
         }
     }
 }

@@ -41,6 +41,8 @@ final class StoreEngine {
     /// Small: these values are held twice while the memory tier keeps them too, and apart from it once evicted.
     static let maxApplyThresholdBytes = 8 * 1024 * 1024
 
+    /// What the journal's sets hold in memory, for the loop's bound (`JournalBacklog`).
+    let backlog = JournalBacklog()
     /// Room kept so that a full disk can still be emptied (`DiskReserve`); not held = full mode.
     var reserve: DiskReserve
     /// Pending sets are applied at this many value bytes: at most a quarter of the reserve (applying them takes about
@@ -70,10 +72,14 @@ final class StoreEngine {
         size + key.key.utf8.count + key.namespace.utf8.count + StoreConfig.diskOverheadPerEntry
     }
 
-    func run(_ jobs: [DiskJob]) -> BatchOutcome {
+    /// Runs a batch; each job is taken out of `jobs` before it runs, so a hand-off's records (and their values) are
+    /// freed once accepted, not when the whole batch — perhaps a long apply — is over.
+    func run(_ jobs: inout [DiskJob]) -> BatchOutcome {
         var outcome = BatchOutcome(results: [DiskResult](repeating: .swept, count: jobs.count), diskBytes: 0, diskEntries: 0,
                                    evictions: 0, expirations: 0)
-        for (i, job) in jobs.enumerated() {
+        for i in jobs.indices {
+            var job = DiskJob.journaled([])
+            swap(&job, &jobs[i])
             if case .retireJournal(let path) = job { sealedJournals.append((path, pendingSeq)) }
             var result = runOne(job, &outcome)
             // The file system is full: give back the reserve, whose room lets this job (and the deletes that
@@ -170,7 +176,10 @@ final class StoreEngine {
     /// as a new entry, which can only over-count — the budget check stays safe — and `applyPending` subtracts the
     /// rows it replaces, so the totals are exact again after every apply.
     private func accept(_ records: [JournalRecord]) {
+        var cost = 0
+        defer { backlog.accepted(cost: cost, pendingBytes: pendingBytes) }
         for record in records {
+            cost += record.cost
             let previous = pending.updateValue(record.entry, forKey: record.key)
             let oldCost = previous.map { StoreEngine.cost(record.key, size: $0.value.count) } ?? 0
             pendingBytes += record.entry.value.count - (previous?.value.count ?? 0)
@@ -215,6 +224,7 @@ final class StoreEngine {
         }
         pending.removeAll(keepingCapacity: true)
         pendingBytes = 0
+        backlog.applied()
         for hash in maybeUnreferenced { removeIfUnused(hash) }
         maybeUnreferenced.removeAll()
         index.resetStatements()
