@@ -57,6 +57,10 @@ final class DiskWorker: @unchecked Sendable {
         pthread_join(thread, nil)
     }
 
+    /// A test seam: `FERRY_TEST_DISK_DELAY_US` slows every batch by that many microseconds, so that a test can make
+    /// the disk slower than the clients (`JournalMemoryTests`) as a full or failing disk would. Read once; 0 unset.
+    static let testDelay: UInt32 = getenv("FERRY_TEST_DISK_DELAY_US").flatMap { UInt32(String(cString: $0)) } ?? 0
+
     fileprivate func loop() {
         while true {
             pthread_mutex_lock(mutex)
@@ -66,6 +70,7 @@ final class DiskWorker: @unchecked Sendable {
             let exit = stopping && batch.isEmpty
             pthread_mutex_unlock(mutex)
             if exit { return }
+            if DiskWorker.testDelay > 0 { usleep(DiskWorker.testDelay) }
             deliver(run(&batch))
         }
     }
