@@ -44,10 +44,9 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     private let journal: JournalWriter
     /// One per record buffered in `journal`: runs once the record is written (or failed).
     private var journalAcks: [JournalAck] = []
-    /// Sets whose records were written (or failed to be), waiting to be settled by `settleJournal`, in order; and
-    /// the writes they came from: `writtenSets[previous end ..< end]` had `failure`. Kept apart so that an ack is
-    /// moved between the arrays, never copied: a copy retains its key's strings and its target (~200 instructions
-    /// a set, callgrind).
+    /// Sets whose records were written (or failed to be), in order, for `settleJournal`; and the writes they came
+    /// from (`writtenSets[previous end ..< end]` had `failure`). Apart, so an ack is moved, never copied: a copy
+    /// retains its key's strings and its target (~200 instructions a set, callgrind).
     private var writtenSets: [JournalAck] = []
     private var writes: [(end: Int, failure: StoreError?)] = []
     weak var settledSets: SettledSets?
@@ -68,41 +67,9 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     /// Values held for the hand-off count too: 512 records of 64 KiB would be 32 MiB kept outside every budget.
     /// At most the engine's apply threshold, so one hand-off never outgrows the room its disk reserve gives.
     private let handOffBytes: Int
-    /// The active journal file is sealed and a new one started at 32 MiB, and at every sweep; sooner — at half the
-    /// disk reserve — when the file system is short of room (free space under four reserves), because a sealed
-    /// file's records, once applied, are on the disk twice until the file is retired: on a disk that fills within a
-    /// second the journal held every value twice, and the room the reserve freed was not enough to apply what was
-    /// pending (FullDiskTests). Not always that soon: each retirement folds the WAL back, and at 64 KiB sets a
-    /// rotation every 8 MiB halved their rate.
-    static let journalRotateBytes = 32 * 1024 * 1024
-    private let journalRotateWhenShortBytes: Int
-    /// The reserve's size, read once at start (the reserve itself is the worker's).
-    private let reserveSize: Int
-    /// The journal's size at which free space is looked at next (`statvfs`, once per half reserve written).
-    private var journalRoomCheckAt: Int
-    /// While the file system is short of room (`isShortOfRoom`), journaled bytes not yet applied to the index
-    /// (handed off or not) may reach this much, half the disk reserve: past it a set goes to the worker like one that
-    /// is not journaled, which applies what is pending first. The loop acknowledges journaled sets faster than the
-    /// worker applies them, and on a full disk every pending byte must still find room. Not always: the limit sent
-    /// 64 KiB sets to the worker often enough to take their p99 from 5 to 30 ms.
-    private let journalLimitBytes: Int
-    /// As of the last look at free space (once per half reserve journaled, and at every sweep).
-    private var shortOfRoom = false
-    /// Journaled bytes not yet applied may reach this much: `journalLimitBytes` while short of room, else a third
-    /// of the free space as of the last look (applying them takes about twice their size, in the WAL and then the
-    /// database, while the journal still holds them once). Why: with the worker starved of CPU, the loop journaled
-    /// 4 MB on an 8 MiB disk before free space fell under four reserves, more than could ever be applied, and a
-    /// touch on the full disk then failed (FullDiskTests, 3 runs in 10 with both cores busy). On a disk with room
-    /// it is far above anything the worker holds.
-    private var unappliedLimit: Int
-    /// And never more than the daemon's buffer limit (`--buffer-limit`: bytes in transit, values waiting for
-    /// the disk among them), whatever the disk's room: journaled values are held in memory until applied, and a
-    /// client writing distinct keys faster than SQLite takes them grew the daemon without bound (1 KB sets to a
-    /// million keys: 1.27 GB resident after 20 s at the default 256 MiB memory limit). Past it a set takes the
-    /// worker's path, whose bytes are held in the budget (`.storeQueue`): the client waits, or hears `busy`.
-    private let unappliedMemoryLimit: Int
-    /// Held in memory by journaled sets, by the worker's count (`JournalBacklog`), and the cost of every record handed
-    /// to it so far.
+    /// When the journal file is sealed early, and how far journaled sets may run ahead of the index.
+    private var room: JournalRoom
+    /// Held in memory by journaled sets as the worker counts it, and the cost of every record handed to it so far.
     private let backlog: JournalBacklog
     private var handedOffCost = 0
     /// What the worker holds unapplied, as of its last batch.
@@ -121,12 +88,9 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         self.engine = engine
         fullMode = engine.reserve.fullMode
         handOffBytes = min(4 * 1024 * 1024, engine.applyThresholdBytes)
-        reserveSize = engine.reserve.size
-        journalRotateWhenShortBytes = min(DiskTier.journalRotateBytes, max(64 * 1024, reserveSize / 2))
-        journalRoomCheckAt = journalRotateWhenShortBytes
-        journalLimitBytes = reserveSize / 2
-        unappliedLimit = DiskReserve.freeBytes(in: config.directory) / 3
-        unappliedMemoryLimit = budget.limit
+        let directory = config.directory
+        room = JournalRoom(reserveSize: engine.reserve.size, bufferLimit: budget.limit,
+                           free: { DiskReserve.freeBytes(in: directory) })
         backlog = engine.backlog
         do {
             journal = try JournalWriter(directory: config.directory, generation: opened.journalGeneration, nextSeq: opened.nextSeq)
@@ -195,15 +159,12 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     /// `if_absent` need the index, so those sets go to the worker.)
     func settlesAtOnce(_ key: CacheKey, _ entry: CacheEntry, ifAbsent: Bool) -> Bool {
         !ifAbsent && !usage.diskFull && !journalFull && !fullMode.isOn && entry.value.count <= config.inlineThreshold
-            && workerPendingBytes + uncountedJournalBytes + entry.value.count <= unappliedLimit
-            && unhandedCost + backlog.held(handedOff: handedOffCost) + entry.value.count <= unappliedMemoryLimit
+            && room.admits(unappliedOnDisk: workerPendingBytes + uncountedJournalBytes,
+                           heldInMemory: unhandedCost + backlog.held(handedOff: handedOffCost), size: entry.value.count)
             && usage.bytes + uncountedJournalBytes + StoreEngine.cost(key, size: entry.value.count) <= config.diskBudget
     }
 
-    func writeSettling(_ set: consuming SettlingSet, _ entry: CacheEntry, now: Int64) {
-        let key = set.key
-        journaled(key, entry, .fast(set))
-    }
+    func writeSettling(_ set: consuming SettlingSet, _ entry: CacheEntry, now: Int64) { journaled(set.key, entry, .fast(set)) }
 
     /// A set taken through the journal: buffered now, written at the end of the iteration (`settleJournal`).
     private func journaled(_ key: CacheKey, _ entry: CacheEntry, _ ack: consuming JournalAck) {
@@ -285,7 +246,7 @@ final class DiskTier: StoreTier, @unchecked Sendable {
 
     func sweep(now: Int64, accessed: [CacheKey]) {
         journalFull = false
-        _ = isShortOfRoom()
+        _ = room.look(journalBytes: journal.fileBytes)
         submit(.sweep(now: now, accessed: accessed)) { _ in }
         if journal.fileBytes > 0 { rotateJournal() }
     }
@@ -335,7 +296,8 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         if writtenSets.isEmpty { swap(&settled, &writtenSets) }
         if writes.isEmpty { swap(&runs, &writes) }
         if unhandedRecords.count >= DiskTier.handOffRecords || unhandedCost >= handOffBytes { handOffJournaled() }
-        if journal.fileBytes >= DiskTier.journalRotateBytes || (journal.fileBytes >= journalRoomCheckAt && isShortOfRoom()) {
+        if journal.fileBytes >= JournalRoom.rotateBytes
+            || (journal.fileBytes >= room.nextLookAt && room.look(journalBytes: journal.fileBytes)) {
             rotateJournal()
         }
     }
@@ -381,20 +343,11 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         unhandedCost = 0
     }
 
-    /// Whether the file system has less than four disk reserves free (looked at once per half reserve journaled).
-    private func isShortOfRoom() -> Bool {
-        journalRoomCheckAt = journal.fileBytes + journalRotateWhenShortBytes
-        let free = DiskReserve.freeBytes(in: config.directory)
-        shortOfRoom = free < 4 * reserveSize
-        unappliedLimit = shortOfRoom ? journalLimitBytes : free / 3
-        return shortOfRoom
-    }
-
     /// Seals the active journal file (the next write starts a new one) and has the worker apply and delete it.
     private func rotateJournal() {
         writeBufferedSets()
         submit(.retireJournal(path: journal.seal())) { _ in }
-        journalRoomCheckAt = journalRotateWhenShortBytes
+        room.rotated()
     }
 
     // MARK: Worker
