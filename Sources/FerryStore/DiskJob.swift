@@ -15,8 +15,10 @@ enum DiskJob: Sendable {
     case sweep(now: Int64, accessed: [CacheKey])
     /// Small sets the loop thread wrote to the journal (and acknowledged), in their place among the other jobs.
     case journaled([JournalRecord])
-    /// A journal file the loop has sealed: apply everything pending, then delete it.
-    case retireJournal(path: String)
+    /// A journal file the loop has sealed, deleted once everything it holds is in the index: with `applyNow`,
+    /// everything pending is applied at once; else the file waits for the next apply (a sweep, a threshold, any other
+    /// job), so a hot key rewritten in many files is written into the index once, not once a file.
+    case retireJournal(path: String, applyNow: Bool)
     /// A reply finished reading a pinned blob: remove the file if no row points at it any more.
     case releaseBlob(hash: String)
     /// A streamed blob did not match its checksum: drop the row if it still points at that file, and count it.

@@ -69,6 +69,9 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     private let handOffBytes: Int
     /// When the journal file is sealed early, and how far journaled sets may run ahead of the index.
     private var room: JournalRoom
+    /// Bytes of the journal files sealed since the last one retired with `applyNow`: what the worker may still hold
+    /// on disk besides the active file. Over-counts when another job applied them meanwhile, which only applies sooner.
+    private var sealedBytes = 0
     /// Held in memory by journaled sets as the worker counts it, and the cost of every record handed to it so far.
     private let backlog: JournalBacklog
     private var handedOffCost = 0
@@ -93,7 +96,8 @@ final class DiskTier: StoreTier, @unchecked Sendable {
                            free: { DiskReserve.freeBytes(in: directory) })
         backlog = engine.backlog
         do {
-            journal = try JournalWriter(directory: config.directory, generation: opened.journalGeneration, nextSeq: opened.nextSeq)
+            journal = try JournalWriter(directory: config.directory, generation: opened.journalGeneration, nextSeq: opened.nextSeq,
+                                        spares: engine.spares)
         } catch {
             Glibc.close(opened.lockFD)
             throw error
@@ -116,12 +120,13 @@ final class DiskTier: StoreTier, @unchecked Sendable {
 
     func close() {
         // A clean stop leaves no journal (its sets in the index); a killed daemon replays it at start.
-        rotateJournal()
+        rotateJournal(applyNow: true)
         writtenSets.removeAll()
         writes.removeAll()
         worker.submit(unsubmitted)
         unsubmitted.removeAll()
         worker.stop()
+        engine.spares.removeAll()  // spares never outlive the daemon: their room is the disk's again
         engine.retakeReserveForStop()  // the worker is gone: this thread is the engine's only user now
         if lockFD >= 0 { Glibc.close(lockFD) }
     }
@@ -248,7 +253,8 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         journalFull = false
         _ = room.look(journalBytes: journal.fileBytes)
         submit(.sweep(now: now, accessed: accessed)) { _ in }
-        if journal.fileBytes > 0 { rotateJournal() }
+        sealedBytes = 0  // the sweep applies what is pending first, and the sealed files go with it
+        if journal.fileBytes > 0 { rotateJournal(applyNow: true) }
     }
 
     /// Writes the journaled sets in one append and settles them, which produces their replies; runs `flushReplies`;
@@ -296,9 +302,10 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         if writtenSets.isEmpty { swap(&settled, &writtenSets) }
         if writes.isEmpty { swap(&runs, &writes) }
         if unhandedRecords.count >= DiskTier.handOffRecords || unhandedCost >= handOffBytes { handOffJournaled() }
-        if journal.fileBytes >= JournalRoom.rotateBytes
-            || (journal.fileBytes >= room.nextLookAt && room.look(journalBytes: journal.fileBytes)) {
-            rotateJournal()
+        if journal.fileBytes >= JournalRoom.rotateBytes {
+            rotateJournal(applyNow: room.appliesSealed(sealedBytes + journal.fileBytes))
+        } else if journal.fileBytes >= room.nextLookAt && room.look(journalBytes: journal.fileBytes) {
+            rotateJournal(applyNow: true)  // short of room: every sealed file applied and gone at once
         }
     }
 
@@ -343,10 +350,12 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         unhandedCost = 0
     }
 
-    /// Seals the active journal file (the next write starts a new one) and has the worker apply and delete it.
-    private func rotateJournal() {
+    /// Seals the active journal file (the next write starts a new one) and has the worker delete it once its records
+    /// are in the index: applied at once with `applyNow`, else at the next apply (see `JournalRoom.appliesSealed`).
+    private func rotateJournal(applyNow: Bool) {
         writeBufferedSets()
-        submit(.retireJournal(path: journal.seal())) { _ in }
+        sealedBytes = applyNow ? 0 : sealedBytes + journal.fileBytes
+        submit(.retireJournal(path: journal.seal(), applyNow: applyNow)) { _ in }
         room.rotated()
     }
 
@@ -384,7 +393,8 @@ final class DiskTier: StoreTier, @unchecked Sendable {
             completions.removeFirst(completionsHead)
             completionsHead = 0
         }
-        if enteredFullMode && journal.fileBytes > 0 { rotateJournal() }
+        // (Sealing a file never opened only moves to the next generation; its retirement applies the sealed ones.)
+        if enteredFullMode && (journal.fileBytes > 0 || sealedBytes > 0) { rotateJournal(applyNow: true) }
     }
 }
 

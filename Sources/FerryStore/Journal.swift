@@ -27,7 +27,8 @@ struct JournalRecord: Sendable {
 /// The checksum is `StripedChecksum` (four words at a time). Journals written before it used `Checksum64` (a word
 /// at a time: a fifth of the loop's time for 64 KiB sets) and before that FNV-1a (a byte at a time: a third), which
 /// the reader still accepts, so an upgrade replays them. A record cut short or matching no checksum ends the file's
-/// replay: it was never acknowledged.
+/// replay: it was never acknowledged. So does one whose sequence number is not above the one before it: the old
+/// records of a retired file written over again (`JournalSpares`).
 enum Journal {
     static let prefix = "journal."
 
@@ -65,7 +66,9 @@ enum Journal {
         }
         var records: [JournalRecord] = []
         var reader = Reader(bytes: data)
-        while let record = reader.nextRecord() { records.append(record) }
+        // A file written over (`JournalSpares`) ends where a record's sequence number stops growing: past the new
+        // records lie the old ones, whole and with good checksums.
+        while let record = reader.nextRecord(), records.last.map({ record.seq > $0.seq }) ?? true { records.append(record) }
         return records
     }
 

@@ -2,7 +2,8 @@
 /// journaled bytes may wait unapplied, by what the loop last saw of the file system's free space (looked at once per
 /// half disk reserve journaled, and at every sweep) and by the daemon's buffer limit. The loop's `DiskTier` asks
 /// `admits` for every small set; a set it refuses goes to the worker like one that is not journaled, which applies
-/// what is pending first (the client waits for the disk, or hears `busy`).
+/// what is pending first (the client waits for the disk, or hears `busy`). And when sealed files are applied at once
+/// rather than at the next sweep (`appliesSealed`).
 ///
 /// ```swift
 /// var room = JournalRoom(reserveSize: 16 << 20, bufferLimit: 64 << 20, free: { DiskReserve.freeBytes(in: dir) })
@@ -63,6 +64,19 @@ struct JournalRoom {
 
     /// A new journal file was started.
     mutating func rotated() { nextLookAt = rotateWhenShortBytes }
+
+    /// Sealed journal files may wait on disk for the next apply (a sweep, about once a second) up to this many bytes,
+    /// Redis's smallest AOF rewrite size twice over. Why wait: an apply writes every pending value into SQLite's WAL
+    /// and again into the database, and a file sealed every 32 MiB applied at once wrote a hot key's value that often
+    /// (64 KiB sets to 100 keys: the disk worker wrote as much as the journal did, and synced 17 times a second).
+    static let sealedBytesLimit = 128 * 1024 * 1024
+
+    /// Whether journal files holding `sealedBytes` (the one sealed now included) are applied and deleted now:
+    /// at `sealedBytesLimit`, or at half of what may wait unapplied on this disk, whichever comes first (while short
+    /// of room, every time).
+    func appliesSealed(_ sealedBytes: Int) -> Bool {
+        sealedBytes >= min(JournalRoom.sealedBytesLimit, unappliedLimit / 2)
+    }
 
     /// Whether a set of `size` value bytes may be journaled, given the journaled bytes the index does not have yet
     /// (on disk, every record until applied) and those held in memory for them (`JournalBacklog`'s count).

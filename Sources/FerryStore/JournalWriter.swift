@@ -23,8 +23,12 @@ final class JournalWriter {
     /// The records in `buffer`, in order.
     private(set) var buffered: [JournalRecord] = []
 
-    init(directory: String, generation: UInt64, nextSeq: UInt64) throws(StoreError) {
+    /// Retired files to write over rather than create (nil: every generation a new file).
+    private let spares: JournalSpares?
+
+    init(directory: String, generation: UInt64, nextSeq: UInt64, spares: JournalSpares? = nil) throws(StoreError) {
         self.directory = directory
+        self.spares = spares
         self.generation = generation
         self.nextSeq = nextSeq
         try openActive()
@@ -101,8 +105,10 @@ final class JournalWriter {
     }
 
     private func openActive() throws(StoreError) {
+        // A spare is written over from its start, its old records left past the new ones (`JournalSpares`). Else
         // O_TRUNC: a file of this generation can only be a leftover that start-up already replayed.
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        let reused = spares?.take(as: path) ?? false
+        fd = open(path, O_WRONLY | O_CREAT | (reused ? 0 : O_TRUNC) | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw BlobFiles.failure("open \(path)") }
         fileBytes = 0
     }

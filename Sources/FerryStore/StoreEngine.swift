@@ -41,6 +41,8 @@ final class StoreEngine {
     /// Small: these values are held twice while the memory tier keeps them too, and apart from it once evicted.
     static let maxApplyThresholdBytes = 8 * 1024 * 1024
 
+    /// Where retired journal files go to be written over again.
+    let spares: JournalSpares
     /// What the journal's sets hold in memory, for the loop's bound (`JournalBacklog`).
     let backlog = JournalBacklog()
     /// Room kept so that a full disk can still be emptied (`DiskReserve`); not held = full mode.
@@ -55,6 +57,7 @@ final class StoreEngine {
         self.index = index
         self.blobs = blobs
         self.reserve = reserve
+        spares = JournalSpares(directory: config.directory)
         applyThresholdBytes = min(StoreEngine.maxApplyThresholdBytes, reserve.size / 4)
         // The WAL folds back into the database every quarter reserve (at most SQLite's default 1000 pages): on a
         // full disk it must never hold more than the reserve can give, or folding it back would need room itself.
@@ -80,7 +83,7 @@ final class StoreEngine {
         for i in jobs.indices {
             var job = DiskJob.journaled([])
             swap(&job, &jobs[i])
-            if case .retireJournal(let path) = job { sealedJournals.append((path, pendingSeq)) }
+            if case .retireJournal(let path, _) = job { sealedJournals.append((path, pendingSeq)) }
             var result = runOne(job, &outcome)
             // The file system is full: give back the reserve, whose room lets this job (and the deletes that
             // free space) commit, and refuse new values from now on (full mode).
@@ -129,7 +132,8 @@ final class StoreEngine {
         case .releaseBlob, .damagedBlob:
             defer { index.resetStatements() }
             return perform(job, &outcome)  // no transaction: a file removed, a damaged row dropped
-        case .retireJournal:
+        case .retireJournal(_, let applyNow):
+            guard applyNow || pending.isEmpty else { return .swept }
             if let failure = applyPendingOrEnterFullMode(&outcome) { return .failed(failure) }
             return .swept
         case .put where !reserve.isHeld, .adopt where !reserve.isHeld:
@@ -267,7 +271,9 @@ final class StoreEngine {
         // What the journals held is in the index now; with `everysec`, on the disk too before they go (a
         // checkpoint syncs the WAL), so a power loss cannot take both copies.
         if config.fsync == .everysec { index.checkpoint() }
-        for journal in done { unlink(journal.path) }
+        // Kept to be written over while the disk has room to spare (eight reserves free), deleted otherwise.
+        let keep = reserve.isHeld && reserve.freeBytes() >= 8 * reserve.size
+        for journal in done { spares.retire(journal.path, keep: keep) }
         sealedJournals.removeAll { $0.lastSeq <= appliedSeq }
         return true
     }

@@ -64,6 +64,7 @@ enum StoreOpening {
         for suffix in ["", "-wal", "-shm"] { chmod(path + suffix, 0o600) }
         let blobs = try BlobFiles(root: config.directory + "/blobs", syncWrites: config.fsync == .always)
         do {
+            JournalSpares(directory: config.directory).removeAll()  // a killed daemon's: room for the reserve first
             let replayed = try replayJournals(in: config.directory, into: index)
             notices += replayed.notices
             notices += try reconcile(index, blobs)

@@ -198,30 +198,27 @@ extension IntegrationTests {
         defer { again.stop() }
         let client = try await FerryClient.connect(path: again.socket)
         defer { client.close() }
-        for (key, lastAcked) in acked.snapshot {
-            let got = try #require(try await client.cacheGet(key), "acknowledged key \(key) is missing")
-            let version = try #require(CacheTests.version(of: got.bytes, key: key), "value of \(key) is torn or wrong")
-            #expect(version >= lastAcked, "\(key): got version \(version), acknowledged \(lastAcked)")
-        }
+        try await acked.expectSurvived(in: client) { CacheTests.version(of: $0, key: $1) }
     }
 
-    /// A value that carries its key, its version and a checksum, so any other bytes are detected.
-    static func value(key: String, version: Int) -> [UInt8] {
+    /// A value that carries its key, its version and a checksum, so any other bytes are detected; `base` to
+    /// `base + 3000` bytes of padding.
+    static func value(key: String, version: Int, base: Int = 0) -> [UInt8] {
         let head = Array("\(key)|\(version)|".utf8)
-        let padding = [UInt8](repeating: UInt8(version & 255), count: (version * 37) % 3000)
+        let padding = [UInt8](repeating: UInt8(version & 255), count: base + (version * 37) % 3000)
         let body = head + padding
         let sum = body.reduce(UInt32(0)) { ($0 &* 31) &+ UInt32($1) }
         return body + Array("|\(sum)".utf8)
     }
 
-    static func version(of bytes: [UInt8], key: String) -> Int? {
+    static func version(of bytes: [UInt8], key: String, base: Int = 0) -> Int? {
         guard let bar = bytes.lastIndex(of: UInt8(ascii: "|")) else { return nil }
         let body = Array(bytes[..<bar])
         let sum = body.reduce(UInt32(0)) { ($0 &* 31) &+ UInt32($1) }
         guard String(decoding: bytes[(bar + 1)...], as: UTF8.self) == "\(sum)" else { return nil }
         let fields = String(decoding: body.prefix(200), as: UTF8.self).split(separator: "|", maxSplits: 2)
         guard fields.count >= 2, fields[0] == key, let v = Int(fields[1]) else { return nil }
-        return value(key: key, version: v) == bytes ? v : nil
+        return value(key: key, version: v, base: base) == bytes ? v : nil
     }
 
     @Test(.enabled(if: getuid() == 0, "needs root to mount a small tmpfs"))
@@ -282,6 +279,17 @@ final class AckLog: Sendable {
     func record(_ key: String, _ version: Int) { state.withLock { $0[key] = max($0[key] ?? -1, version) } }
     var count: Int { state.withLock { $0.count } }
     var snapshot: [String: Int] { state.withLock { $0 } }
+
+    /// Every key recorded holds, in the daemon `client` talks to, its last acknowledged version or a later one,
+    /// untorn (`version` reads it from the value, nil when the bytes are not one).
+    func expectSurvived(in client: FerryClient, version: ([UInt8], String) -> Int?,
+                        sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        for (key, lastAcked) in snapshot {
+            let got = try #require(try await client.cacheGet(key), "acknowledged key \(key) is missing", sourceLocation: sourceLocation)
+            let found = try #require(version(got.bytes, key), "value of \(key) is torn or wrong", sourceLocation: sourceLocation)
+            #expect(found >= lastAcked, "\(key): got version \(found), acknowledged \(lastAcked)", sourceLocation: sourceLocation)
+        }
+    }
 }
 
 extension IntegrationTests {

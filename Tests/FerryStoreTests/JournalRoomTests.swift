@@ -47,4 +47,20 @@ import Testing
         #expect(room.admits(unappliedOnDisk: 0, heldInMemory: (8 << 20) - 100, size: 100))
         #expect(!room.admits(unappliedOnDisk: 0, heldInMemory: (8 << 20) - 99, size: 100))
     }
+
+    /// Sealed files wait for the next sweep up to 128 MiB on a large disk, up to half of what may wait unapplied on a
+    /// smaller one, and not at all while the disk is short of room.
+    @Test func sealedFilesWaitForTheSweepOnlyWhileTheDiskHasRoomForThem() {
+        let disk = FakeDisk(free: 1 << 40)
+        var room = JournalRoom(reserveSize: Self.reserve, bufferLimit: 64 << 20, free: disk.read)
+        #expect(!room.appliesSealed(JournalRoom.sealedBytesLimit - 1))
+        #expect(room.appliesSealed(JournalRoom.sealedBytesLimit))
+        disk.free = 60 << 20  // a third (20 MiB) may wait unapplied: sealed files apply at 10 MiB
+        _ = room.look(journalBytes: 0)
+        #expect(!room.appliesSealed((10 << 20) - 1) && room.appliesSealed(10 << 20))
+        disk.free = 4 * Self.reserve - 1
+        let short = room.look(journalBytes: 0)
+        #expect(short, "short of room")
+        #expect(room.appliesSealed(room.rotateWhenShortBytes), "every sealed file applied at once")
+    }
 }
