@@ -70,7 +70,7 @@ struct BenchOptions {
         OptionSpec("redis", takesValue: true, help: "cache-*: load the Redis server on this Unix socket instead of ferryd (SET/GET)"),
         OptionSpec("url", takesValue: true, help: "fetch, fetch-storm, image: the URL to fetch through ferryd"),
         OptionSpec("body", takesValue: true, help: "fetch: socket (bytes through the socket), read (a descriptor read into memory; the default), map (mapped) or fd (only held)"),
-        OptionSpec("distinct", help: "image: every request asks for a URL of its own (url&n=K)"),
+        OptionSpec("distinct", help: "image: every request asks for a URL of its own (url&n=K); cache-set: every value bytes of its own"),
         OptionSpec("distinct-variants", help: "image, with --variant: every request asks for a variant of its own of the one URL (width + 1 … 100)"),
         OptionSpec("variant", takesValue: true, help: "image: ask for a variant, WxH[:fit][:format] (0 for a free side), e.g. 200x200:cover:webp"),
         OptionSpec("tasks", takesValue: true, help: "client: concurrent tasks sharing one FerryClient (default: 50)"),

@@ -14,10 +14,14 @@ enum CacheOp: String {
 ///
 /// Keys follow redis-benchmark's `key:__rand_int__` with `-r N`: `key:` and a 12-digit, zero-padded number drawn
 /// uniformly from `0 ..< N`, so both servers see the same key strings, the same key space and the same value size.
-/// Values are `valueBytes` bytes of `x`, as redis-benchmark's `-d` fills them.
+/// Values are `valueBytes` bytes of `x`, as redis-benchmark's `-d` fills them; with `--distinct`, every set's first
+/// eight bytes are its connection's `stamp` plus its request id, so no two sets carry the same bytes (a store that
+/// shares equal values, as ferryd's blob files do, then writes every one).
 struct CacheFrames {
     let op: CacheOp
     let value: [UInt8]
+    /// Set per connection with `--distinct` (connection number << 40); nil: every value the same bytes.
+    var stamp: UInt64?
 
     init(op: CacheOp, valueBytes: Int) {
         self.op = op
@@ -40,9 +44,15 @@ struct CacheFrames {
         }
         if op == .set {
             value.withUnsafeBytes { FrameEncoder.append(to: &out, body: $0, writeJSON: write) }
+            if let stamp { CacheFrames.stamp(stamp + id, bodyEndingAt: out.count, valueBytes: value.count, in: &out) }
         } else {
             FrameEncoder.append(to: &out, writeJSON: write)
         }
+    }
+
+    /// Writes `n` over the first (up to) eight bytes of the value that ends at `end` in `out`.
+    static func stamp(_ n: UInt64, bodyEndingAt end: Int, valueBytes: Int, in out: inout [UInt8]) {
+        for i in 0..<min(8, valueBytes) { out[end - valueBytes + i] = UInt8(truncatingIfNeeded: n >> UInt64(8 * i)) }
     }
 
     /// The size of one request frame (header, envelope and body).

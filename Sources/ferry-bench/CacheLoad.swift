@@ -158,17 +158,23 @@ final class FerryLoadConnection<Frames: LoadFrames>: CacheLoadConnection {
 
 /// The cache modes against ferryd (or, with `redis`, against a Redis server on that Unix socket, speaking RESP).
 func runCacheMode(socket: String, redis: String?, budget: Budget, op: CacheOp, connections: Int, pipeline: Int,
-                  keySpace: Int, valueBytes: Int) throws(BenchError) -> BenchResult {
+                  keySpace: Int, valueBytes: Int, distinct: Bool = false) throws(BenchError) -> BenchResult {
     let mode = op == .set ? "cache-set" : "cache-get"
     let extra = "op=\(op.rawValue) keys=\(keySpace) value_bytes=\(valueBytes) pipeline=\(pipeline) target=\(redis == nil ? "ferryd" : "redis")"
+        + (distinct ? " distinct=1" : "")
+    let stamp = { (c: Int) -> UInt64? in distinct && op == .set ? UInt64(c + 1) << 40 : nil }
     if let redis {
         var conns: [RedisConnection] = []
-        for _ in 0..<connections { conns.append(try RedisConnection(path: redis, op: op, valueBytes: valueBytes)) }
+        for c in 0..<connections { conns.append(try RedisConnection(path: redis, op: op, valueBytes: valueBytes, stamp: stamp(c))) }
         return try runCacheLoad(conns, mode: mode, budget: budget, pipeline: pipeline, keySpace: keySpace, extra: extra)
     }
     let frames = CacheFrames(op: op, valueBytes: valueBytes)
     var conns: [FerryLoadConnection<CacheFrames>] = []
-    for _ in 0..<connections { conns.append(try FerryLoadConnection<CacheFrames>(socket: socket, frames: frames)) }
+    for c in 0..<connections {
+        var own = frames
+        own.stamp = stamp(c)
+        conns.append(try FerryLoadConnection<CacheFrames>(socket: socket, frames: own))
+    }
     return try runCacheLoad(conns, mode: mode, budget: budget, pipeline: pipeline, keySpace: keySpace, extra: extra)
 }
 

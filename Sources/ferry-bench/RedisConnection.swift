@@ -15,13 +15,16 @@ final class RedisConnection: CacheLoadConnection {
     let fd: Int32
     let op: CacheOp
     private let value: [UInt8]
+    /// `CacheFrames.stamp`: with `--distinct`, every SET's value starts with this plus its request id.
+    private let stamp: UInt64?
     private let buffer = ByteBuffer()
     private var replies = 0
     private(set) var lastReplyBytes = 0
     /// Redis has no per-connection limit; the driver's 64-request batches stay far below any buffer limit.
     var maxInFlight: Int { 1 << 20 }
 
-    init(path: String, op: CacheOp, valueBytes: Int) throws(BenchError) {
+    init(path: String, op: CacheOp, valueBytes: Int, stamp: UInt64? = nil) throws(BenchError) {
+        self.stamp = stamp
         fd = try connectUnixSocket(path, server: "Redis", hint: "start redis-server with --unixsocket, or fix --redis")
         self.op = op
         value = [UInt8](repeating: UInt8(ascii: "x"), count: valueBytes)
@@ -48,6 +51,7 @@ final class RedisConnection: CacheLoadConnection {
             JSONWriter.writeInt(Int64(value.count), to: &out)
             JSONWriter.appendASCII("\r\n", to: &out)
             out.append(contentsOf: value)
+            if let stamp { CacheFrames.stamp(stamp + id, bodyEndingAt: out.count, valueBytes: value.count, in: &out) }
             JSONWriter.appendASCII("\r\n", to: &out)
         }
     }

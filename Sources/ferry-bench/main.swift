@@ -34,7 +34,7 @@ func measure(_ mode: BenchMode, _ budget: Budget, _ o: BenchOptions) async throw
     case .cacheSet, .cacheGet:
         return try runCacheMode(socket: o.socket, redis: o.redis, budget: budget, op: mode == .cacheSet ? .set : .get,
                                 connections: o.connections, pipeline: o.pipeline, keySpace: o.keySpace,
-                                valueBytes: o.valueBytes)
+                                valueBytes: o.valueBytes, distinct: o.distinct)
     }
 }
 
