@@ -32,14 +32,6 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
-        // libcrypto (OpenSSL) for the SHA-256 that names blob files: the CPU's SHA instructions hash a large value
-        // at gigabytes a second, where the pure Swift one (FerryBytes, for the small digests of the pure cores) did
-        // tens of megabytes (BENCHMARKS.md, issue 12).
-        .systemLibrary(
-            name: "CCrypto",
-            pkgConfig: "libcrypto",
-            providers: [.apt(["libssl-dev"])]
-        ),
         // Descriptor passing (SCM_RIGHTS), sealed memory files and copy_file_range: the calls Swift's Glibc module
         // cannot make (CMSG_* macros, memfd seals), for the daemon's and the clients' side of "bodies as descriptors".
         .target(name: "CFerryIO"),
@@ -58,7 +50,7 @@ let package = Package(
             linkerSettings: [.linkedLibrary("m")]
         ),
         // The storage engine: SQLite index (WAL) + content-addressed blob files + a disk worker thread.
-        .target(name: "FerryStore", dependencies: ["FerryCache", "FerryBytes", "CSQLite", "CCrypto", "CFerryIO"], swiftSettings: hotPathSettings),
+        .target(name: "FerryStore", dependencies: ["FerryCache", "FerryBytes", "CSQLite", "CFerryIO"], swiftSettings: hotPathSettings),
         .target(name: "FerryArgs", linkerSettings: [.linkedLibrary("m")]),
         // The event loop: libuv's loop, timers, signals, polls, pipes and the cross-thread mailbox behind small Swift
         // types, and the wall clock. With the fetch transport, the only code that imports CLibUV.

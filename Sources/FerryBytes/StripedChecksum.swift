@@ -66,3 +66,75 @@ public enum StripedChecksum {
         return h
     }
 }
+
+extension StripedChecksum {
+    /// The same checksum over a value read in pieces (a large value streamed from disk): `count` is the whole
+    /// value's length, and every piece but the last is a multiple of 32 bytes long, so the stripes fall where `of`
+    /// puts them. The last 8 bytes seen are kept, for a last piece too short to hold the final overlapping word.
+    ///
+    /// ```swift
+    /// var sum = StripedChecksum.Running(count: value.count)
+    /// sum.add(piece1)      // 32 * n bytes
+    /// sum.add(lastPiece)
+    /// sum.finish() == value.withUnsafeBytes { StripedChecksum.of($0) }   // true
+    /// ```
+    public struct Running: Sendable {
+        private var a: UInt64, b: UInt64 = 0x1319_8A2E_0370_7344
+        private var c: UInt64 = 0xA409_3822_299F_31D0, d: UInt64 = 0x082E_FA98_EC4E_6C89
+        private let count: Int
+        private var seen = 0
+        /// The last eight bytes added so far, as they lie (little-endian word of bytes `seen - 8 ..< seen`).
+        private var lastWord: UInt64 = 0
+
+        public init(count: Int) {
+            self.count = count
+            a = 0x243F_6A88_85A3_08D3 ^ (UInt64(count) &* StripedChecksum.k)
+        }
+
+        public mutating func add(_ bytes: [UInt8]) { bytes.withUnsafeBytes { add($0) } }
+
+        /// Adds the next piece; one whose length is not a multiple of 32 must end the value.
+        public mutating func add(_ bytes: UnsafeRawBufferPointer) {
+            let n = bytes.count
+            guard n > 0, let base = bytes.baseAddress else { return }
+            precondition(seen % 32 == 0 && seen + n <= count, "StripedChecksum.Running: only the last piece may end between stripes")
+            var i = 0
+            while i + 32 <= n {
+                a = StripedChecksum.step(a, StripedChecksum.word(base, i))
+                b = StripedChecksum.step(b, StripedChecksum.word(base, i + 8))
+                c = StripedChecksum.step(c, StripedChecksum.word(base, i + 16))
+                d = StripedChecksum.step(d, StripedChecksum.word(base, i + 24))
+                i += 32
+            }
+            if seen + n == count {
+                while i + 8 <= n {
+                    a = StripedChecksum.step(a, StripedChecksum.word(base, i))
+                    i += 8
+                }
+                if i < n { b = StripedChecksum.step(b, tail(base, n, from: i)) }
+            }
+            // Past the stripes of a piece that does not end the value there is nothing (its length is a multiple
+            // of 32), so the bytes kept are the piece's last eight, or, for a piece shorter than that, the older
+            // bytes shifted down with the piece's after them.
+            if n >= 8 {
+                lastWord = StripedChecksum.word(base, n - 8)
+            } else {
+                for j in 0..<n { lastWord = lastWord >> 8 | UInt64(base.load(fromByteOffset: j, as: UInt8.self)) << 56 }
+            }
+            seen += n
+        }
+
+        /// `of`'s last 1 to 7 bytes: the value's final word (overlapping bytes already taken) when it has eight
+        /// bytes, else the bytes gathered one by one.
+        private func tail(_ base: UnsafeRawPointer, _ n: Int, from i: Int) -> UInt64 {
+            if n >= 8 { return StripedChecksum.word(base, n - 8) }
+            var piece: UInt64 = 0
+            for j in 0..<n { piece |= UInt64(base.load(fromByteOffset: j, as: UInt8.self)) << UInt64(8 * j) }
+            guard count >= 8 else { return piece }
+            // The final word straddles the previous piece: its last 8 - n bytes, then this piece's n.
+            return lastWord >> UInt64(8 * n) | piece << UInt64(8 * (8 - n))
+        }
+
+        public func finish() -> UInt64 { StripedChecksum.finish(a, b, c, d) }
+    }
+}

@@ -12,8 +12,9 @@ struct DiskRow: Sendable {
     /// Small values live in the row itself; large ones in a blob file named by this hash.
     var inline: [UInt8]?
     var blob: String?
-    /// `Checksum64` of the value, checked on every read; nil for rows written before the index had the column.
-    var checksum: Int64?
+    /// What the value is checked against on every read (`ValueSum`); nil for rows written before the index had a
+    /// checksum column.
+    var sum: ValueSum?
 }
 
 /// The SQLite index (WAL mode) on one connection. The writer thread and the reader thread each own one.
@@ -38,6 +39,7 @@ final class DiskIndex {
             inline_value BLOB,
             blob TEXT,
             checksum INTEGER,
+            striped_checksum INTEGER,
             PRIMARY KEY (namespace, key)
         ) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS entries_accessed ON entries(accessed_at);
@@ -65,6 +67,11 @@ final class DiskIndex {
             // An index made before values carried a checksum gets the column; its old rows stay unchecked.
             if try db.scalarText("SELECT COUNT(*) FROM pragma_table_info('entries') WHERE name='checksum'") == "0" {
                 try db.exec("ALTER TABLE entries ADD COLUMN checksum INTEGER")
+            }
+            // And one made before values written by the store were summed with `StripedChecksum`: its rows keep
+            // their `Checksum64` sums in `checksum`; new rows fill the new column instead.
+            if try db.scalarText("SELECT COUNT(*) FROM pragma_table_info('entries') WHERE name='striped_checksum'") == "0" {
+                try db.exec("ALTER TABLE entries ADD COLUMN striped_checksum INTEGER")
             }
         }
     }
@@ -117,12 +124,12 @@ final class DiskIndex {
     func rollback() { try? db.exec("ROLLBACK") }
 
     func get(_ key: CacheKey) throws(SQLiteError) -> DiskRow? {
-        let s = try statement("SELECT size, created_at, expires_at, inline_value, blob, checksum FROM entries WHERE namespace=? AND key=?")
+        let s = try statement("SELECT size, created_at, expires_at, inline_value, blob, checksum, striped_checksum FROM entries WHERE namespace=? AND key=?")
         try s.bind(1, key.namespace)
         try s.bind(2, utf8: key.key)
         guard try s.step() else { return nil }
         return DiskRow(size: Int(s.int(0)), createdAt: s.int(1), expiresAt: s.optionalInt(2), inline: s.blob(3), blob: s.text(4),
-                       checksum: s.optionalInt(5))
+                       sum: ValueSum(checksum: s.optionalInt(5), striped: s.optionalInt(6)))
     }
 
     /// Writes the row of `key`, replacing any. `INSERT OR REPLACE`: an upsert, which updates only the changed
@@ -130,8 +137,9 @@ final class DiskIndex {
     /// a set row (callgrind), 39,000 with the full-row `get`.
     func put(_ key: CacheKey, _ row: DiskRow, accessedAt: Int64) throws(SQLiteError) {
         let s = try statement("""
-            INSERT OR REPLACE INTO entries (namespace, key, size, created_at, expires_at, accessed_at, inline_value, blob, checksum)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT OR REPLACE INTO entries (namespace, key, size, created_at, expires_at, accessed_at, inline_value, blob, checksum,
+                                            striped_checksum)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
         try s.bind(1, key.namespace)
         try s.bind(2, utf8: key.key)
@@ -141,7 +149,8 @@ final class DiskIndex {
         try s.bind(6, accessedAt)
         try s.bind(7, row.inline)
         try s.bind(8, row.blob)
-        try s.bind(9, row.checksum)
+        try s.bind(9, row.sum?.checksumColumn)
+        try s.bind(10, row.sum?.stripedColumn)
         _ = try s.step()
     }
 

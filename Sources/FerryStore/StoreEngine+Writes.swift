@@ -14,9 +14,11 @@ extension StoreEngine {
             throw StoreError.overDiskBudget("a value of \(entry.value.count) bytes does not fit the disk budget of \(config.diskBudget)")
         }
         let old = try makeRoom(for: key, cost: cost, now: now, outcome: &outcome)
+        // One pass over the value for both its checksum and, for a blob, the name its file is looked for under.
+        let sum = entry.value.withUnsafeBytes { StripedChecksum.of($0) }
         var row = DiskRow(size: entry.value.count, createdAt: entry.createdAt, expiresAt: entry.expiresAt, inline: nil, blob: nil,
-                          checksum: StoreEngine.checksum(entry.value))
-        if entry.value.count <= config.inlineThreshold { row.inline = entry.value } else { row.blob = try blobs.write(entry.value) }
+                          sum: .striped(Int64(bitPattern: sum)))
+        if entry.value.count <= config.inlineThreshold { row.inline = entry.value } else { row.blob = try blobs.write(entry.value, sum: sum) }
         try index.put(key, row, accessedAt: now)
         if let old { forget(key, size: old.size, blob: old.blob) }
         diskBytes += cost
@@ -39,7 +41,7 @@ extension StoreEngine {
         let hash = try blobs.adopt(file.path)
         adoptedInTransaction.append(hash)
         try index.put(key, DiskRow(size: file.size, createdAt: file.createdAt, expiresAt: file.expiresAt, inline: nil,
-                                   blob: hash, checksum: checksum), accessedAt: file.createdAt)
+                                   blob: hash, sum: .word(checksum)), accessedAt: file.createdAt)
         if let old { forget(key, size: old.size, blob: old.blob) }
         diskBytes += cost
         diskEntries += 1
@@ -90,8 +92,6 @@ extension StoreEngine {
         return evicted
     }
 
-    /// The stored checksum of a value (`Checksum64`, as SQLite's signed integer).
-    static func checksum(_ value: [UInt8]) -> Int64 { Int64(bitPattern: Checksum64.of(value)) }
 
     /// Drops a damaged entry's row and, once nothing points at it, its blob file.
     func removeDamaged(_ key: CacheKey) {

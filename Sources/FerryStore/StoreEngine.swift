@@ -211,7 +211,7 @@ final class StoreEngine {
                     if let hash = old.blob { maybeUnreferenced.append(hash) }
                 }
                 try index.put(key, DiskRow(size: entry.value.count, createdAt: entry.createdAt, expiresAt: entry.expiresAt,
-                                           inline: entry.value, blob: nil, checksum: StoreEngine.checksum(entry.value)),
+                                           inline: entry.value, blob: nil, sum: ValueSum.of(entry.value)),
                               accessedAt: entry.createdAt)
             }
             try index.setAppliedSeq(pendingSeq)
@@ -339,7 +339,7 @@ final class StoreEngine {
                 let value: [UInt8]?
                 if let inline = row.inline { value = inline } else if let hash = row.blob { value = blobs.read(hash, expectedSize: row.size) } else { value = nil }
                 guard let value, value.count == row.size else { return .entry(nil) }  // never a torn value
-                if let sum = row.checksum, StoreEngine.checksum(value) != sum {
+                if let sum = row.sum, !sum.matches(value) {
                     // Damaged on disk: never served. Removed now where the disk allows (a read must not fail on a
                     // full disk), else found again and answered as a miss again.
                     outcome.damaged += 1

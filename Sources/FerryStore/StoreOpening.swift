@@ -163,7 +163,7 @@ enum StoreOpening {
                         }
                         let entry = record.entry
                         try index.put(record.key, DiskRow(size: entry.value.count, createdAt: entry.createdAt, expiresAt: entry.expiresAt,
-                                                          inline: entry.value, blob: nil, checksum: StoreEngine.checksum(entry.value)),
+                                                          inline: entry.value, blob: nil, sum: ValueSum.of(entry.value)),
                                       accessedAt: entry.createdAt)
                         lastSeq = max(lastSeq, record.seq)
                         replayed += 1

@@ -52,7 +52,7 @@ extension StoredBlob {
     /// if case .success(let fd) = blob.readOnlyDescriptor(checks: store.blobChecks) { send(fd); close(fd) }
     /// ```
     public func readOnlyDescriptor(checks: BlobChecks, checkLimit: Int = BlobChecks.checkLimit) -> Result<Int32, BlobOpenFailure> {
-        if checksum != nil, size > checkLimit, !checks.hasPassed(hash) { return .failure(.busy("not checked yet")) }
+        if sum != nil, size > checkLimit, !checks.hasPassed(hash) { return .failure(.busy("not checked yet")) }
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else {
             let e = errno
@@ -63,8 +63,8 @@ extension StoredBlob {
             Glibc.close(fd)
             return .failure(.damaged)
         }
-        if let expected = checksum, !checks.hasPassed(hash) {
-            guard BlobFiles.checksum(of: fd, size: size) == expected else {
+        if let expected = sum, !checks.hasPassed(hash) {
+            guard BlobFiles.matches(fd, size: size, expected) else {
                 Glibc.close(fd)
                 return .failure(.damaged)
             }
@@ -76,6 +76,6 @@ extension StoredBlob {
     /// A whole pass over the value checked out (`BlobReader` hands out the last piece only then): no need to check
     /// the file again before handing it out.
     public func recordChecked(in checks: BlobChecks) {
-        if checksum != nil { checks.pass(hash) }
+        if sum != nil { checks.pass(hash) }
     }
 }

@@ -23,7 +23,7 @@ public final class StoredBlob: @unchecked Sendable {
     public let expiresAt: Int64?
     let path: String
     let hash: String
-    let checksum: Int64?
+    let sum: ValueSum?
     /// Called once, on the thread that drops the last reference (the loop thread): unpins the file.
     private let release: @Sendable (String) -> Void
 
@@ -34,7 +34,7 @@ public final class StoredBlob: @unchecked Sendable {
         expiresAt = row.expiresAt
         self.path = path
         self.hash = hash
-        checksum = row.checksum
+        sum = row.sum
         self.release = release
     }
 
@@ -85,7 +85,7 @@ public final class BlobReader {
     private let end: Int
     /// Only a pass over the whole value can be checked.
     private let checks: Bool
-    private var sum: Checksum64.Running
+    private var sum: ValueSum.Running?
 
     init(fd: Int32, blob: StoredBlob, range: Range<Int>) {
         self.fd = fd
@@ -93,22 +93,23 @@ public final class BlobReader {
         offset = range.lowerBound
         end = range.upperBound
         checks = range == 0..<blob.size
-        sum = Checksum64.Running(count: blob.size)
+        sum = blob.sum?.running(count: blob.size)
     }
 
     deinit { Glibc.close(fd) }
 
     public var remaining: Int { end - offset }
 
-    /// Reads up to `max` bytes (rounded down to whole 8-byte words unless it is the rest of the value).
+    /// Reads up to `max` bytes (rounded down to whole 32-byte stripes, as the checksum takes them, unless it is the
+    /// rest of the value).
     public func next(max: Int) -> Step {
-        let want = remaining <= max ? remaining : Swift.max(8, max & ~7)
+        let want = remaining <= max ? remaining : Swift.max(32, max & ~31)
         // Shorter than its row says: truncated under the daemon.
         guard let bytes = FileRead.exactly(fd, count: want, at: offset) else { return .damaged }
         offset += want
-        if checks { sum.add(bytes) }
+        if checks { sum?.add(bytes) }
         let isLast = remaining == 0
-        if isLast, checks, let expected = blob.checksum, Int64(bitPattern: sum.finish()) != expected { return .damaged }
+        if isLast, checks, let expected = blob.sum, let sum, !sum.matches(expected) { return .damaged }
         return .piece(bytes, isLast: isLast)
     }
 }

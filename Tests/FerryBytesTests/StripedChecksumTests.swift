@@ -47,4 +47,23 @@ import Testing
             #expect(Self.sum(Self.pattern(length)) == expected, "length \(length): \(String(Self.sum(Self.pattern(length)), radix: 16))")
         }
     }
+
+    /// In pieces, as a blob is read from disk: every split whose pieces are whole stripes (but the last) gives `of`'s
+    /// sum, including last pieces shorter than the final overlapping word.
+    @Test func inPiecesTheSameSumAsWhole() {
+        for n in [0, 1, 7, 8, 9, 31, 32, 33, 39, 40, 63, 64, 65, 71, 95, 96, 100, 1000, 4133] {
+            let bytes = (0..<n).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ 17) }
+            let whole = bytes.withUnsafeBytes { StripedChecksum.of($0) }
+            for piece in [32, 64, 96, 992, 4096] {
+                var running = StripedChecksum.Running(count: n)
+                var at = 0
+                while at < n {
+                    let next = min(n, at + piece)
+                    running.add(Array(bytes[at..<next]))
+                    at = next
+                }
+                #expect(running.finish() == whole, "\(n) bytes in pieces of \(piece)")
+            }
+        }
+    }
 }
