@@ -169,8 +169,15 @@ CACHE_KEYS=10000
 CACHE_VALUE_BYTES=100
 # shape name, connections, requests per batch (redis-benchmark -P), requests of Redis's unmeasured warm-up run
 CACHE_SHAPES=("c50 50 1 50000" "c1 1 1 5000" "c50-p16 50 16 500000")
-# Value sizes of the large-value rows (cache.set, MB/s beside Redis AOF everysec with the same client).
-LARGE_SIZES=(65536 1000000)
+# Value sizes of the large-value rows (cache.set, MB/s beside Redis AOF everysec with the same client); a trailing
+# `d`: every set carries bytes of its own (ferry-bench --distinct), as ferryd shares the file of equal large values.
+LARGE_SIZES=(65536 1000000 1000000d)
+# large_args TAG: ferry-bench's options of one large-value row.
+large_args() {
+    local args="--conns 2 --pipeline 1 --keys 100 --value-bytes ${1%d}"
+    [[ $1 == *d ]] && args+=" --distinct"
+    echo "$args"
+}
 REDIS_NOTE=""
 PY_NOTE=""
 if [[ $CACHE == 1 ]]; then
@@ -184,7 +191,8 @@ if [[ $CACHE == 1 ]]; then
     done
     # Large values (the journal's largest, and the blob path): 2 connections, 100 keys, as the Redis AOF rows below.
     for size in "${LARGE_SIZES[@]}"; do
-        run_ferry cache-set "cache-set-large-$size" --conns 2 --pipeline 1 --keys 100 --value-bytes "$size"
+        # shellcheck disable=SC2046 # the options split on purpose
+        run_ferry cache-set "cache-set-large-$size" $(large_args "$size")
     done
 
     if [[ $REDIS != 0 ]] && ! { command -v redis-server && command -v redis-benchmark && command -v redis-cli; } >/dev/null 2>&1; then
@@ -303,9 +311,10 @@ if [[ $CACHE == 1 && -z $REDIS_NOTE ]]; then
     run_redis_fb redis-aof set
     for size in "${LARGE_SIZES[@]}"; do
         for ((k = 1; k <= REPEATS; k++)); do
+            # shellcheck disable=SC2046
             measured "$REDIS_PID" cache-set "redis-aof-fb-set-large-$size" \
                 "${CLIENT_CPU[@]}" "$BIN/ferry-bench" --redis "$REDIS_SOCK" --seconds "$BENCH_SECONDS" --mode cache-set \
-                --conns 2 --pipeline 1 --keys 100 --value-bytes "$size"
+                $(large_args "$size")
         done
     done
     stop_bg "$REDIS_PID"
@@ -495,8 +504,10 @@ for size in "${LARGE_SIZES[@]}"; do
     a=$(median "redis-aof-fb-set-large-$size")
     [[ -n $f ]] || continue
     fo=$(field "$f" ops_per_s) ao=$(field "$a" ops_per_s)
-    mb() { [[ -n $1 ]] && awk -v o="$1" -v s="$size" 'BEGIN { printf "%.0f", o * s / 1e6 }'; }
-    crow "**cache.set of $(thousands "$size")-byte values, 2 conns × 1**, MB/s" "$(or_dash "$(mb "$fo")") ($(or_dash "$(thousands "$fo")") /s)" \
+    mb() { [[ -n $1 ]] && awk -v o="$1" -v s="${size%d}" 'BEGIN { printf "%.0f", o * s / 1e6 }'; }
+    what="$(thousands "${size%d}")-byte values"
+    [[ $size == *d ]] && what="$what, each bytes of its own"
+    crow "**cache.set of $what, 2 conns × 1**, MB/s" "$(or_dash "$(mb "$fo")") ($(or_dash "$(thousands "$fo")") /s)" \
         "–" "–" "$(or_dash "$(mb "$ao")") ($(or_dash "$(thousands "$ao")") /s, same client)" "$(ratio "$fo" "$ao")" \
         "p50 / p99 µs $(field "$f" p50_us) / $(field "$f" p99_us) (Ferry), $(or_dash "$(field "$a" p50_us)") / $(or_dash "$(field "$a" p99_us)") (Redis AOF)"
 done
