@@ -92,7 +92,6 @@ extension StoreEngine {
         return evicted
     }
 
-
     /// Drops a damaged entry's row and, once nothing points at it, its blob file.
     func removeDamaged(_ key: CacheKey) {
         guard let old = try? index.delete(key) else { return }

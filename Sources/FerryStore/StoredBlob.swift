@@ -83,8 +83,7 @@ public final class BlobReader {
     private let fd: Int32
     public private(set) var offset: Int
     private let end: Int
-    /// Only a pass over the whole value can be checked.
-    private let checks: Bool
+    /// The value's sum so far, on a pass over the whole value (only that can be checked); nil otherwise.
     private var sum: ValueSum.Running?
 
     init(fd: Int32, blob: StoredBlob, range: Range<Int>) {
@@ -92,8 +91,7 @@ public final class BlobReader {
         self.blob = blob
         offset = range.lowerBound
         end = range.upperBound
-        checks = range == 0..<blob.size
-        sum = blob.sum?.running(count: blob.size)
+        sum = range == 0..<blob.size ? blob.sum?.running(count: blob.size) : nil
     }
 
     deinit { Glibc.close(fd) }
@@ -107,9 +105,9 @@ public final class BlobReader {
         // Shorter than its row says: truncated under the daemon.
         guard let bytes = FileRead.exactly(fd, count: want, at: offset) else { return .damaged }
         offset += want
-        if checks { sum?.add(bytes) }
+        sum?.add(bytes)
         let isLast = remaining == 0
-        if isLast, checks, let expected = blob.sum, let sum, !sum.matches(expected) { return .damaged }
+        if isLast, let sum, let expected = blob.sum, !sum.matches(expected) { return .damaged }
         return .piece(bytes, isLast: isLast)
     }
 }
