@@ -5,7 +5,7 @@ SWIFT ?= swift
 # animated GIF with its /usr/bin/convert. `systemd`: systemd-socket-activate and systemd-analyze (the units' tests;
 # no systemd runs). `zsh`, `fish`: the completion scripts are checked by each shell. `man-db`: man pages rendered. `prometheus`: promtool checks
 # the metrics, and a real Prometheus scrapes a daemon once. `tmux`: ferry top is driven in a real terminal.
-APT_PACKAGES := libuv1-dev libsqlite3-dev libcurl4-openssl-dev libssl-dev libvips-dev libvips-tools imagemagick pkg-config python3 openssl ca-certificates time nginx curl systemd zsh fish man-db prometheus tmux libhiredis-dev redis-server redis-tools
+APT_PACKAGES := libuv1-dev libsqlite3-dev libcurl4-openssl-dev libvips-dev libvips-tools imagemagick pkg-config python3 openssl ca-certificates time nginx curl systemd zsh fish man-db prometheus tmux libhiredis-dev redis-server redis-tools
 # Warnings fail the build: the project promises a warning-free Swift 6 build.
 SWIFT_FLAGS := -Xswiftc -warnings-as-errors
 
