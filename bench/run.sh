@@ -329,6 +329,9 @@ PORT=$(sed -n 's/.* port \([0-9]*\).*/\1/p' "$TMP/http.log" | head -1)
 URL=http://127.0.0.1:$PORT/small.txt
 wait_for "http.server on port $PORT" curl -sf -o /dev/null "$URL"
 FERRY_CMD="$BIN/ferry ping --socket $SOCK"
+# What a script's read of the shared cache costs, beside the ping: a 6-byte value, as curl's file.
+"$BIN/ferry" cache set startup-probe hello --socket "$SOCK"
+FERRY_GET_CMD="$BIN/ferry cache get startup-probe --socket $SOCK"
 CURL_CMD="curl -s -o /dev/null $URL"
 
 if [[ $HYPERFINE != 0 ]] && ! command -v hyperfine >/dev/null 2>&1 && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
@@ -354,9 +357,10 @@ if [[ $HYPERFINE != 0 ]] && command -v hyperfine >/dev/null 2>&1; then
     STARTUP_TOOL="hyperfine $(hyperfine --version | awk '{print $2}') (-N: no shell in between)"
     log "start-up: $STARTUP_TOOL, $STARTUP_RUNS runs each"
     "${CLIENT_CPU[@]}" hyperfine -N --style basic --warmup 20 --runs "$STARTUP_RUNS" \
-        --export-json "$TMP/startup.json" -n "ferry ping" "$FERRY_CMD" -n "curl" "$CURL_CMD" >&2
-    for k in 0 1; do
-        label=$([[ $k == 0 ]] && echo startup-ferry-ping || echo startup-curl)
+        --export-json "$TMP/startup.json" -n "ferry ping" "$FERRY_CMD" -n "ferry cache get" "$FERRY_GET_CMD" \
+        -n "curl" "$CURL_CMD" >&2
+    for k in 0 1 2; do
+        label=$(case $k in 0) echo startup-ferry-ping ;; 1) echo startup-ferry-get ;; *) echo startup-curl ;; esac)
         # shellcheck disable=SC2046
         startup_result "$label" $(python3 -c 'import json,sys
 for t in json.load(open(sys.argv[1]))["results"][int(sys.argv[2])]["times"]: print(t * 1000)' "$TMP/startup.json" "$k")
@@ -384,10 +388,14 @@ else
     # be timed too.
     read -ra FERRY_ARGV <<<"$FERRY_CMD"
     read -ra CURL_ARGV <<<"$CURL_CMD"
+    read -ra FERRY_GET_ARGV <<<"$FERRY_GET_CMD"
     FERRY_TIMES=$( ([[ ${#CLIENT_CPU[@]} -gt 0 ]] && taskset -p -c 1 $BASHPID >/dev/null; time_cmd "${FERRY_ARGV[@]}") )
+    FERRY_GET_TIMES=$( ([[ ${#CLIENT_CPU[@]} -gt 0 ]] && taskset -p -c 1 $BASHPID >/dev/null; time_cmd "${FERRY_GET_ARGV[@]}") )
     CURL_TIMES=$( ([[ ${#CLIENT_CPU[@]} -gt 0 ]] && taskset -p -c 1 $BASHPID >/dev/null; time_cmd "${CURL_ARGV[@]}") )
     # shellcheck disable=SC2086
     startup_result startup-ferry-ping $FERRY_TIMES
+    # shellcheck disable=SC2086
+    startup_result startup-ferry-get $FERRY_GET_TIMES
     # shellcheck disable=SC2086
     startup_result startup-curl $CURL_TIMES
 fi
@@ -452,6 +460,11 @@ if [[ -n $fs && -n $cs ]]; then
         "$(ratio "$(field "$fs" mean_ms)" "$(field "$cs" mean_ms)")" "±$(field "$fs" stddev_ms) / ±$(field "$cs" stddev_ms) ms (σ)"
     row "… median ms" "$(field "$fs" median_ms)" "$(field "$cs" median_ms)" \
         "$(ratio "$(field "$fs" median_ms)" "$(field "$cs" median_ms)")" ""
+fi
+gs=$(grep 'mode=startup-ferry-get ' "$RESULTS" || true)
+if [[ -n $gs && -n $cs ]]; then
+    row "start-up: \`ferry cache get\` (6 bytes) vs \`curl\`, mean ms" "$(field "$gs" mean_ms)" "$(field "$cs" mean_ms) (curl)" \
+        "$(ratio "$(field "$gs" mean_ms)" "$(field "$cs" mean_ms)")" "±$(field "$gs" stddev_ms) ms (σ)"
 fi
 
 # The cache table: ferryd beside Redis in memory and Redis with its append-only file.

@@ -13,6 +13,17 @@ public struct CachedValue: Sendable, Equatable {
     public var expiresAt: Int64?
     /// Where ferryd found it: "memory", "disk", or "fleet" (a namespace shared through Redis, `--l2-namespaces`).
     public var source: String?
+
+    /// The value `cache.get`'s reply holds; with `bodyAsFile`, a descriptor the reply brings stays in `file`,
+    /// otherwise it is read into `bytes` (and closed).
+    public init(reply: FerryReply, bodyAsFile: Bool) throws(FerryError) {
+        file = bodyAsFile ? reply.file : nil
+        bytes = file == nil ? try reply.wholeBody() : []
+        size = Int(reply.result["size"]?.intValue ?? Int64(bytes.count))
+        createdAt = reply.result["created_at"]?.intValue ?? 0
+        expiresAt = reply.result["expires_at"]?.intValue
+        source = reply.result["source"]?.stringValue
+    }
 }
 
 /// One key of a `cacheKeys` listing.
@@ -48,12 +59,7 @@ extension FerryClient {
         var args = FerryClient.keyArgs(key, namespace)
         if offersBodyFiles { args["body_fd"] = true }
         do {
-            let reply = try await call(.cacheGet, args)
-            let file = bodyAsFile ? reply.file : nil
-            let bytes = file == nil ? try reply.wholeBody() : []
-            return CachedValue(bytes: bytes, file: file, size: Int(reply.result["size"]?.intValue ?? Int64(bytes.count)),
-                               createdAt: reply.result["created_at"]?.intValue ?? 0,
-                               expiresAt: reply.result["expires_at"]?.intValue, source: reply.result["source"]?.stringValue)
+            return try CachedValue(reply: try await call(.cacheGet, args), bodyAsFile: bodyAsFile)
         } catch let e as FerryError where e.code == .notFound {
             return nil
         }

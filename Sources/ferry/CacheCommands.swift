@@ -45,11 +45,49 @@ struct CacheCommands {
         }
     }
 
+    /// The actions `runQuick` takes, by their number of operands: the ones that make one call with a small
+    /// request (`set` only with its value on the command line: one read from stdin could not be given back).
+    static func isQuick(_ words: [String]) -> Bool {
+        switch (words.first, words.count - 1) {
+        case ("get", 1), ("del", 1), ("delete", 1), ("exists", 1), ("ttl", 1): return true
+        case ("set", 2): return words[2] != "-"
+        default: return false
+        }
+    }
+
+    /// `run` for the actions `isQuick` accepts, through a blocking connection (`QuickCommands`): the same calls,
+    /// and the same output through the same functions.
+    func runQuick(_ connection: BlockingConnection) throws(CommandFailure) {
+        let words = Array(args.positionals.dropFirst())
+        let key = words[1], namespace = args.value("namespace")
+        switch words[0] {
+        case "get": try show(quick { () throws(FerryError) in try connection.cacheGet(key, namespace: namespace, bodyAsFile: true) }, key, namespace)
+        case "exists": try showExists(quick { () throws(FerryError) in try connection.cacheGet(key, namespace: namespace, bodyAsFile: true) } != nil)
+        case "ttl": showTTL(try quick { () throws(FerryError) in try connection.cacheGet(key, namespace: namespace, bodyAsFile: true) })
+        case "del", "delete": try showDeleted(quick { () throws(FerryError) in try connection.cacheDelete(key, namespace: namespace) }, key)
+        default:
+            let (bytes, ttl, ifAbsent) = try setInputs(words[2])
+            try showStored(quick { () throws(FerryError) in
+                try connection.cacheSet(key, bytes, namespace: namespace, ttl: ttl, ifAbsent: ifAbsent)
+            }, key)
+        }
+    }
+
+    /// A call's failure as `Commands.run` words it.
+    private func quick<T>(_ call: () throws(FerryError) -> T) throws(CommandFailure) -> T {
+        do { return try call() } catch { throw CommandFailure(error) }
+    }
+
     private func get(_ key: String, _ namespace: String?) async throws(CommandFailure) {
         let client = try await commands.launcher.connect()
         defer { client.close() }
         // A large value comes as a descriptor and is copied in the kernel, never read into this process.
-        guard let value = try await commands.run({ try await client.cacheGet(key, namespace: namespace, bodyAsFile: true) }) else {
+        try show(try await commands.run({ try await client.cacheGet(key, namespace: namespace, bodyAsFile: true) }), key, namespace)
+    }
+
+    /// `get`'s output: the value (or its description with `--json`) on stdout or in `-o FILE`.
+    private func show(_ found: CachedValue?, _ key: String, _ namespace: String?) throws(CommandFailure) {
+        guard let value = found else {
             throw CommandFailure(code: .operationFailed, message: "not_found: no entry \"\(key)\" in namespace \"\(namespace ?? "default")\"")
         }
         if args.has("json") {
@@ -69,19 +107,29 @@ struct CacheCommands {
     }
 
     private func set(_ key: String, _ value: String, _ namespace: String?) async throws(CommandFailure) {
-        let bytes = value == "-" ? readStdin() : Array(value.utf8)
-        let ttl = try args.value("ttl").map { t throws(CommandFailure) in try CacheCommands.ttl(t) }
-        let ifAbsent = args.has("if-absent")
+        let (bytes, ttl, ifAbsent) = try setInputs(value)
         let client = try await commands.launcher.connect()
         defer { client.close() }
-        let stored = try await commands.run { try await client.cacheSet(key, bytes, namespace: namespace, ttl: ttl, ifAbsent: ifAbsent) }
+        try showStored(try await commands.run { try await client.cacheSet(key, bytes, namespace: namespace, ttl: ttl, ifAbsent: ifAbsent) }, key)
+    }
+
+    /// `set`'s value (`-`: stdin), TTL and `--if-absent`.
+    private func setInputs(_ value: String) throws(CommandFailure) -> (bytes: [UInt8], ttl: Duration?, ifAbsent: Bool) {
+        let ttl = try args.value("ttl").map { t throws(CommandFailure) in try CacheCommands.ttl(t) }
+        return (value == "-" ? readStdin() : Array(value.utf8), ttl, args.has("if-absent"))
+    }
+
+    private func showStored(_ stored: Bool, _ key: String) throws(CommandFailure) {
         if !stored { throw CommandFailure(code: .operationFailed, message: "not stored: \"\(key)\" exists (--if-absent)") }
     }
 
     private func delete(_ key: String, _ namespace: String?) async throws(CommandFailure) {
         let client = try await commands.launcher.connect()
         defer { client.close() }
-        let existed = try await commands.run { try await client.cacheDelete(key, namespace: namespace) }
+        try showDeleted(try await commands.run { try await client.cacheDelete(key, namespace: namespace) }, key)
+    }
+
+    private func showDeleted(_ existed: Bool, _ key: String) throws(CommandFailure) {
         if !existed { throw CommandFailure(code: .operationFailed, message: "not_found: no entry \"\(key)\"") }
     }
 
@@ -125,7 +173,10 @@ struct CacheCommands {
     private func exists(_ key: String, _ namespace: String?) async throws(CommandFailure) {
         let client = try await commands.launcher.connect()
         defer { client.close() }
-        let found = try await commands.run { try await client.cacheGet(key, namespace: namespace, bodyAsFile: true) } != nil
+        try showExists(try await commands.run { try await client.cacheGet(key, namespace: namespace, bodyAsFile: true) } != nil)
+    }
+
+    private func showExists(_ found: Bool) throws(CommandFailure) {
         print(found ? "1" : "0")
         if !found { throw CommandFailure(code: .operationFailed, message: "") }
     }
@@ -133,9 +184,11 @@ struct CacheCommands {
     private func ttl(_ key: String, _ namespace: String?) async throws(CommandFailure) {
         let client = try await commands.launcher.connect()
         defer { client.close() }
-        guard let value = try await commands.run({ try await client.cacheGet(key, namespace: namespace, bodyAsFile: true) }) else {
-            return print("-2")
-        }
+        showTTL(try await commands.run({ try await client.cacheGet(key, namespace: namespace, bodyAsFile: true) }))
+    }
+
+    private func showTTL(_ found: CachedValue?) {
+        guard let value = found else { return print("-2") }
         print(value.expiresAt.map { String(max(0, ($0 - CacheCommands.nowMs() + 999) / 1000)) } ?? "-1")
     }
 

@@ -15,8 +15,7 @@ struct Commands {
         do {
             return try await body()
         } catch let e as FerryError {
-            throw CommandFailure(code: e.raisedBy == .connection ? .noDaemon : .operationFailed,
-                                 message: "\(e.codeName): \(e.message)")
+            throw CommandFailure(e)
         } catch let e as CommandFailure {
             throw e
         } catch {

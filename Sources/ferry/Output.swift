@@ -36,6 +36,13 @@ struct CommandFailure: Error {
     var retryStatus: RetryPolicy.Problem? = nil
 }
 
+extension CommandFailure {
+    /// A failed call: exit 3 when the daemon went away (or never answered), 1 otherwise.
+    init(_ e: FerryError) {
+        self.init(code: e.raisedBy == .connection ? .noDaemon : .operationFailed, message: "\(e.codeName): \(e.message)")
+    }
+}
+
 func writeStderr(_ s: String) {
     var line = s + "\n"
     line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import FerryArgs
+import Dispatch
 
 /// ferry: the command-line client. Exit codes: 0 success, 1 the operation failed, 2 usage error, 3 no daemon.
 let fetchLike = ["fetch", "image"]  // image downloads take fetch's request options
@@ -123,7 +124,16 @@ let subcommandHelp: [String: String] = [
     "daemon": "Usage: ferry daemon start [FERRYD-OPTIONS] | stop | status [--socket PATH]\n\nstart: start ferryd in the background with these of its options, e.g. --disk-limit 1GiB (no-op if running; ferryd also reads its configuration file, ferryd --print-config)\nstop: SIGTERM the daemon and wait for it to exit\nstatus: print the daemon's state; exit 3 if it is not running",
 ]
 
-func runCLI() async -> Int32 {
+/// What the command line asks for, read before anything else runs.
+enum CommandLineReading {
+    /// Answered already (help, version, a usage error): exit with this code.
+    case done(Int32)
+    case run(ParsedArgs, DaemonLauncher)
+}
+
+/// Reads the command line; synchronous, so that a quick command (`QuickCommands`) never starts the concurrency
+/// runtime.
+func readCommandLine() -> CommandLineReading {
     var args: ParsedArgs
     var words = LogsCommand.rewrite(Array(CommandLine.arguments.dropFirst()))
     // `ferry daemon start FLAGS…`: ferryd's own flags go to the daemon it starts (ferryd checks them, and the
@@ -154,23 +164,28 @@ func runCLI() async -> Int32 {
             args = again
         } else {
             writeStderr("ferry: \(error.message)\n\n\(usage)")
-            return ExitCode.usage.rawValue
+            return .done(ExitCode.usage.rawValue)
         }
     }
     let command = args.positionals.first
     if let command, let problem = parser.misplaced(args, command: command) {
         writeStderr("ferry: \(problem)\n\n\(subcommandHelp[command] ?? usage)")
-        return ExitCode.usage.rawValue
+        return .done(ExitCode.usage.rawValue)
     }
     if args.has("help") {
         print(command.flatMap { subcommandHelp[$0] } ?? usage)
-        return 0
+        return .done(0)
     }
     if args.has("version") {
         print("ferry \(ferryVersion)")
-        return 0
+        return .done(0)
     }
-    let launcher = DaemonLauncher(explicitSocket: args.value("socket"), daemonArguments: daemonArgs)
+    return .run(args, DaemonLauncher(explicitSocket: args.value("socket"), daemonArguments: daemonArgs))
+}
+
+/// Runs the command (every one; `QuickCommands` runs some of them sooner when it can).
+func runCommand(_ args: ParsedArgs, _ launcher: DaemonLauncher) async -> Int32 {
+    let command = args.positionals.first
     let commands = Commands(args: args, launcher: launcher)
     do {
         switch command {
@@ -205,4 +220,12 @@ func runCLI() async -> Int32 {
     return 0
 }
 
-exit(await runCLI())
+switch readCommandLine() {
+case .done(let code):
+    exit(code)
+case .run(let args, let launcher):
+    if let code = QuickCommands(args: args, launcher: launcher).run() { exit(code) }
+    // What an async top level would do, started only here: the runtime's threads cost a quick command ~1 ms.
+    Task { exit(await runCommand(args, launcher)) }
+    dispatchMain()
+}

@@ -1,0 +1,203 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CFerryIO
+import FerryProtocol
+
+/// A connection that makes its calls in the caller's thread, one at a time: blocking socket I/O, no task, no
+/// reader thread. For a program that makes one or two calls and exits — a shell command — where `FerryClient`'s
+/// machinery costs more than the call: the first `await` starts the concurrency runtime's threads, and a call's
+/// watchdog a timer thread; `ferry ping` spent a fifth of its whole run on them (BENCHMARKS.md, start-up).
+/// Everything else should use `FerryClient`: this has no auto-start, no concurrency and no streaming (a reply's
+/// `chunk` events are joined, as `FerryClient.call` joins them). A body asked for as a descriptor (`body_fd`) comes
+/// as `FerryReply.file`, as it does through `FerryClient`.
+///
+/// ```swift
+/// let connection = try BlockingConnection(path: FerryClient.defaultSocketPath, clientName: "my-script")
+/// let reply = try connection.call("cache.get", ["key": "token"])   // FerryReply: result and body
+/// connection.close()
+/// ```
+public final class BlockingConnection {
+    /// The daemon's name and version, from `hello`.
+    public private(set) var serverName = "ferryd"
+    /// Whether the daemon hands large bodies over as descriptors when asked (`body_fd`), from `hello`.
+    public private(set) var offersBodyFiles = false
+    /// Descriptors that came with reply bytes, oldest first (each with the first byte of the frame naming it).
+    private var descriptors = DescriptorQueue()
+    private var fd: Int32
+    private var nextID: UInt64 = 1
+    private var decoder: FrameDecoder
+    private var limits = ProtocolLimits()
+
+    /// Connects to `path` and performs the `hello` handshake; throws `unavailable` (raised by the connection) when
+    /// no daemon answers within `timeoutMs`, and the daemon's own error when it refuses the handshake.
+    public init(path: String, clientName: String, timeoutMs: Int32 = 10_000) throws(FerryError) {
+        fd = try SocketIO.connect(path: path)
+        decoder = FrameDecoder(maxFrameBytes: limits.maxFrameBytes, maxJSONBytes: limits.maxJSONBytes)
+        do {
+            let hello = try call("hello", ["versions": .array(ProtocolLimits.versions.map { .int($0) }), "client": .string(clientName)],
+                                 timeoutMs: timeoutMs)
+            limits = ProtocolLimits(json: hello.result["limits"]?.objectValue ?? JSONObject())
+            decoder.maxFrameBytes = limits.maxFrameBytes
+            decoder.maxJSONBytes = limits.maxJSONBytes
+            serverName = hello.result["server"]?.stringValue ?? serverName
+            offersBodyFiles = hello.result["capabilities"]?.arrayValue?.contains(.string(Capability.bodyFD.rawValue)) ?? false
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    deinit { close() }
+
+    public func close() {
+        descriptors.closeAll()
+        guard fd >= 0 else { return }
+        Platform.close(fd)
+        fd = -1
+    }
+
+    /// Calls `op` and waits for its final reply (up to `timeoutMs`, which is also sent as the request's
+    /// `timeout_ms`; nil: as long as it takes). A body too large for one frame is refused (`resource_exhausted`):
+    /// uploads in pieces are `FerryClient`'s.
+    public func call(_ op: String, _ args: JSONObject = JSONObject(), body: [UInt8] = [],
+                     timeoutMs: Int32? = nil) throws(FerryError) -> FerryReply {
+        guard fd >= 0 else { throw closedError }
+        let id = nextID
+        nextID += 1
+        let envelope = RequestEnvelope(id: id, op: op, args: args, timeoutMs: timeoutMs.map { Int64($0) })
+        let frames: [[UInt8]]
+        switch ClientConnection.frames(envelope, body: body, maxFrameBytes: limits.maxFrameBytes, maxJSONBytes: limits.maxJSONBytes) {
+        case .success(let f): frames = f
+        case .failure(let e): throw e
+        }
+        guard frames.count == 1 else {
+            throw FerryError(.resourceExhausted, "a body of \(body.count) bytes does not fit one frame; FerryClient sends it in pieces")
+        }
+        guard frames[0].withUnsafeBytes({ SocketIO.writeAll(fd, $0) }) else { throw lost() }
+        // A server that stops answering: the request's own deadline, and a second for its answer to arrive.
+        let deadline = timeoutMs.map { Self.nowMs() + Int64($0) + 1000 }
+        var chunks: [UInt8] = []
+        while true {
+            guard let frame = try nextFrame(deadline: deadline) else {
+                throw FerryError(.deadlineExceeded, "no reply within \(timeoutMs ?? 0) ms (ferryd did not answer)")
+            }
+            guard let reply = ReplyEnvelope.parse(frame.json, maxDepth: 64) else {
+                close()
+                throw FerryError.connection("ferryd sent a reply this client cannot read")
+            }
+            // A descriptor named by a reply is taken whatever the reply answers, so the next one pairs with its own.
+            let file = try bodyFile(reply)
+            guard reply.id == id else {  // a late answer to an earlier call that gave up
+                if let file { Platform.close(file.fd) }
+                continue
+            }
+            switch reply {
+            case .result(_, let result):
+                if let file { return FerryReply(result: result, body: [], file: file) }
+                return FerryReply(result: result, body: chunks.isEmpty ? frame.body : chunks + frame.body)
+            case .error(_, let error): throw error
+            case .event(_, let name, _): if name == EventName.chunk.rawValue { chunks += frame.body }
+            }
+        }
+    }
+
+    /// The descriptor a result names (`body_fd`), paired with the oldest one received (PROTOCOL.md §5).
+    private func bodyFile(_ reply: ReplyEnvelope) throws(FerryError) -> BodyFile? {
+        guard case .result(_, let result) = reply, let named = result["body_fd"]?.objectValue else { return nil }
+        guard let fd = descriptors.pop() else {
+            close()
+            throw FerryError(.protocolError, "ferryd named a body descriptor that did not arrive")
+        }
+        let file = BodyFile(fd: fd, offset: Int(named["offset"]?.intValue ?? -1), length: Int(named["length"]?.intValue ?? -1))
+        guard file.offset >= 0, file.length >= 0 else {
+            Platform.close(fd)
+            throw FerryError(.protocolError, "ferryd named a body descriptor without its offset and length")
+        }
+        return file
+    }
+
+    /// The next whole frame, reading as needed; nil when `deadline` (ms on the monotonic clock) passed first.
+    private func nextFrame(deadline: Int64?) throws(FerryError) -> Frame? {
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            do {
+                if let frame = try decoder.next() { return frame }
+            } catch {
+                close()
+                throw FerryError.connection("ferryd sent a malformed frame: \(error)")
+            }
+            if let deadline {
+                let left = deadline - Self.nowMs()
+                if left <= 0 { return nil }
+                var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                let ready = poll(&p, 1, Int32(min(left, Int64(Int32.max))))
+                if ready == 0 { return nil }
+                if ready < 0 && errno != EINTR { throw lost() }
+                if ready <= 0 { continue }
+            }
+            var received = [Int32](repeating: -1, count: 4), count: Int32 = 0
+            let n = chunk.withUnsafeMutableBytes { ferry_recv_with_fds(fd, $0.baseAddress, $0.count, &received, 4, &count) }
+            if n == -Int(EINTR) { continue }
+            guard n > 0 else { throw lost() }
+            guard count >= 0 else {
+                close()
+                throw FerryError(.resourceExhausted, "a descriptor ferryd sent was dropped by the kernel (this process is out of descriptors)")
+            }
+            for k in 0..<Int(count) { descriptors.push(received[k]) }
+            chunk.withUnsafeBytes { decoder.append(UnsafeRawBufferPointer(rebasing: $0[..<n])) }
+        }
+    }
+
+    private var closedError: FerryError { FerryError.connection("the connection to ferryd is closed") }
+
+    private func lost() -> FerryError {
+        close()
+        return FerryError.connection("the connection to ferryd was lost")
+    }
+
+    private static func nowMs() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    }
+}
+
+/// The calls a shell command makes, as `FerryClient`'s cache API makes them (same arguments, same results).
+extension BlockingConnection {
+    /// `FerryClient.ping`.
+    public func ping() throws(FerryError) -> Duration {
+        let clock = ContinuousClock()
+        let start = clock.now
+        _ = try call(OperationName.ping.rawValue)
+        return clock.now - start
+    }
+
+    /// `FerryClient.cacheGet`: nil when the key is absent or expired.
+    public func cacheGet(_ key: String, namespace: String? = nil, bodyAsFile: Bool = false) throws(FerryError) -> CachedValue? {
+        var args = FerryClient.keyArgs(key, namespace)
+        if offersBodyFiles { args["body_fd"] = true }
+        do {
+            return try CachedValue(reply: call(OperationName.cacheGet.rawValue, args), bodyAsFile: bodyAsFile)
+        } catch where error.code == .notFound {
+            return nil
+        }
+    }
+
+    /// `FerryClient.cacheSet`: false when `ifAbsent` and the key has a live entry.
+    public func cacheSet(_ key: String, _ value: [UInt8], namespace: String? = nil, ttl: Duration? = nil,
+                         ifAbsent: Bool = false) throws(FerryError) -> Bool {
+        var args = FerryClient.keyArgs(key, namespace)
+        if let ttl { args["ttl_ms"] = .int(FerryClient.milliseconds(ttl)) }
+        if ifAbsent { args["if_absent"] = true }
+        return try call(OperationName.cacheSet.rawValue, args, body: value).result["stored"]?.boolValue ?? false
+    }
+
+    /// `FerryClient.cacheDelete`: whether the key existed.
+    @discardableResult
+    public func cacheDelete(_ key: String, namespace: String? = nil) throws(FerryError) -> Bool {
+        try call(OperationName.cacheDelete.rawValue, FerryClient.keyArgs(key, namespace)).result["deleted"]?.boolValue ?? false
+    }
+}
