@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Byte-wise equality of two strings' UTF-8, eight bytes at a time: cache keys and JSON member names compare by
 /// their bytes (RFC 8259; "é" and "e\u{301}" are different keys), and this runs on every key comparison of the hot
 /// path, where the generic `utf8.elementsEqual` walks the views one index at a time.
@@ -30,6 +36,32 @@ public enum UTF8Bytes {
             }
         }
         return (fast ?? nil) ?? a.utf8.elementsEqual(b.utf8)
+    }
+
+    /// The strings' UTF-8 compared byte-wise, as `memcmp` and then the lengths (SQLite's order for TEXT and BLOB
+    /// keys): negative when `a` comes first, 0 when equal, positive when `b` does. Why not
+    /// `a.utf8.lexicographicallyPrecedes(b.utf8)`: it walks both views an index at a time, and sorting the keys of
+    /// one journal apply with it was a twelfth of the daemon's instructions under a flood of sets (callgrind).
+    ///
+    /// ```swift
+    /// UTF8Bytes.compare("key:2", "key:10") > 0   // true: '2' > '1'
+    /// UTF8Bytes.compare("ab", "abc") < 0          // true: a prefix comes first
+    /// ```
+    @inlinable
+    public static func compare(_ a: String, _ b: String) -> Int {
+        let fast = a.utf8.withContiguousStorageIfAvailable { x in
+            b.utf8.withContiguousStorageIfAvailable { y -> Int in
+                let n = min(x.count, y.count)
+                if n > 0, let px = x.baseAddress, let py = y.baseAddress {
+                    let c = memcmp(px, py, n)
+                    if c != 0 { return Int(c) }
+                }
+                return x.count - y.count
+            }
+        }
+        if let fast = fast ?? nil { return fast }
+        if a.utf8.elementsEqual(b.utf8) { return 0 }
+        return a.utf8.lexicographicallyPrecedes(b.utf8) ? -1 : 1
     }
 
     /// Hashes the bytes (consistent with `equal`), then their count, so that two strings hashed in a row do not

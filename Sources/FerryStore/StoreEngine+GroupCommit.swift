@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import FerryBytes
 import FerryCache
 
 /// The engine's group commit: sets that reach the worker together commit together, and pending journaled sets are
@@ -8,8 +9,8 @@ import FerryCache
 extension StoreEngine {
     /// Whether `a` comes before `b` in the index (`PRIMARY KEY (namespace, key)`, compared byte-wise).
     static func indexOrder(_ a: CacheKey, _ b: CacheKey) -> Bool {
-        if a.namespace != b.namespace { return a.namespace.utf8.lexicographicallyPrecedes(b.namespace.utf8) }
-        return a.key.utf8.lexicographicallyPrecedes(b.key.utf8)
+        let namespaces = UTF8Bytes.compare(a.namespace, b.namespace)
+        return namespaces != 0 ? namespaces < 0 : UTF8Bytes.compare(a.key, b.key) < 0
     }
 
     /// How many `.put` jobs follow each other from `start`.

@@ -215,7 +215,9 @@ final class StoreEngine {
             // In the index's order (namespace, then key, byte-wise as SQLite compares them): consecutive rows land in
             // the same B-tree pages. In the dictionary's order, 20,000 sets to random keys of a large index each read
             // their own pages (perf: the worker in `pread` and SQLite's WAL lookups), an apply taking ~4 s.
-            for (key, entry) in pending.sorted(by: { StoreEngine.indexOrder($0.key, $1.key) }) {
+            // The keys alone are sorted: sorting the (key, entry) pairs retained and released both at every move.
+            for key in pending.keys.sorted(by: StoreEngine.indexOrder) {
+                guard let entry = pending[key] else { continue }
                 if let old = try index.replaced(key) {
                     replacedBytes += StoreEngine.cost(key, size: old.size)
                     replacedRows += 1

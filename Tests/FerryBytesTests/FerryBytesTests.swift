@@ -41,6 +41,21 @@ import Testing
         let bridged = String(decoding: Array("non-contiguous?".utf8), as: UTF8.self)
         #expect(UTF8Bytes.equal(bridged, "non-contiguous?"))
     }
+
+    /// `compare` orders as the bytes do (memcmp, then length), for every pair of a set with prefixes, equal
+    /// strings, bytes past 0x7f and long common heads; a substring (not contiguous from its start) too.
+    @Test func utf8CompareIsTheBytesOrder() {
+        let words = ["", "a", "ab", "abc", "b", "key:000000000010", "key:000000000002", "é", "e\u{301}", "z\u{10FFFF}",
+                     String(repeating: "x", count: 40) + "a", String(repeating: "x", count: 40) + "b", "A", "~"]
+        for a in words {
+            for b in words {
+                let expected = Array(a.utf8).lexicographicallyPrecedes(Array(b.utf8)) ? -1 : Array(a.utf8) == Array(b.utf8) ? 0 : 1
+                #expect(UTF8Bytes.compare(a, b).signum() == expected, "\(a) / \(b)")
+            }
+        }
+        let tail = "prefix-then-key:9"
+        #expect(UTF8Bytes.compare(String(tail.dropFirst(12)), "key:10") > 0)
+    }
 }
 
 @Suite struct Checksum64Tests {
