@@ -177,10 +177,9 @@ extension BlockingConnection {
 
     /// `FerryClient.cacheGet`: nil when the key is absent or expired.
     public func cacheGet(_ key: String, namespace: String? = nil, bodyAsFile: Bool = false) throws(FerryError) -> CachedValue? {
-        var args = FerryClient.keyArgs(key, namespace)
-        if offersBodyFiles { args["body_fd"] = true }
         do {
-            return try CachedValue(reply: call(OperationName.cacheGet.rawValue, args), bodyAsFile: bodyAsFile)
+            return try CachedValue(reply: call(OperationName.cacheGet.rawValue, CacheCalls.get(key, namespace, bodyFD: offersBodyFiles)),
+                                   bodyAsFile: bodyAsFile)
         } catch where error.code == .notFound {
             return nil
         }
@@ -189,15 +188,29 @@ extension BlockingConnection {
     /// `FerryClient.cacheSet`: false when `ifAbsent` and the key has a live entry.
     public func cacheSet(_ key: String, _ value: [UInt8], namespace: String? = nil, ttl: Duration? = nil,
                          ifAbsent: Bool = false) throws(FerryError) -> Bool {
-        var args = FerryClient.keyArgs(key, namespace)
-        if let ttl { args["ttl_ms"] = .int(FerryClient.milliseconds(ttl)) }
-        if ifAbsent { args["if_absent"] = true }
-        return try call(OperationName.cacheSet.rawValue, args, body: value).result["stored"]?.boolValue ?? false
+        CacheCalls.stored(try call(OperationName.cacheSet.rawValue, CacheCalls.set(key, namespace, ttl: ttl, ifAbsent: ifAbsent), body: value).result)
     }
 
     /// `FerryClient.cacheDelete`: whether the key existed.
     @discardableResult
     public func cacheDelete(_ key: String, namespace: String? = nil) throws(FerryError) -> Bool {
-        try call(OperationName.cacheDelete.rawValue, FerryClient.keyArgs(key, namespace)).result["deleted"]?.boolValue ?? false
+        CacheCalls.deleted(try call(OperationName.cacheDelete.rawValue, CacheCalls.key(key, namespace)).result)
+    }
+
+    /// `FerryClient.cacheTouch`: false when there is no live entry.
+    @discardableResult
+    public func cacheTouch(_ key: String, ttl: Duration?, namespace: String? = nil) throws(FerryError) -> Bool {
+        do {
+            _ = try call(OperationName.cacheTouch.rawValue, CacheCalls.touch(key, namespace, ttl: ttl))
+            return true
+        } catch where error.code == .notFound {
+            return false
+        }
+    }
+
+    /// `FerryClient.cacheIncr`: the new value.
+    @discardableResult
+    public func cacheIncr(_ key: String, by delta: Int64 = 1, ttl: Duration? = nil, namespace: String? = nil) throws(FerryError) -> Int64 {
+        try CacheCalls.value(call(OperationName.cacheIncr.rawValue, CacheCalls.incr(key, namespace, by: delta, ttl: ttl)).result)
     }
 }

@@ -46,20 +46,15 @@ extension FerryClient {
     @discardableResult
     public func cacheSet(_ key: String, _ value: [UInt8], namespace: String? = nil, ttl: Duration? = nil,
                          ifAbsent: Bool = false) async throws -> Bool {
-        var args = FerryClient.keyArgs(key, namespace)
-        if let ttl { args["ttl_ms"] = .int(FerryClient.milliseconds(ttl)) }
-        if ifAbsent { args["if_absent"] = true }
-        return try await call(.cacheSet, args, body: value).result["stored"]?.boolValue ?? false
+        CacheCalls.stored(try await call(.cacheSet, CacheCalls.set(key, namespace, ttl: ttl, ifAbsent: ifAbsent), body: value).result)
     }
 
     /// The value, or nil when the key is absent or expired. A large value comes through a descriptor when the
     /// daemon offers it (`offersBodyFiles`): read into `bytes`, or, with `bodyAsFile`, left in `file` for the caller
     /// to read or copy (`BodyFile.copy(toPath:)`) without the bytes passing through this process.
     public func cacheGet(_ key: String, namespace: String? = nil, bodyAsFile: Bool = false) async throws -> CachedValue? {
-        var args = FerryClient.keyArgs(key, namespace)
-        if offersBodyFiles { args["body_fd"] = true }
         do {
-            return try CachedValue(reply: try await call(.cacheGet, args), bodyAsFile: bodyAsFile)
+            return try CachedValue(reply: try await call(.cacheGet, CacheCalls.get(key, namespace, bodyFD: offersBodyFiles)), bodyAsFile: bodyAsFile)
         } catch let e as FerryError where e.code == .notFound {
             return nil
         }
@@ -68,16 +63,14 @@ extension FerryClient {
     /// Removes the key; returns whether it existed.
     @discardableResult
     public func cacheDelete(_ key: String, namespace: String? = nil) async throws -> Bool {
-        try await call(.cacheDelete, FerryClient.keyArgs(key, namespace)).result["deleted"]?.boolValue ?? false
+        CacheCalls.deleted(try await call(.cacheDelete, CacheCalls.key(key, namespace)).result)
     }
 
     /// Sets a new TTL (`nil`: never expire); returns false when there is no live entry.
     @discardableResult
     public func cacheTouch(_ key: String, ttl: Duration?, namespace: String? = nil) async throws -> Bool {
-        var args = FerryClient.keyArgs(key, namespace)
-        args["ttl_ms"] = ttl.map { .int(FerryClient.milliseconds($0)) } ?? .null
         do {
-            _ = try await call(.cacheTouch, args)
+            _ = try await call(.cacheTouch, CacheCalls.touch(key, namespace, ttl: ttl))
             return true
         } catch let e as FerryError where e.code == .notFound {
             return false
@@ -94,12 +87,7 @@ extension FerryClient {
     /// ```
     @discardableResult
     public func cacheIncr(_ key: String, by delta: Int64 = 1, ttl: Duration? = nil, namespace: String? = nil) async throws -> Int64 {
-        var args = FerryClient.keyArgs(key, namespace)
-        args["by"] = .int(delta)
-        if let ttl { args["ttl_ms"] = .int(FerryClient.milliseconds(ttl)) }
-        let result = try await call(.cacheIncr, args).result
-        guard let value = result["value"]?.intValue else { throw FerryError(.internal, "cache.incr answered without a value") }
-        return value
+        try CacheCalls.value(try await call(.cacheIncr, CacheCalls.incr(key, namespace, by: delta, ttl: ttl)).result)
     }
 
     /// Every live key of a namespace (with `prefix`), in byte order, fetched page by page.
@@ -127,9 +115,52 @@ extension FerryClient {
         return Int(try await call(.cacheClear, args).result["removed"]?.intValue ?? 0)
     }
 
-    static func keyArgs(_ key: String, _ namespace: String?) -> JSONObject {
+}
+
+/// The `cache.*` operations' arguments and the reading of their results, as both clients make them
+/// (`FerryClient`'s cache API and `BlockingConnection`'s), so the two cannot drift apart.
+enum CacheCalls {
+    static func key(_ key: String, _ namespace: String?) -> JSONObject {
         var args: JSONObject = ["key": .string(key)]
         if let namespace { args["namespace"] = .string(namespace) }
         return args
+    }
+
+    static func set(_ key: String, _ namespace: String?, ttl: Duration?, ifAbsent: Bool) -> JSONObject {
+        var args = CacheCalls.key(key, namespace)
+        if let ttl { args["ttl_ms"] = .int(FerryClient.milliseconds(ttl)) }
+        if ifAbsent { args["if_absent"] = true }
+        return args
+    }
+
+    /// `bodyFD`: a large value may come as a descriptor (the daemon offers it and the client takes it).
+    static func get(_ key: String, _ namespace: String?, bodyFD: Bool) -> JSONObject {
+        var args = CacheCalls.key(key, namespace)
+        if bodyFD { args["body_fd"] = true }
+        return args
+    }
+
+    /// `ttl` nil: never expire.
+    static func touch(_ key: String, _ namespace: String?, ttl: Duration?) -> JSONObject {
+        var args = CacheCalls.key(key, namespace)
+        args["ttl_ms"] = ttl.map { .int(FerryClient.milliseconds($0)) } ?? .null
+        return args
+    }
+
+    static func incr(_ key: String, _ namespace: String?, by delta: Int64, ttl: Duration?) -> JSONObject {
+        var args = CacheCalls.key(key, namespace)
+        args["by"] = .int(delta)
+        if let ttl { args["ttl_ms"] = .int(FerryClient.milliseconds(ttl)) }
+        return args
+    }
+
+    static func stored(_ result: JSONObject) -> Bool { result["stored"]?.boolValue ?? false }
+
+    static func deleted(_ result: JSONObject) -> Bool { result["deleted"]?.boolValue ?? false }
+
+    /// `cache.incr`'s new value.
+    static func value(_ result: JSONObject) throws(FerryError) -> Int64 {
+        guard let value = result["value"]?.intValue else { throw FerryError(.internal, "cache.incr answered without a value") }
+        return value
     }
 }

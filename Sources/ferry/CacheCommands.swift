@@ -49,7 +49,8 @@ struct CacheCommands {
     /// request (`set` only with its value on the command line: one read from stdin could not be given back).
     static func isQuick(_ words: [String]) -> Bool {
         switch (words.first, words.count - 1) {
-        case ("get", 1), ("del", 1), ("delete", 1), ("exists", 1), ("ttl", 1): return true
+        case ("get", 1), ("del", 1), ("delete", 1), ("exists", 1), ("ttl", 1), ("touch", 2),
+             ("incr", 1), ("incr", 2), ("decr", 1), ("decr", 2): return true
         case ("set", 2): return words[2] != "-"
         default: return false
         }
@@ -65,6 +66,12 @@ struct CacheCommands {
         case "exists": try showExists(quick { () throws(FerryError) in try connection.cacheGet(key, namespace: namespace, bodyAsFile: true) } != nil)
         case "ttl": showTTL(try quick { () throws(FerryError) in try connection.cacheGet(key, namespace: namespace, bodyAsFile: true) })
         case "del", "delete": try showDeleted(quick { () throws(FerryError) in try connection.cacheDelete(key, namespace: namespace) }, key)
+        case "touch":
+            let ttl = try touchTTL(words[2])
+            try showTouched(quick { () throws(FerryError) in try connection.cacheTouch(key, ttl: ttl, namespace: namespace) }, key)
+        case "incr", "decr":
+            let (by, ttl) = try incrInputs(words.count == 3 ? words[2] : "1", negate: words[0] == "decr")
+            print(try quick { () throws(FerryError) in try connection.cacheIncr(key, by: by, ttl: ttl, namespace: namespace) })
         default:
             let (bytes, ttl, ifAbsent) = try setInputs(words[2])
             try showStored(quick { () throws(FerryError) in
@@ -193,23 +200,35 @@ struct CacheCommands {
     }
 
     private func touch(_ key: String, _ ttlText: String, _ namespace: String?) async throws(CommandFailure) {
-        let ttl = ["never", "persist", "none"].contains(ttlText) ? nil : try CacheCommands.ttl(ttlText)
+        let ttl = try touchTTL(ttlText)
         let client = try await commands.launcher.connect()
         defer { client.close() }
-        let touched = try await commands.run { try await client.cacheTouch(key, ttl: ttl, namespace: namespace) }
+        try showTouched(try await commands.run { try await client.cacheTouch(key, ttl: ttl, namespace: namespace) }, key)
+    }
+
+    /// `touch`'s TTL: nil for never.
+    private func touchTTL(_ text: String) throws(CommandFailure) -> Duration? {
+        ["never", "persist", "none"].contains(text) ? nil : try CacheCommands.ttl(text)
+    }
+
+    private func showTouched(_ touched: Bool, _ key: String) throws(CommandFailure) {
         if !touched { throw CommandFailure(code: .operationFailed, message: "not_found: no entry \"\(key)\"") }
     }
 
     /// `incr`/`decr`: prints the new value, as redis-cli does; a value that is no integer exits 1 with the daemon's words.
     private func incr(_ key: String, _ byText: String, negate: Bool, _ namespace: String?) async throws(CommandFailure) {
+        let (by, ttl) = try incrInputs(byText, negate: negate)
+        let client = try await commands.launcher.connect()
+        defer { client.close() }
+        print(try await commands.run { try await client.cacheIncr(key, by: by, ttl: ttl, namespace: namespace) })
+    }
+
+    /// `incr`'s (or `decr`'s, negated) increment and `--ttl`.
+    private func incrInputs(_ byText: String, negate: Bool) throws(CommandFailure) -> (by: Int64, ttl: Duration?) {
         guard let by = Int64(byText), !(negate && by == Int64.min) else {
             throw CommandFailure(code: .usage, message: "the increment must be a 64-bit integer, not \"\(byText)\"")
         }
-        let ttl = try args.value("ttl").map { t throws(CommandFailure) in try CacheCommands.ttl(t) }
-        let client = try await commands.launcher.connect()
-        defer { client.close() }
-        let value = try await commands.run { try await client.cacheIncr(key, by: negate ? -by : by, ttl: ttl, namespace: namespace) }
-        print(value)
+        return (negate ? -by : by, try args.value("ttl").map { t throws(CommandFailure) in try CacheCommands.ttl(t) })
     }
 
     private func clear(_ namespace: String?) async throws(CommandFailure) {

@@ -4,7 +4,8 @@ import Glibc
 import FerryArgs
 import FerryClient
 
-/// The commands that make one short exchange with a running daemon, run in the main thread through a
+/// The commands that make one short exchange with a running daemon (`ping`; `cache get`, `set` with its value
+/// given, `del`, `exists`, `ttl`, `touch`, `incr`, `decr`: `CacheCommands.isQuick`), run in the main thread through a
 /// `BlockingConnection`, without starting the concurrency runtime. Why: a shell script pays a CLI's whole start-up
 /// on every call, and the runtime's threads and a call's watchdog timer were a fifth of `ferry ping`'s
 /// (BENCHMARKS.md, start-up). Each prints and exits exactly as its general form in `Commands` does

@@ -5,7 +5,7 @@ import FerryClient
 import Glibc
 #endif
 
-/// The CLI's quick commands (`QuickCommands`: `ping` and `cache get|set|del|exists|ttl` through a
+/// The CLI's quick commands (`QuickCommands`: `ping` and `cache get|set|del|exists|ttl|touch|incr|decr` through a
 /// `BlockingConnection`) print and exit exactly as their general forms do, without starting a thread; and
 /// `BlockingConnection` answers as `FerryClient` does.
 extension IntegrationTests {
@@ -28,6 +28,10 @@ extension IntegrationTests {
             ["cache", "set", "", "v"], ["cache", "get", String(repeating: "x", count: 2000)], ["cache", "set", "ü/ключ", "ß", "-n", "other"],
             ["cache", "get", "ü/ключ", "-n", "other", "--json"], ["cache", "get", "big"], ["cache", "get", "big", "-o", "OUT"],
             ["cache", "get", "big", "--json"], ["cache", "exists", "big"], ["cache", "get", "k", "-n", "bad namespace"],
+            ["cache", "incr", "n"], ["cache", "incr", "n", "41"], ["cache", "decr", "n", "2"], ["cache", "decr", "n", "x"],
+            ["cache", "incr", "k"], ["cache", "incr", "fresh", "--ttl", "1h"], ["cache", "ttl", "fresh"],
+            ["cache", "touch", "fresh", "never"], ["cache", "ttl", "fresh"], ["cache", "touch", "nope", "5s"],
+            ["cache", "touch", "fresh", "0s"], ["cache", "incr", "n", "9223372036854775807"],
         ]
         for daemon in [quick, general] {
             let stored = try runCommand(Binaries.ferry, ["cache", "set", "big", "-"], environment: ["FERRY_SOCKET": daemon.socket], stdin: big)
@@ -97,6 +101,9 @@ extension IntegrationTests {
         // An answer after a descriptor pairs with its own: a small value again.
         #expect(try connection.cacheGet("a")?.bytes == Array("one".utf8))
         #expect(try connection.cacheDelete("a") && !connection.cacheDelete("a"))
+        #expect(try connection.cacheIncr("n", by: 5, ttl: .seconds(60)) == 5 && connection.cacheIncr("n", by: -7) == -2)
+        #expect(try connection.cacheTouch("n", ttl: nil) && connection.cacheGet("n")?.expiresAt == nil)
+        #expect(try !connection.cacheTouch("gone", ttl: .seconds(1)))
         // The daemon's refusal, as the daemon words it; the connection goes on.
         #expect { try connection.cacheSet("", [1]) } throws: { ($0 as? FerryError)?.code == .invalidArgument && ($0 as? FerryError)?.raisedBy != .connection }
         #expect { try connection.call("no.such.op") } throws: { ($0 as? FerryError)?.code == .unimplemented }
