@@ -90,6 +90,12 @@ public final class BlockingConnection {
             }
             // A descriptor named by a reply is taken whatever the reply answers, so the next one pairs with its own.
             let file = try bodyFile(reply)
+            if case .error(0, let error) = reply {
+                // Names no request (PROTOCOL.md §3): a refusal that ends the connection, or an answer this call cannot
+                // vouch is its own. Either way the call fails, and the connection with it.
+                close()
+                throw error
+            }
             guard reply.id == id else {  // a late answer to an earlier call that gave up
                 if let file { Platform.close(file.fd) }
                 continue
