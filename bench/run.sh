@@ -52,6 +52,18 @@ bench_pinning
 
 # ---- machine -------------------------------------------------------------------------------------------------
 CPU_MODEL=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo unknown)
+# The host's proactive reclaim (DAMON), when it runs: a `pageout` scheme drops file pages idle for a while, so
+# binaries and files are read again and page faults cost more; runs then disagree far beyond their usual noise.
+damon_state() {
+    local k a out=""
+    for k in /sys/kernel/mm/damon/admin/kdamonds/*; do
+        [[ -r $k/state ]] || continue
+        out+="kdamond $(cat "$k/state")"
+        for a in "$k"/contexts/*/schemes/*/action; do [[ -r $a ]] && out+=" $(cat "$a")"; done
+        out+="; "
+    done
+    echo "${out:-none}"
+}
 MACHINE=$(cat <<EOF
 nproc:   $(nproc)
 cpu:     ${CPU_MODEL:-unknown}
@@ -60,6 +72,7 @@ swift:   $(swift --version 2>/dev/null | grep -m1 -i 'swift version' || echo unk
 cc:      $("$CC" --version | head -1)
 commit:  $(git rev-parse --short HEAD 2>/dev/null || echo unknown) (plus whatever the work tree had uncommitted)
 pinning: $PINNING
+reclaim: DAMON $(damon_state)
 date:    $(date -u '+%Y-%m-%d %H:%M UTC')
 EOF
 )
