@@ -32,18 +32,18 @@ public final class BlockingConnection {
     private var limits = ProtocolLimits()
 
     /// Connects to `path` and performs the `hello` handshake; throws `unavailable` (raised by the connection) when
-    /// no daemon answers within `timeoutMs`, and the daemon's own error when it refuses the handshake.
+    /// no daemon listens there, `deadline_exceeded` when `hello` is not answered within `timeoutMs` (and a second),
+    /// and the daemon's own error when it refuses the handshake.
     public init(path: String, clientName: String, timeoutMs: Int32 = 10_000) throws(FerryError) {
         fd = try SocketIO.connect(path: path)
         decoder = FrameDecoder(maxFrameBytes: limits.maxFrameBytes, maxJSONBytes: limits.maxJSONBytes)
         do {
-            let hello = try call("hello", ["versions": .array(ProtocolLimits.versions.map { .int($0) }), "client": .string(clientName)],
-                                 timeoutMs: timeoutMs)
+            let hello = try call("hello", FerryClient.helloArguments(clientName: clientName), timeoutMs: timeoutMs)
             limits = ProtocolLimits(json: hello.result["limits"]?.objectValue ?? JSONObject())
             decoder.maxFrameBytes = limits.maxFrameBytes
             decoder.maxJSONBytes = limits.maxJSONBytes
             serverName = hello.result["server"]?.stringValue ?? serverName
-            offersBodyFiles = hello.result["capabilities"]?.arrayValue?.contains(.string(Capability.bodyFD.rawValue)) ?? false
+            offersBodyFiles = FerryClient.capabilities(ofHello: hello.result).contains(.bodyFD)
         } catch {
             close()
             throw error
@@ -88,18 +88,26 @@ public final class BlockingConnection {
                 close()
                 throw FerryError.connection("ferryd sent a reply this client cannot read")
             }
-            // A descriptor named by a reply is taken whatever the reply answers, so the next one pairs with its own.
-            let file = try bodyFile(reply)
+            // A descriptor named by a reply is taken whatever the reply answers, so the next one pairs with its own
+            // (one taken for a late answer is closed when its `BodyFile` goes).
+            var file: BodyFile?
+            if case .result(_, let result) = reply {
+                switch descriptors.claim(for: result) {
+                case .none: break
+                case .file(let claimed): file = claimed
+                case .missing(let error):
+                    close()
+                    throw error
+                case .unreadable(let error): if reply.id == id { throw error }
+                }
+            }
             if case .error(0, let error) = reply {
                 // Names no request (PROTOCOL.md §3): a refusal that ends the connection, or an answer this call cannot
                 // vouch is its own. Either way the call fails, and the connection with it.
                 close()
                 throw error
             }
-            guard reply.id == id else {  // a late answer to an earlier call that gave up
-                if let file { Platform.close(file.fd) }
-                continue
-            }
+            guard reply.id == id else { continue }  // a late answer to an earlier call that gave up
             switch reply {
             case .result(_, let result):
                 if let file { return FerryReply(result: result, body: [], file: file) }
@@ -108,21 +116,6 @@ public final class BlockingConnection {
             case .event(_, let name, _): if name == EventName.chunk.rawValue { chunks += frame.body }
             }
         }
-    }
-
-    /// The descriptor a result names (`body_fd`), paired with the oldest one received (PROTOCOL.md §5).
-    private func bodyFile(_ reply: ReplyEnvelope) throws(FerryError) -> BodyFile? {
-        guard case .result(_, let result) = reply, let named = result["body_fd"]?.objectValue else { return nil }
-        guard let fd = descriptors.pop() else {
-            close()
-            throw FerryError(.protocolError, "ferryd named a body descriptor that did not arrive")
-        }
-        let file = BodyFile(fd: fd, offset: Int(named["offset"]?.intValue ?? -1), length: Int(named["length"]?.intValue ?? -1))
-        guard file.offset >= 0, file.length >= 0 else {
-            Platform.close(fd)
-            throw FerryError(.protocolError, "ferryd named a body descriptor without its offset and length")
-        }
-        return file
     }
 
     /// The next whole frame, reading as needed; nil when `deadline` (ms on the monotonic clock) passed first.

@@ -91,19 +91,12 @@ extension ClientConnection {
         }
         switch reply {
         case .result(let id, let result):
-            guard let named = result["body_fd"]?.objectValue else {
-                finals.append((id, .success(FerryReply(result: result, body: bytes(frame.body)))))
-                return nil
+            switch descriptors.claim(for: result) {
+            case .none: finals.append((id, .success(FerryReply(result: result, body: bytes(frame.body)))))
+            case .file(let file): finals.append((id, .success(FerryReply(result: result, body: [], file: file))))
+            case .missing(let lost): return lost
+            case .unreadable(let error): finals.append((id, .failure(error)))
             }
-            guard let fd = descriptors.pop() else {
-                return FerryError(.protocolError, "ferryd named a body descriptor that did not arrive")
-            }
-            let file = BodyFile(fd: fd, offset: Int(named["offset"]?.intValue ?? -1), length: Int(named["length"]?.intValue ?? -1))
-            guard file.offset >= 0, file.length >= 0 else {
-                finals.append((id, .failure(FerryError(.protocolError, "ferryd named a body descriptor without its offset and length"))))
-                return nil
-            }
-            finals.append((id, .success(FerryReply(result: result, body: [], file: file))))
         case .error(let id, let e):
             if id == 0 {
                 // Names no request. A protocol error or a refusal ends the connection (EOF follows); any other
@@ -165,5 +158,27 @@ struct DescriptorQueue {
     /// The connection ended: descriptors no frame claimed are closed.
     mutating func closeAll() {
         while let fd = pop() { close(fd) }
+    }
+
+    /// What a result's `body_fd` claims from the queue (PROTOCOL.md §5: its descriptor is the oldest one received).
+    enum Claim {
+        /// The result names no descriptor.
+        case none
+        case file(BodyFile)
+        /// Named, but none came: descriptors and frames no longer pair, and the connection must end.
+        case missing(FerryError)
+        /// Named without its offset and length: that call fails (the descriptor taken is closed with the file).
+        case unreadable(FerryError)
+    }
+
+    /// Takes the descriptor `result` names, if it names one, as a `BodyFile` (which owns and closes it).
+    mutating func claim(for result: JSONObject) -> Claim {
+        guard let named = result["body_fd"]?.objectValue else { return .none }
+        guard let fd = pop() else { return .missing(FerryError(.protocolError, "ferryd named a body descriptor that did not arrive")) }
+        let file = BodyFile(fd: fd, offset: Int(named["offset"]?.intValue ?? -1), length: Int(named["length"]?.intValue ?? -1))
+        guard file.offset >= 0, file.length >= 0 else {
+            return .unreadable(FerryError(.protocolError, "ferryd named a body descriptor without its offset and length"))
+        }
+        return .file(file)
     }
 }

@@ -61,9 +61,7 @@ public final class FerryClient: Sendable {
     public static func connect(path: String? = nil, clientName: String = "swift", bodyFiles: Bool = true) async throws -> FerryClient {
         let connection = try ClientConnection(path: path ?? defaultSocketPath)
         do {
-            let hello = try await FerryClient.call(connection, "hello",
-                                                   ["versions": .array(ProtocolLimits.versions.map { .int($0) }), "client": .string(clientName)],
-                                                   body: [], timeout: .seconds(10))
+            let hello = try await FerryClient.call(connection, "hello", helloArguments(clientName: clientName), body: [], timeout: .seconds(10))
             let limits = ProtocolLimits(json: hello.result["limits"]?.objectValue ?? JSONObject())
             connection.setLimits(limits)
             return FerryClient(connection: connection, hello: hello.result, limits: limits, bodyFiles: bodyFiles)
@@ -80,7 +78,17 @@ public final class FerryClient: Sendable {
         serverName = hello["server"]?.stringValue ?? "ferryd"
         self.limits = limits
         operations = hello["operations"]?.arrayValue?.compactMap(\.stringValue) ?? []
-        capabilities = Set(hello["capabilities"]?.arrayValue?.compactMap { $0.stringValue.flatMap(Capability.init(rawValue:)) } ?? [])
+        capabilities = FerryClient.capabilities(ofHello: hello)
+    }
+
+    /// `hello`'s arguments: the protocol versions this client speaks, and its name for the daemon's logs.
+    static func helloArguments(clientName: String) -> JSONObject {
+        ["versions": .array(ProtocolLimits.versions.map { .int($0) }), "client": .string(clientName)]
+    }
+
+    /// The capabilities a `hello` result offers that this client knows.
+    static func capabilities(ofHello hello: JSONObject) -> Set<Capability> {
+        Set(hello["capabilities"]?.arrayValue?.compactMap { $0.stringValue.flatMap(Capability.init(rawValue:)) } ?? [])
     }
 
     deinit { connection.close() }

@@ -29,9 +29,12 @@ struct Commands {
         defer { client.close() }
         for _ in 0..<count {
             let rtt = try await run { try await client.ping() }
-            print("pong from \(client.serverName): \(formatMs(rtt))")
+            print(Commands.pong(from: client.serverName, after: rtt))
         }
     }
+
+    /// `ping`'s line for one round trip (the quick form prints it too).
+    static func pong(from server: String, after rtt: Duration) -> String { "pong from \(server): \(formatMs(rtt))" }
 
     func describe() async throws(CommandFailure) {
         let client = try await launcher.connect()

@@ -41,6 +41,13 @@ extension CommandFailure {
     init(_ e: FerryError) {
         self.init(code: e.raisedBy == .connection ? .noDaemon : .operationFailed, message: "\(e.codeName): \(e.message)")
     }
+
+    /// Says why on stderr (nothing when the message is empty: the output said it, as `exists` prints 0) and
+    /// returns the exit code.
+    func report() -> Int32 {
+        if !message.isEmpty { writeStderr("ferry: \(message)") }
+        return code.rawValue
+    }
 }
 
 func writeStderr(_ s: String) {

@@ -48,9 +48,7 @@ struct QuickCommands {
                 try CacheCommands(args: args, commands: Commands(args: args, launcher: launcher)).runQuick(connection)
             }
         } catch {
-            if error.message.isEmpty { return error.code.rawValue }  // the output said it (`exists` → 0)
-            writeStderr("ferry: \(error.message)")
-            return error.code.rawValue
+            return error.report()
         }
         return 0
     }
@@ -59,7 +57,7 @@ struct QuickCommands {
     private func ping(_ connection: BlockingConnection) throws(CommandFailure) {
         let count = args.value("count").flatMap { Int($0) } ?? 1
         for _ in 0..<count {
-            do { print("pong from \(connection.serverName): \(formatMs(try connection.ping()))") } catch { throw CommandFailure(error) }
+            do { print(Commands.pong(from: connection.serverName, after: try connection.ping())) } catch { throw CommandFailure(error) }
         }
     }
 }

@@ -214,8 +214,7 @@ func runCommand(_ args: ParsedArgs, _ launcher: DaemonLauncher) async -> Int32 {
             return ExitCode.usage.rawValue
         }
     } catch {
-        if !error.message.isEmpty { writeStderr("ferry: \(error.message)") }  // empty: the output said it (exists → 0)
-        return error.code.rawValue
+        return error.report()
     }
     return 0
 }
