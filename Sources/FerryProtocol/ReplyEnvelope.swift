@@ -57,6 +57,23 @@ public enum ReplyEnvelope: Sendable, Equatable {
 
     /// The fast path of `parse(_:maxDepth:)`: a result in the server's order, or nil to take the general path.
     private static func parseResult(_ bytes: UnsafeRawBufferPointer, maxDepth: Int) -> ReplyEnvelope? {
+        guard let (id, range) = resultInServerOrder(bytes) else { return nil }
+        // The result must be exactly one object (the parser refuses anything after it).
+        guard case .object(let result)? = try? JSONParser.parse(UnsafeRawBufferPointer(rebasing: bytes[range]), maxDepth: maxDepth - 1)
+        else { return nil }
+        return .result(id: id, result)
+    }
+
+    /// A final result written in the server's order, `{"id":N,"final":true,"result":{…}}`, found by its prefix
+    /// alone: the id and where the result object's bytes lie (from its `{` to the byte before the envelope's closing
+    /// brace), not parsed; nil for anything else. For readers that check a known result by hand (`parse` parses it;
+    /// the benchmark's load generators compare it with the bytes they expect).
+    ///
+    /// ```swift
+    /// let json = Array(#"{"id":7,"final":true,"result":{"pong":true}}"#.utf8)
+    /// json.withUnsafeBytes { ReplyEnvelope.resultInServerOrder($0) }   // (7, 30..<43): {"pong":true}
+    /// ```
+    public static func resultInServerOrder(_ bytes: UnsafeRawBufferPointer) -> (id: UInt64, result: Range<Int>)? {
         guard bytes.count > idPrefix.count + resultPrefix.count + 3, bytes.starts(with: idPrefix),
               bytes[bytes.count - 1] == UInt8(ascii: "}") else { return nil }
         // The id: 1 to 16 digits, no leading zero (the server's integers), at most 2^53 - 1 as every id is.
@@ -68,14 +85,10 @@ public enum ReplyEnvelope: Sendable, Equatable {
         }
         let digits = at - idPrefix.count
         guard digits > 0, digits == 1 || bytes[idPrefix.count] != UInt8(ascii: "0"), id <= RequestEnvelope.maxID,
-              bytes.count - at > resultPrefix.count, UnsafeRawBufferPointer(rebasing: bytes[at..<at + resultPrefix.count]).elementsEqual(resultPrefix)
+              bytes.count - at > resultPrefix.count, UnsafeRawBufferPointer(rebasing: bytes[at..<at + resultPrefix.count]).elementsEqual(resultPrefix),
+              bytes[at + resultPrefix.count] == UInt8(ascii: "{")
         else { return nil }
-        at += resultPrefix.count
-        // The rest but the closing brace must be exactly one object (the parser refuses anything after it).
-        let inner = UnsafeRawBufferPointer(rebasing: bytes[at..<bytes.count - 1])
-        guard inner.first == UInt8(ascii: "{"), case .object(let result)? = try? JSONParser.parse(inner, maxDepth: maxDepth - 1)
-        else { return nil }
-        return .result(id: id, result)
+        return (id, at + resultPrefix.count..<bytes.count - 1)
     }
 
     /// The envelope as the server writes it: fields in PROTOCOL.md's order.

@@ -106,46 +106,34 @@ struct CacheFrames {
 }
 
 extension CacheFrames {
-    private static let resultPrefix = Array(#","final":true,"result":{"#.utf8)
-    private static let stored = Array(#""stored":true}}"#.utf8)
-    private static let size = Array(#""size":"#.utf8)
+    private static let stored = Array(#"{"stored":true}"#.utf8)
+    private static let size = Array(#"{"size":"#.utf8)
 
     /// `check` by hand, as the Redis side checks RESP (`RedisConnection.takeReply`: `$100\r\n`, then the bytes):
-    /// the id of a reply in the server's order that says what it must — a set `{"stored":true}`, a get a result
-    /// whose `size` is the value's, with the value's bytes as body — or nil, and `check` reads it as FerryClient
-    /// would and says what is wrong. Why: reading every reply into a dictionary made the client's core the one that
-    /// ran out at 50 × 16 (the Redis side's check costs it about half as much), so the row measured the client.
+    /// the id of a reply in the server's order (`ReplyEnvelope.resultInServerOrder`) that says what it must — a set
+    /// `{"stored":true}`, a get a result whose `size` is the value's, with the value's bytes as body — or nil, and
+    /// `check` reads it as FerryClient would and says what is wrong. Why: reading every reply into a dictionary made
+    /// the client's core the one that ran out at 50 × 16 (the Redis side's check costs it about half as much), so the
+    /// row measured the client.
     func checkByHand(_ frame: FrameView) -> UInt64? {
-        let json = frame.json
-        var at = 6
-        guard json.count > 40, json.starts(with: #"{"id":"#.utf8) else { return nil }
-        var id: UInt64 = 0
-        while at < json.count, json[at] >= UInt8(ascii: "0"), json[at] <= UInt8(ascii: "9"), at < 26 {
-            id = id &* 10 &+ UInt64(json[at] &- UInt8(ascii: "0"))
-            at += 1
-        }
-        guard at > 6, Self.matches(json, at, Self.resultPrefix) else { return nil }
-        at += Self.resultPrefix.count
+        guard let (id, range) = ReplyEnvelope.resultInServerOrder(frame.json) else { return nil }
+        let result = UnsafeRawBufferPointer(rebasing: frame.json[range])
         switch op {
         case .set:
-            return json.count == at + Self.stored.count && Self.matches(json, at, Self.stored) ? id : nil
+            return result.elementsEqual(Self.stored) ? id : nil
         case .get:
-            guard Self.matches(json, at, Self.size), json[json.count - 2] == UInt8(ascii: "}"), json[json.count - 1] == UInt8(ascii: "}") else { return nil }
-            at += Self.size.count
+            guard result.starts(with: Self.size), result[result.count - 1] == UInt8(ascii: "}") else { return nil }
+            var at = Self.size.count
             var size = 0
-            while at < json.count, json[at] >= UInt8(ascii: "0"), json[at] <= UInt8(ascii: "9"), size < 1 << 40 {
-                size = size * 10 + Int(json[at] &- UInt8(ascii: "0"))
+            while at < result.count, result[at] >= UInt8(ascii: "0"), result[at] <= UInt8(ascii: "9"), size < 1 << 40 {
+                size = size * 10 + Int(result[at] &- UInt8(ascii: "0"))
                 at += 1
             }
-            guard at < json.count, json[at] == UInt8(ascii: ",") || json[at] == UInt8(ascii: "}"), size == value.count,
+            guard at < result.count, result[at] == UInt8(ascii: ",") || result[at] == UInt8(ascii: "}"), size == value.count,
                   frame.body.count == size,
                   size == 0 || value.withUnsafeBytes({ memcmp($0.baseAddress!, frame.body.baseAddress!, size) == 0 }) else { return nil }
             return id
         }
-    }
-
-    private static func matches(_ json: UnsafeRawBufferPointer, _ at: Int, _ expected: [UInt8]) -> Bool {
-        json.count >= at + expected.count && expected.withUnsafeBytes { memcmp(json.baseAddress! + at, $0.baseAddress!, expected.count) == 0 }
     }
 }
 

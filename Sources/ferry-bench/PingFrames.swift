@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import FerryProtocol
 
 /// The `ping` request frames the raw modes send, written by hand into a reused buffer through `FrameEncoder`, and
@@ -66,20 +63,12 @@ enum PingFrames {
         }
     }
 
-    private static let pongTail = Array(#","final":true,"result":{"pong":true}}"#.utf8)
+    private static let pong = Array(#"{"pong":true}"#.utf8)
 
     /// The id of a reply that is exactly `{"id":N,"final":true,"result":{"pong":true}}` with no body; nil otherwise.
     static func exactPong(_ frame: FrameView) -> UInt64? {
-        let json = frame.json
-        guard frame.body.isEmpty, json.count > 6 + pongTail.count, json.starts(with: #"{"id":"#.utf8) else { return nil }
-        let digitsEnd = json.count - pongTail.count
-        guard digitsEnd - 6 <= 19, json[6] != UInt8(ascii: "0") || digitsEnd == 7 else { return nil }
-        var id: UInt64 = 0
-        for k in 6..<digitsEnd {
-            let d = json[k] &- UInt8(ascii: "0")
-            guard d <= 9 else { return nil }
-            id = id * 10 + UInt64(d)
-        }
-        return pongTail.withUnsafeBytes { memcmp(json.baseAddress! + digitsEnd, $0.baseAddress!, pongTail.count) == 0 } ? id : nil
+        guard frame.body.isEmpty, let (id, range) = ReplyEnvelope.resultInServerOrder(frame.json),
+              UnsafeRawBufferPointer(rebasing: frame.json[range]).elementsEqual(pong) else { return nil }
+        return id
     }
 }

@@ -75,6 +75,25 @@ import Testing
         }
     }
 
+    /// `resultInServerOrder` finds the id and the result's bytes of a reply in the server's order only, and parses
+    /// nothing: what a hand check compares is exactly the result object.
+    @Test func resultInServerOrderFindsTheResultsBytes() {
+        func found(_ text: String) -> (UInt64, String)? {
+            Array(text.utf8).withUnsafeBytes { b in
+                ReplyEnvelope.resultInServerOrder(b).map { ($0.id, String(decoding: UnsafeRawBufferPointer(rebasing: b[$0.result]), as: UTF8.self)) }
+            }
+        }
+        #expect(found(#"{"id":7,"final":true,"result":{"pong":true}}"#).map { "\($0.0) \($0.1)" } == #"7 {"pong":true}"#)
+        #expect(Array(#"{"id":7,"final":true,"result":{"pong":true}}"#.utf8).withUnsafeBytes { ReplyEnvelope.resultInServerOrder($0)?.result } == 30..<43)
+        #expect(found(#"{"id":1234567,"final":true,"result":{"size":3,"source":"memory"}}"#).map { "\($0.0) \($0.1)" }
+                == #"1234567 {"size":3,"source":"memory"}"#)
+        for other in [#"{"id":7,"final":true,"result":[]}"#, #"{"id":01,"final":true,"result":{}}"#, #"{"final":true,"id":7,"result":{}}"#,
+                      #"{"id":7,"final":true,"error":{"code":"not_found","message":"m"}}"#, #"{"id":7,"final":false,"event":"chunk"}"#,
+                      #"{"id":7,"final":true,"result":{} "#, #"{"id":9007199254740992,"final":true,"result":{}}"#] {
+            #expect(found(other) == nil, "\(other)")
+        }
+    }
+
     @Test func errorCodesAreTheDocumentedSet() {
         #expect(ErrorCode.allCases.map(\.rawValue) == [
             "invalid_argument", "failed_precondition", "not_found", "already_exists", "deadline_exceeded", "cancelled",
