@@ -198,57 +198,6 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         }
     }
 
-    func adopt(_ key: CacheKey, _ file: AdoptedFile, _ done: @escaping (Result<Bool, StoreError>) -> Void) {
-        submit(.adopt(key, file)) { result in
-            switch result {
-            case .stored(let stored): done(.success(stored))
-            case .failed(let e): done(.failure(e))
-            default: done(.failure(.io("unexpected disk result for adopt")))
-            }
-        }
-    }
-
-    func remove(_ key: CacheKey, now: Int64, _ done: @escaping (Result<Bool, StoreError>) -> Void) {
-        submit(.delete(key, now: now)) { result in
-            switch result {
-            case .deleted(let existed): done(.success(existed))
-            case .failed(let e): done(.failure(e))
-            default: done(.failure(.io("unexpected disk result for delete")))
-            }
-        }
-    }
-
-    func retime(_ key: CacheKey, expiresAt: Int64?, now: Int64, _ done: @escaping (Result<Bool, StoreError>) -> Void) {
-        submit(.touch(key, expiresAt: expiresAt, now: now)) { result in
-            switch result {
-            case .touched(let live): done(.success(live))
-            case .failed(let e): done(.failure(e))
-            default: done(.failure(.io("unexpected disk result for touch")))
-            }
-        }
-    }
-
-    func list(namespace: String, prefix: String, cursor: String?, limit: Int, now: Int64,
-              _ done: @escaping (Result<(keys: [ListedKey], more: Bool), StoreError>) -> Void) {
-        submit(.list(namespace: namespace, prefix: prefix, cursor: cursor, limit: limit, now: now)) { result in
-            switch result {
-            case .listed(let keys, let more): done(.success((keys, more)))
-            case .failed(let e): done(.failure(e))
-            default: done(.failure(.io("unexpected disk result for list")))
-            }
-        }
-    }
-
-    func clear(namespace: String, now: Int64, _ done: @escaping (Result<Int, StoreError>) -> Void) {
-        submit(.clear(namespace: namespace, now: now)) { result in
-            switch result {
-            case .cleared(let n): done(.success(n))
-            case .failed(let e): done(.failure(e))
-            default: done(.failure(.io("unexpected disk result for clear")))
-            }
-        }
-    }
-
     func sweep(now: Int64, accessed: [CacheKey]) {
         journalFull = false
         _ = room.look(journalBytes: journal.fileBytes)
@@ -361,7 +310,8 @@ final class DiskTier: StoreTier, @unchecked Sendable {
 
     // MARK: Worker
 
-    private func submit(_ job: DiskJob, _ done: @escaping (DiskResult) -> Void) {
+    /// Queues `job` for the worker (after the journaled sets before it) with the completion that answers it.
+    func submit(_ job: DiskJob, _ done: @escaping (DiskResult) -> Void) {
         writeBufferedSets()
         handOffJournaled()
         completions.append(done)
