@@ -144,6 +144,7 @@ run_ferry raw-seq raw-seq
 run_ferry raw-pipelined raw-pipelined
 run_ferry raw-conns raw-conns
 run_ferry client client
+run_ferry client-executor client-executor
 
 # The reference uses the frame sizes ferry-bench reported.
 MSG_BYTES=$(grep -m1 'mode=raw-seq ' "$RESULTS" | sed -n 's/.* msg_bytes=\([0-9]*\).*/\1/p')
@@ -457,6 +458,7 @@ shape_rows raw-seq c-seq "raw-seq: 1 conn, 1 in flight"
 shape_rows raw-pipelined c-pipelined "raw-pipelined: 1 conn, 50 in flight"
 shape_rows raw-conns c-conns "raw-conns: 50 conns × 1 in flight"
 shape_rows client c-pipelined "client: FerryClient, 50 tasks, 1 conn"
+shape_rows client-executor c-pipelined "client-executor: the same tasks preferring client.executor"
 shape_rows raw-seq-1core c-seq-1core "raw-seq, both on CPU 1"
 shape_rows raw-pipelined-1core c-pipelined-1core "raw-pipelined, both on CPU 1"
 fc=$(median client)
@@ -464,6 +466,12 @@ fp=$(median raw-pipelined)
 if [[ -n $fc && -n $fp ]]; then
     row "client vs raw-pipelined requests/s (the library's cost)" "$(thousands "$(field "$fc" ops_per_s)")" \
         "$(thousands "$(field "$fp" ops_per_s)") (raw-pipelined)" "$(ratio "$(field "$fc" ops_per_s)" "$(field "$fp" ops_per_s)")" \
+        "same connection count and in-flight depth"
+fi
+fe=$(median client-executor)
+if [[ -n $fe && -n $fp ]]; then
+    row "client-executor vs raw-pipelined requests/s (calls resumed on the reader thread)" "$(thousands "$(field "$fe" ops_per_s)")" \
+        "$(thousands "$(field "$fp" ops_per_s)") (raw-pipelined)" "$(ratio "$(field "$fe" ops_per_s)" "$(field "$fp" ops_per_s)")" \
         "same connection count and in-flight depth"
 fi
 fs=$(grep 'mode=startup-ferry-ping ' "$RESULTS" || true)

@@ -140,3 +140,16 @@ int ferry_copy_fd_range(int in_fd, off_t in_off, int out_fd, size_t len) {
     }
     return 0;
 }
+
+int ferry_wake_pipe(int fds[2]) {
+#ifdef __linux__
+    return pipe2(fds, O_CLOEXEC | O_NONBLOCK);
+#else
+    if (pipe(fds) != 0) return -1;
+    for (int k = 0; k < 2; k++) {
+        fcntl(fds[k], F_SETFD, FD_CLOEXEC);
+        fcntl(fds[k], F_SETFL, fcntl(fds[k], F_GETFL) | O_NONBLOCK);
+    }
+    return 0;
+#endif
+}

@@ -13,6 +13,7 @@ extension ClientConnection {
     typealias Final = (id: UInt64, outcome: Result<FerryReply, FerryError>)
 
     func readLoop() {
+        executor.readerStarted()
         var decoder = FrameDecoder(maxFrameBytes: 65536, maxJSONBytes: 65536)
         var failure = FerryError.connection("ferryd closed the connection")
         // Descriptors that came with reply frames (`body_fd`), oldest first: each arrives with the first byte of its
@@ -20,13 +21,26 @@ extension ClientConnection {
         var descriptors = DescriptorQueue()
         var received = [Int32](repeating: -1, count: 16)
         var finals: [Final] = []
+        var socketFull = false
         reading: while true {
-            credit.waitForRoom()
-            if !waitForReplies() { continue }
+            credit.waitForRoom(orElse: { executor.hasJobs })
+            // Tasks resumed by the last read that prefer this thread run now; what they sent is written at once.
+            if executor.runJobs() > 0 {
+                let flushed = outbox.flushAvailable()
+                if flushed == .lost { break }
+                socketFull = flushed == .socketFull
+                // They may have taken what a stream held; if not, wait for room again before reading.
+                if !credit.mayRead { continue }
+            }
+            switch waitForReplies(socketFull: &socketFull) {
+            case .lost: break reading
+            case .later: continue
+            case .readable: break
+            }
             let space = decoder.buffer.writableSpace(minimum: 64 * 1024)
             var count: Int32 = 0
             let n = ferry_recv_with_fds(fd, space.baseAddress, space.count, &received, Int32(received.count), &count)
-            if n == -Int(EINTR) { continue }
+            if n == -Int(EINTR) || n == -Int(EAGAIN) { continue }
             if n <= 0 { break }
             if count < 0 {
                 failure = FerryError(.resourceExhausted, "a descriptor ferryd sent was dropped by the kernel (this process is out of descriptors)")
@@ -51,21 +65,33 @@ extension ClientConnection {
         }
         descriptors.closeAll()
         connectionLost(failure)
+        executor.readerEnded()
     }
 
-    /// Waits until a reply can be read; false when it gave up first to have queued frames written. Frames wait in
-    /// the outbox for resumed calls to run; one whose executor is slow would hold them back, so while any may be
-    /// queued the wait is short, and frames still there afterwards are written by a task (never by this thread: a
-    /// blocked write here would stop the reading that lets ferryd go on reading requests).
-    private func waitForReplies() -> Bool {
-        guard outbox.mayHoldFrames else { return true }
-        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        if poll(&p, 1, Outbox.staleAfterMs) != 0 { return true }
-        if outbox.holdsFrames {
-            let me = self
-            Task.detached { if !me.outbox.flush() { me.connectionLost(me.closed) } }
+    enum Wait { case readable, later, lost }
+
+    /// Waits until a reply can be read (`readable`), or until there is something else to do first (`later`): jobs
+    /// to run for `executor`, or frames to write. Frames wait in the outbox for resumed calls to run; one whose
+    /// executor is slow would hold them back, so while any may be queued the wait is short, and frames still there
+    /// afterwards are written from here — as much as the socket takes at once, never waiting: a blocked write here
+    /// would stop the reading that lets ferryd go on reading requests.
+    /// `socketFull`: the last write from here left frames the socket did not take; the wait then also ends when
+    /// it takes more.
+    private func waitForReplies(socketFull: inout Bool) -> Wait {
+        var p = (pollfd(fd: fd, events: Int16(POLLIN) | (socketFull ? Int16(POLLOUT) : 0), revents: 0),
+                 pollfd(fd: executor.wakeFD, events: Int16(POLLIN), revents: 0))
+        let timeout: Int32 = executor.hasJobs ? 0 : outbox.mayHoldFrames ? Outbox.staleAfterMs : -1
+        let ready = withUnsafeMutableBytes(of: &p) { raw in
+            poll(raw.baseAddress!.assumingMemoryBound(to: pollfd.self), 2, timeout)
         }
-        return false
+        if ready < 0 { return errno == EINTR ? .later : .lost }
+        if p.1.revents != 0 { executor.drainWake() }
+        if (ready == 0 || p.0.revents & Int16(POLLOUT) != 0) && outbox.holdsFrames {
+            let flushed = outbox.flushAvailable()
+            if flushed == .lost { return .lost }
+            socketFull = flushed == .socketFull
+        }
+        return p.0.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 ? .readable : .later
     }
 
     /// Ends the waiters of the final replies of one read: removed under one lock, counted as pending in the

@@ -40,12 +40,17 @@ final class ClientConnection: Sendable {
     let state = ThreadLock(State())
     let outbox: Outbox
     /// Body bytes streams may hold unconsumed before the reader stops reading the socket.
-    let credit = ReadCredit(limit: 8 * 1024 * 1024)
+    let credit: ReadCredit
+    /// Runs the tasks that prefer it on the reader thread (`FerryClient.executor`).
+    let executor: ConnectionExecutor
 
     init(path: String) throws(FerryError) {
         self.path = path
         fd = try SocketIO.connect(path: path)
         outbox = Outbox(fd: fd)
+        let credit = ReadCredit(limit: 8 * 1024 * 1024)
+        self.credit = credit
+        executor = ConnectionExecutor(onWake: { credit.nudge() })
         let me = self
         Platform.startThread { me.readLoop() }
     }
@@ -100,7 +105,8 @@ final class ClientConnection: Sendable {
         }
         // A call cancelled between registering and sending is not sent at all (cancel requests have no waiter).
         let id = envelope.id, isCancel = envelope.op == "cancel"
-        let sent = outbox.send(frames, if: { isCancel || state.withLock { $0.waiters[id] != nil } })
+        let sent = outbox.send(frames, if: { isCancel || state.withLock { $0.waiters[id] != nil } },
+                               blocking: !executor.onReaderThread)
         if !sent { connectionLost(closed) }
     }
 
@@ -117,7 +123,7 @@ final class ClientConnection: Sendable {
 
     /// The task of a resumed call runs again: the last of a batch writes the requests the others queued.
     func callReturned() {
-        if !outbox.resumed() { connectionLost(closed) }
+        if !outbox.resumed(blocking: !executor.onReaderThread) { connectionLost(closed) }
     }
 
     /// Fails a call whose waiter could not be registered.

@@ -48,16 +48,16 @@ final class Outbox: Sendable {
     /// One request's frames (kept together): queued while resumed calls are pending, else written now with anything
     /// queued before them. `stillWanted` is asked under the outbox's lock, so a request cancelled meanwhile is not
     /// sent and its cancel request cannot overtake it. False when the socket is gone.
-    func send(_ frames: [[UInt8]], if stillWanted: () -> Bool) -> Bool {
+    func send(_ frames: [[UInt8]], if stillWanted: () -> Bool, blocking: Bool = true) -> Bool {
         let size = frames.reduce(0) { $0 + $1.count }
-        if size >= Outbox.directBytes { return write(thenFrames: frames, if: stillWanted) }
+        if blocking && size >= Outbox.directBytes { return write(thenFrames: frames, if: stillWanted) }
         let writeNow = state.withLock { s -> Bool in
             guard stillWanted() else { return false }
             for frame in frames { s.bytes.append(contentsOf: frame) }
             s.queued += 1
             return s.resumedPending == 0 || s.queued >= Outbox.batchRequests
         }
-        return writeNow ? flush() : true
+        return writeNow ? flush(blocking: blocking) : true
     }
 
     /// The reader is about to resume `calls` continuations.
@@ -66,12 +66,12 @@ final class Outbox: Sendable {
     }
 
     /// A resumed call runs again. The last of a batch writes what the others queued. False when the socket is gone.
-    func resumed() -> Bool {
+    func resumed(blocking: Bool = true) -> Bool {
         let writeNow = state.withLock { s -> Bool in
             s.resumedPending -= 1
             return s.resumedPending == 0 && !s.bytes.isEmpty
         }
-        return writeNow ? flush() : true
+        return writeNow ? flush(blocking: blocking) : true
     }
 
     /// Whether frames are queued or may be soon: the reader then waits for replies with a timeout.
@@ -80,8 +80,30 @@ final class Outbox: Sendable {
     /// Whether frames are queued now.
     var holdsFrames: Bool { state.withLock { !$0.bytes.isEmpty } }
 
-    /// Writes everything queued. False when the socket is gone.
-    func flush() -> Bool { write(thenFrames: [], if: { true }) }
+    /// Writes everything queued. False when the socket is gone. Not `blocking`: `flushAvailable`.
+    func flush(blocking: Bool = true) -> Bool {
+        blocking ? write(thenFrames: [], if: { true }) : flushAvailable() != .lost
+    }
+
+    enum Flush { case done, socketFull, writerBusy, lost }
+
+    /// Writes what the socket takes now and leaves the rest queued, also when another thread is writing: the
+    /// reader thread's way, which must never wait for ferryd to read while ferryd may be waiting for it to read.
+    func flushAvailable() -> Flush {
+        writer.withLockIfFree { spare -> Flush in
+            state.withLock { s in
+                swap(&s.bytes, &spare)
+                s.queued = 0
+            }
+            defer { spare.removeAll(keepingCapacity: true) }
+            let written = spare.withUnsafeBytes { SocketIO.writeAvailable(fd, $0) }
+            guard written >= 0 else { return .lost }
+            guard written < spare.count else { return .done }
+            // The rest goes back in front of anything queued meanwhile (the writer lock kept other writers out).
+            state.withLock { s in s.bytes.insert(contentsOf: spare[written...], at: 0) }
+            return .socketFull
+        } ?? .writerBusy
+    }
 
     /// Writes everything queued, then `frames` straight from where they are (a large request), unless
     /// `stillWanted` says no (then nothing is written). False when the socket is gone.

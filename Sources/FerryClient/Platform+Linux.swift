@@ -26,6 +26,11 @@ enum Platform {
         Glibc.send(fd, bytes, count, Int32(MSG_NOSIGNAL))
     }
 
+    /// `send` that never waits for room in the socket (EAGAIN instead).
+    static func sendNow(_ fd: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
+        Glibc.send(fd, bytes, count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+    }
+
     static func close(_ fd: Int32) { _ = Glibc.close(fd) }
 
     /// Starts a detached thread running `body` (no Foundation: it would add milliseconds to every CLI start).

@@ -45,9 +45,10 @@ final class ReadCredit: @unchecked Sendable {
 
     /// Blocks while streams hold more than `limit` unconsumed bytes and their consumers are taking them (never
     /// after `open`; not past a second without progress).
-    func waitForRoom() {
+    /// Also returns when `orElse` is true (checked at each wake-up: `nudge` wakes it).
+    func waitForRoom(orElse: () -> Bool = { false }) {
         pthread_mutex_lock(mutex)
-        while outstanding > limit && !isOpen && !stuck {
+        while outstanding > limit && !isOpen && !stuck && !orElse() {
             let seen = consumed
             var deadline = timespec()
             clock_gettime(CLOCK_REALTIME, &deadline)
@@ -62,6 +63,20 @@ final class ReadCredit: @unchecked Sendable {
     func give(_ n: Int) { change(by: -n) }
 
     /// No more waiting (the connection is closing).
+    /// Whether `waitForRoom` would return now (without its `orElse`).
+    var mayRead: Bool {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return outstanding <= limit || isOpen || stuck
+    }
+
+    /// Wakes a waiting reader to look at its `orElse` again.
+    func nudge() {
+        pthread_mutex_lock(mutex)
+        pthread_cond_broadcast(cond)
+        pthread_mutex_unlock(mutex)
+    }
+
     func open() {
         pthread_mutex_lock(mutex)
         isOpen = true

@@ -32,17 +32,29 @@ public enum SocketIO {
 
     /// Writes all of `bytes`, retrying on EINTR; false when the peer is gone.
     public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        write(fd, bytes, waiting: true) == bytes.count
+    }
+
+    /// Writes what the socket takes now without waiting; the bytes written, or -1 when the socket is gone.
+    static func writeAvailable(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int {
+        write(fd, bytes, waiting: false)
+    }
+
+    private static func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, waiting: Bool) -> Int {
         var off = 0
         while off < bytes.count {
-            let n = Platform.send(fd, bytes.baseAddress! + off, bytes.count - off)
+            let rest = bytes.count - off
+            let n = waiting ? Platform.send(fd, bytes.baseAddress! + off, rest) : Platform.sendNow(fd, bytes.baseAddress! + off, rest)
             if n > 0 {
                 off += n
             } else if n < 0 && errno == EINTR {
                 continue
+            } else if n < 0 && !waiting && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                break
             } else {
-                return false
+                return -1
             }
         }
-        return true
+        return off
     }
 }

@@ -30,6 +30,13 @@ final class ThreadLock<Value>: @unchecked Sendable {
         mutex.deallocate()
     }
 
+    /// `withLock`, unless another thread holds the lock: then nil at once.
+    func withLockIfFree<Result>(_ body: (inout Value) -> Result) -> Result? {
+        guard pthread_mutex_trylock(mutex) == 0 else { return nil }
+        defer { pthread_mutex_unlock(mutex) }
+        return body(&value)
+    }
+
     func withLock<Result, E: Error>(_ body: (inout Value) throws(E) -> Result) throws(E) -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }

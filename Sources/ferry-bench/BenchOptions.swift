@@ -8,6 +8,7 @@ enum BenchMode: String, CaseIterable {
     case rawConns = "raw-conns"
     case rawConnsThreads = "raw-conns-threads"
     case client = "client"
+    case clientExecutor = "client-executor"
     case cacheSet = "cache-set"
     case cacheGet = "cache-get"
     case fetch = "fetch"
@@ -89,6 +90,7 @@ struct BenchOptions {
           raw-conns          --conns connections, 1 in flight each, one poll() loop
           raw-conns-threads  as raw-conns, one blocking thread per connection (comparison only)
           client             FerryClient, --tasks concurrent tasks on one connection
+          client-executor    as client, the tasks preferring the client's executor (its reader thread)
           cache-set          cache.set of --value-bytes values under random keys of --keys, --conns connections,
                              each sending --pipeline requests at a time (1: one in flight; as redis-benchmark -c/-P)
           cache-get          cache.get, same shape; every key is stored first, so every get is a hit

@@ -6,7 +6,9 @@ import Synchronization
 /// `ping()` in a loop on one shared connection. Set beside `raw-pipelined` (same connection count, similar number
 /// in flight) it shows what the library adds per call: envelope building through `JSONValue`, a lock for the write,
 /// the reader thread, continuation resumption and task scheduling.
-func runClient(socket: String, budget: Budget, tasks: Int) async throws -> BenchResult {
+///
+/// `onReader`: the tasks prefer the client's `executor`, so a call resumes on the thread that read its reply.
+func runClient(socket: String, budget: Budget, tasks: Int, onReader: Bool) async throws -> BenchResult {
     let client = try await FerryClient.connect(path: socket, clientName: "ferry-bench")
     defer { client.close() }
     guard tasks <= client.limits.maxInFlight else {
@@ -18,7 +20,7 @@ func runClient(socket: String, budget: Budget, tasks: Int) async throws -> Bench
     let running = budget.started(at: start)
     let latencies = try await withThrowingTaskGroup(of: LatencySamples.self) { group in
         for _ in 0..<tasks {
-            group.addTask {
+            group.addTask(executorPreference: onReader ? client.executor : nil) {
                 var samples = LatencySamples(expected: 1 << 14)
                 while running.count == nil ? running.allowsMore(issued: 0)
                         : running.allowsMore(issued: tickets.next.add(1, ordering: .relaxed).oldValue) {
@@ -37,7 +39,7 @@ func runClient(socket: String, budget: Budget, tasks: Int) async throws -> Bench
     // are at most the size of the raw modes' 7-digit-id frames; report that size, as they do.
     let frame = FrameEncoder.encode(json: RequestEnvelope(id: PingFrames.firstID, op: "ping").json)
     let reply = FrameEncoder.encode(json: ReplyEnvelope.result(id: PingFrames.firstID, ["pong": true]).json)
-    return BenchResult(mode: "client", requests: latencies.count, elapsedNanos: elapsed, latencies: latencies,
+    return BenchResult(mode: onReader ? "client-executor" : "client", requests: latencies.count, elapsedNanos: elapsed, latencies: latencies,
                        requestBytes: frame.count, replyBytes: reply.count, connections: 1, inFlight: tasks)
 }
 

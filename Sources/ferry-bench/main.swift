@@ -23,7 +23,8 @@ func measure(_ mode: BenchMode, _ budget: Budget, _ o: BenchOptions) async throw
     case .rawPipelined: return try runRawPipelined(socket: o.socket, budget: budget, depth: o.inFlight)
     case .rawConns: return try runRawConnections(socket: o.socket, budget: budget, count: o.connections)
     case .rawConnsThreads: return try runRawConnectionThreads(socket: o.socket, budget: budget, count: o.connections)
-    case .client: return try await runClient(socket: o.socket, budget: budget, tasks: o.tasks)
+    case .client: return try await runClient(socket: o.socket, budget: budget, tasks: o.tasks, onReader: false)
+    case .clientExecutor: return try await runClient(socket: o.socket, budget: budget, tasks: o.tasks, onReader: true)
     case .fetch: return try await runFetch(socket: o.socket, url: o.url!, budget: budget, connections: o.connections, body: o.body)
     case .fetchRaw:
         return try await runFetchRaw(socket: o.socket, url: o.url!, budget: budget, connections: o.connections, pipeline: o.pipeline)

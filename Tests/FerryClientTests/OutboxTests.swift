@@ -76,6 +76,38 @@ import Testing
         #expect(!outbox.holdsFrames)
     }
 
+    /// The reader thread's writes (not `blocking`): a request larger than the socket takes is written in part and
+    /// the rest stays queued, in front of what comes later; nothing waits for the peer to read.
+    @Test func theReaderThreadWritesWhatTheSocketTakesAndKeepsTheRestInOrder() {
+        let pair = Pair(), outbox = Outbox(fd: pair.ours)
+        var size: Int32 = 64 << 10
+        setsockopt(pair.ours, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        let large = (0..<(2 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        #expect(outbox.send([large], if: { true }, blocking: false), "returns without waiting for the peer")
+        #expect(outbox.holdsFrames, "what the socket did not take is still queued")
+        #expect(outbox.send([[1, 2, 3]], if: { true }, blocking: false))
+        #expect(outbox.flushAvailable() == .socketFull)
+        var got: [UInt8] = []
+        for _ in 0..<10_000 where got.count < large.count + 3 {
+            got += pair.written()
+            _ = outbox.flushAvailable()
+        }
+        #expect(got == large + [1, 2, 3])
+        #expect(outbox.flushAvailable() == .done && !outbox.holdsFrames)
+    }
+
+    /// A call resumed on the reader thread queues its request and the batch leaves from there, never blocking.
+    @Test func resumedCallsOnTheReaderThreadWriteTheirBatchWithoutBlocking() {
+        let pair = Pair(), outbox = Outbox(fd: pair.ours)
+        outbox.resuming(2)
+        #expect(outbox.send([[1]], if: { true }, blocking: false))
+        #expect(outbox.resumed(blocking: false))
+        #expect(pair.written() == [])
+        #expect(outbox.send([[2]], if: { true }, blocking: false))
+        #expect(outbox.resumed(blocking: false))
+        #expect(pair.written() == [1, 2])
+    }
+
     @Test func anUnwantedRequestIsNotSent() {
         let pair = Pair(), outbox = Outbox(fd: pair.ours)
         var asked = 0

@@ -27,4 +27,8 @@ int ferry_sealed_memfd(const char *name, const void *data, size_t len);
 /// Returns 0, or -errno (-EIO when `in_fd` ends first).
 int ferry_copy_fd_range(int in_fd, off_t in_off, int out_fd, size_t len);
 
+/// A pipe whose ends never block and are closed on exec, both set atomically where the system can (pipe2: no
+/// window in which another thread's fork and exec inherits them). Returns 0, or -1 with errno.
+int ferry_wake_pipe(int fds[2]);
+
 #endif
