@@ -21,6 +21,7 @@ extension ClientConnection {
         var descriptors = DescriptorQueue()
         var received = [Int32](repeating: -1, count: 16)
         var finals: [Final] = []
+        var waiters: [Waiter?] = []   // finishAll's, kept to reuse its storage
         var socketFull = false
         reading: while true {
             credit.waitForRoom(orElse: { executor.hasJobs })
@@ -49,7 +50,7 @@ extension ClientConnection {
             for k in 0..<Int(count) { descriptors.push(received[k]) }
             decoder.buffer.didWrite(n)
             (decoder.maxFrameBytes, decoder.maxJSONBytes) = frameLimits
-            defer { finishAll(&finals) }
+            defer { finishAll(&finals, &waiters) }
             do {
                 // Views into the read buffer: a chunk's body is copied once, into its call's buffer.
                 while let outcome = try decoder.nextView({ dispatch($0, descriptors: &descriptors, finals: &finals) }) {
@@ -97,15 +98,18 @@ extension ClientConnection {
     /// Ends the waiters of the final replies of one read: removed under one lock, counted as pending in the
     /// outbox at once, resumed outside the lock. Why together: the tasks they resume take the same lock to send,
     /// and a lock taken once a reply was the reader's most contended cost (its spinning, measured).
-    private func finishAll(_ finals: inout [Final]) {
+    private func finishAll(_ finals: inout [Final], _ waiters: inout [Waiter?]) {
         guard !finals.isEmpty else { return }
-        let waiters = state.withLock { s in finals.map { s.waiters.removeValue(forKey: $0.id) } }
+        state.withLock { s in
+            for final in finals { waiters.append(s.waiters.removeValue(forKey: final.id)) }
+        }
         let calls = waiters.reduce(0) { n, w in if case .call? = w { n + 1 } else { n } }
         if calls > 0 { outbox.resuming(calls) }
-        for (waiter, final) in zip(waiters, finals) {
-            if let waiter { deliver(final.outcome, to: waiter, counted: true) }
+        for k in finals.indices {
+            if let waiter = waiters[k] { deliver(finals[k].outcome, to: waiter, counted: true) }
         }
         finals.removeAll(keepingCapacity: true)
+        waiters.removeAll(keepingCapacity: true)
     }
 
     /// Reads one frame: a final reply joins `finals`, an event goes to its waiter now. Returns the error that ends

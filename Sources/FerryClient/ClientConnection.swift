@@ -26,11 +26,6 @@ final class ClientConnection: Sendable {
 
     struct State {
         var waiters: [UInt64: Waiter] = [:]
-        var nextID: UInt64 = 1
-        /// Ids handed out whose waiter is not registered yet.
-        var unregistered: Set<UInt64> = []
-        /// Ids whose task was cancelled before the waiter was registered.
-        var cancelledEarly: Set<UInt64> = []
         /// Set once the connection is gone; every later call fails with it.
         var closedError: FerryError?
     }
@@ -71,21 +66,16 @@ final class ClientConnection: Sendable {
         (maxFrameBytes.load(ordering: .relaxed), maxJSONBytes.load(ordering: .relaxed))
     }
 
-    func allocateID() -> UInt64 {
-        state.withLock { s in
-            defer { s.nextID += 1 }
-            s.unregistered.insert(s.nextID)
-            return s.nextID
-        }
-    }
+    /// Request ids, from 1.
+    private let nextID = Atomic<UInt64>(1)
 
-    /// Registers a waiter for `id`; returns the error to fail it with instead, when the connection is closed or the
-    /// caller was already cancelled.
+    func allocateID() -> UInt64 { nextID.wrappingAdd(1, ordering: .relaxed).oldValue }
+
+    /// Registers a waiter for `id`; returns the error to fail it with instead, when the connection is closed. A
+    /// caller cancelled before this finds no waiter to end (`cancel`), so it checks `Task.isCancelled` after.
     func register(_ id: UInt64, _ waiter: Waiter) -> FerryError? {
         state.withLock { s in
-            s.unregistered.remove(id)
             if let e = s.closedError { return e }
-            if s.cancelledEarly.remove(id) != nil { return FerryError(.cancelled, "the calling task was cancelled") }
             s.waiters[id] = waiter
             return nil
         }
@@ -176,19 +166,12 @@ final class ClientConnection: Sendable {
 
     /// The calling task was cancelled: fail the waiter now and tell the server to stop the work.
     func cancel(_ id: UInt64) {
-        let wasPending = state.withLock { s -> Bool in
-            if s.waiters[id] != nil { return true }
-            if s.unregistered.contains(id) { s.cancelledEarly.insert(id) }
-            return false
-        }
-        guard wasPending else { return }
-        finish(id, with: .failure(FerryError(.cancelled, "the calling task was cancelled")))
-        let cancelID = state.withLock { s in
-            defer { s.nextID += 1 }
-            return s.nextID
-        }
-        send(RequestEnvelope(id: cancelID, op: "cancel", args: ["id": .int(Int64(id))]), body: [])
+        guard let waiter = state.withLock({ $0.waiters.removeValue(forKey: id) }) else { return }
+        deliver(.failure(ClientConnection.cancelled), to: waiter, counted: false)
+        send(RequestEnvelope(id: allocateID(), op: "cancel", args: ["id": .int(Int64(id))]), body: [])
     }
+
+    static let cancelled = FerryError(.cancelled, "the calling task was cancelled")
 
     /// Ends the waiter of `id` (if still there) with an error, from any thread but the reader's (which ends its
     /// replies' waiters in batches, `finishAll`).

@@ -192,6 +192,8 @@ public final class FerryClient: Sendable {
                     connection.fail(c, error)
                     return
                 }
+                // Cancelled before the waiter was there, the cancellation handler found nothing to end.
+                if Task.isCancelled { return connection.finish(id, with: .failure(ClientConnection.cancelled)) }
                 connection.send(envelope, body: body)
             }
         } onCancel: {

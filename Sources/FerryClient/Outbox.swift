@@ -55,7 +55,8 @@ final class Outbox: Sendable {
             guard stillWanted() else { return false }
             for frame in frames { s.bytes.append(contentsOf: frame) }
             s.queued += 1
-            return s.resumedPending == 0 || s.queued >= Outbox.batchRequests
+            // The reader thread (not `blocking`) writes what its resumed calls queued once they all ran.
+            return s.queued >= Outbox.batchRequests || (blocking && s.resumedPending == 0)
         }
         return writeNow ? flush(blocking: blocking) : true
     }
@@ -69,9 +70,9 @@ final class Outbox: Sendable {
     func resumed(blocking: Bool = true) -> Bool {
         let writeNow = state.withLock { s -> Bool in
             s.resumedPending -= 1
-            return s.resumedPending == 0 && !s.bytes.isEmpty
+            return blocking && s.resumedPending == 0 && !s.bytes.isEmpty
         }
-        return writeNow ? flush(blocking: blocking) : true
+        return writeNow ? flush() : true
     }
 
     /// Whether frames are queued or may be soon: the reader then waits for replies with a timeout.

@@ -96,16 +96,21 @@ import Testing
         #expect(outbox.flushAvailable() == .done && !outbox.holdsFrames)
     }
 
-    /// A call resumed on the reader thread queues its request and the batch leaves from there, never blocking.
-    @Test func resumedCallsOnTheReaderThreadWriteTheirBatchWithoutBlocking() {
+    /// Calls resumed on the reader thread queue their requests; the reader writes them once all ran (a full batch
+    /// of 16 leaves at once, so that ferryd starts on it meanwhile).
+    @Test func callsResumedOnTheReaderThreadLeaveWhenTheReaderFlushes() {
         let pair = Pair(), outbox = Outbox(fd: pair.ours)
         outbox.resuming(2)
         #expect(outbox.send([[1]], if: { true }, blocking: false))
         #expect(outbox.resumed(blocking: false))
-        #expect(pair.written() == [])
         #expect(outbox.send([[2]], if: { true }, blocking: false))
         #expect(outbox.resumed(blocking: false))
-        #expect(pair.written() == [1, 2])
+        #expect(outbox.send([[3]], if: { true }, blocking: false), "sent after the last resumed call ran")
+        #expect(pair.written() == [])
+        #expect(outbox.flushAvailable() == .done)
+        #expect(pair.written() == [1, 2, 3])
+        for k in 1...Outbox.batchRequests { #expect(outbox.send([[UInt8(k)]], if: { true }, blocking: false)) }
+        #expect(pair.written() == (1...Outbox.batchRequests).map { UInt8($0) })
     }
 
     @Test func anUnwantedRequestIsNotSent() {

@@ -130,6 +130,23 @@ extension IntegrationTests {
         #expect(stats["requests"]?["in_flight"]?.intValue == 0, "nothing is left in flight")
     }
 
+    /// A task already cancelled when it calls: the cancellation handler ran before the call had a waiter, so the
+    /// call itself sees it and ends, unsent.
+    @Test func aCallFromACancelledTaskEndsAtOnce() async throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let client = try await FerryClient.connect(path: daemon.socket)
+        defer { client.close() }
+        let started = ContinuousClock.now
+        let task = Task { () async throws -> FerryReply in
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await client.call("ping", ["delay_ms": 5000])
+        }
+        await #expect(throws: FerryError(.cancelled, "the calling task was cancelled")) { _ = try await task.value }
+        #expect(ContinuousClock.now - started < .seconds(3))
+        _ = try await client.ping()
+    }
+
     @Test func deadlinesAnswerDeadlineExceeded() async throws {
         let daemon = try Daemon()
         defer { daemon.stop() }
