@@ -88,16 +88,51 @@ final class ClientConnection: Sendable {
         if envelope.depth > nesting {
             return finish(envelope.id, with: .failure(FerryError(.invalidArgument, "arguments nested deeper than the server's limit of \(nesting)")))
         }
+        // A call cancelled between registering and sending is not sent at all (cancel requests have no waiter).
+        let id = envelope.id, isCancel = envelope.op == "cancel", blocking = !executor.onReaderThread
+        let stillWanted = { isCancel || self.state.withLock { $0.waiters[id] != nil } }
+        // The common case, one small frame, is encoded straight into the outbox.
+        if body.count <= ClientConnection.inlineBodyBytes {
+            var refusal: OneFrame = .appended
+            let sent = outbox.send(if: stillWanted, blocking: blocking) { bytes in
+                refusal = ClientConnection.appendFrame(envelope, body: body, limits: limits, to: &bytes)
+                return refusal == .appended
+            }
+            switch refusal {
+            case .appended: return sent ? () : connectionLost(closed)
+            case .refused(let e): return finish(id, with: .failure(e))
+            case .needsFrames: break
+            }
+        }
         let frames: [[UInt8]]
         switch ClientConnection.frames(envelope, body: body, maxFrameBytes: limits.frame, maxJSONBytes: limits.json) {
         case .success(let f): frames = f
-        case .failure(let e): return finish(envelope.id, with: .failure(e))
+        case .failure(let e): return finish(id, with: .failure(e))
         }
-        // A call cancelled between registering and sending is not sent at all (cancel requests have no waiter).
-        let id = envelope.id, isCancel = envelope.op == "cancel"
-        let sent = outbox.send(frames, if: { isCancel || state.withLock { $0.waiters[id] != nil } },
-                               blocking: !executor.onReaderThread)
-        if !sent { connectionLost(closed) }
+        if !outbox.send(frames, if: stillWanted, blocking: blocking) { connectionLost(closed) }
+    }
+
+    /// Requests with a body up to this size are tried as one frame encoded in place (`appendFrame`).
+    static let inlineBodyBytes = 16 * 1024
+
+    enum OneFrame: Equatable {
+        case appended
+        case refused(FerryError)
+        /// Larger than a frame: sent as several (`frames`).
+        case needsFrames
+    }
+
+    /// Appends the request as one frame, or nothing when it cannot be one (the same checks as `frames`).
+    static func appendFrame(_ envelope: RequestEnvelope, body: [UInt8], limits: (frame: Int, json: Int),
+                            to bytes: inout [UInt8]) -> OneFrame {
+        let mark = bytes.count
+        body.withUnsafeBytes { b in FrameEncoder.append(to: &bytes, body: b, writeJSON: envelope.write) }
+        let frameBytes = bytes.count - mark, jsonBytes = frameBytes - ProtocolLimits.headerBytes - body.count
+        guard jsonBytes <= limits.json, frameBytes <= limits.frame else {
+            bytes.removeSubrange(mark...)
+            return jsonBytes > limits.json ? .refused(tooLarge(jsonBytes, limits.json)) : .needsFrames
+        }
+        return .appended
     }
 
     /// A failed write: the connection is gone.

@@ -51,9 +51,18 @@ final class Outbox: Sendable {
     func send(_ frames: [[UInt8]], if stillWanted: () -> Bool, blocking: Bool = true) -> Bool {
         let size = frames.reduce(0) { $0 + $1.count }
         if blocking && size >= Outbox.directBytes { return write(thenFrames: frames, if: stillWanted) }
+        return send(if: stillWanted, blocking: blocking) { bytes in
+            for frame in frames { bytes.append(contentsOf: frame) }
+            return true
+        }
+    }
+
+    /// One request encoded straight into the queue (a small one: no frame of its own to allocate and copy):
+    /// `encode` appends its frames and returns true, or appends nothing and returns false (then nothing is sent).
+    /// Queued or written as the other `send`. False when the socket is gone.
+    func send(if stillWanted: () -> Bool, blocking: Bool = true, encode: (inout [UInt8]) -> Bool) -> Bool {
         let writeNow = state.withLock { s -> Bool in
-            guard stillWanted() else { return false }
-            for frame in frames { s.bytes.append(contentsOf: frame) }
+            guard stillWanted(), encode(&s.bytes) else { return false }
             s.queued += 1
             // The reader thread (not `blocking`) writes what its resumed calls queued once they all ran.
             return s.queued >= Outbox.batchRequests || (blocking && s.resumedPending == 0)
