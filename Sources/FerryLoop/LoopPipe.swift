@@ -123,6 +123,18 @@ public final class LoopPipe {
         return true
     }
 
+    /// Asks the kernel for room for `bytes` of unread output on this socket (SO_SNDBUF; Linux doubles the value and
+    /// caps it at `net.core.wmem_max`). Returns the size now in effect, or nil when it could not be read.
+    @discardableResult
+    public func setSendBuffer(bytes: Int) -> Int? {
+        guard !isClosed else { return nil }
+        var value = Int32(clamping: bytes)
+        _ = uv_send_buffer_size(handle.asHandle, &value)
+        var now: Int32 = 0
+        guard uv_send_buffer_size(handle.asHandle, &now) == 0 else { return nil }
+        return Int(now)
+    }
+
     /// After an end of stream: whether the peer closed altogether (nobody will read a reply) rather than only
     /// shutting down its sending side. A Unix socket reports POLLHUP only in the first case.
     public func peerHasClosed() -> Bool {

@@ -95,6 +95,10 @@ extension Connection {
               pendingOutputBytes == 0 || table.budget.hasRoom,
               let index = streams.firstIndex(where: { !$0.isWaiting }) {
             let reply = streams[index]
+            if !sendBufferRaised && reply.body.size >= Connection.largeStreamBytes {
+                sendBufferRaised = true
+                pipe.setSendBuffer(bytes: Connection.largeStreamSendBuffer)
+            }
             let before = reply.remaining
             let piece = reply.next(max: pieceBytes)
             let taken = before - reply.remaining

@@ -91,9 +91,11 @@ final class LoopOnly<T>: @unchecked Sendable {
         }
         var echo: Echo?
         var uid: UInt32?
+        var sendBuffer: Int?
         try listener.listen(backlog: 8) { status in
             guard status == 0, let pipe = listener.accept() else { return }
             uid = pipe.peerUID()
+            sendBuffer = pipe.setSendBuffer(bytes: 1 << 20)
             let e = Echo(pipe) {
                 pipe.close()
                 listener.close()
@@ -127,5 +129,9 @@ final class LoopOnly<T>: @unchecked Sendable {
         #expect(echo?.got == Array("ping".utf8))
         #expect(reply.withLock { $0 } == Array("ping".utf8), "echoed through tryWrite")
         #expect(uid == getuid())
+        // SO_SNDBUF: Linux doubles what is asked, up to twice net.core.wmem_max.
+        let wmemMax = (try? String(contentsOfFile: "/proc/sys/net/core/wmem_max", encoding: .utf8))
+            .flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        if let wmemMax { #expect(sendBuffer == min(2 << 20, 2 * wmemMax)) } else { #expect(sendBuffer != nil) }
     }
 }
