@@ -23,10 +23,13 @@ extension ClientConnection {
         var finals: [Final] = []
         var waiters: [Waiter?] = []   // finishAll's, kept to reuse its storage
         var socketFull = false
+        var sentHeld = false   // finishAll sent held requests (queued from this thread)
         reading: while true {
             credit.waitForRoom(orElse: { executor.hasJobs })
-            // Tasks resumed by the last read that prefer this thread run now; what they sent is written at once.
-            if executor.runJobs() > 0 {
+            // Tasks resumed by the last read that prefer this thread run now; what they sent is written at once,
+            // with any held requests the read let go.
+            if executor.runJobs() > 0 || sentHeld {
+                sentHeld = false
                 let flushed = outbox.flushAvailable()
                 if flushed == .lost { break }
                 socketFull = flushed == .socketFull
@@ -50,7 +53,7 @@ extension ClientConnection {
             for k in 0..<Int(count) { descriptors.push(received[k]) }
             decoder.buffer.didWrite(n)
             (decoder.maxFrameBytes, decoder.maxJSONBytes) = frameLimits
-            defer { finishAll(&finals, &waiters) }
+            defer { if finishAll(&finals, &waiters) { sentHeld = true } }
             do {
                 // Views into the read buffer: a chunk's body is copied once, into its call's buffer.
                 while let outcome = try decoder.nextView({ dispatch($0, descriptors: &descriptors, finals: &finals) }) {
@@ -98,10 +101,15 @@ extension ClientConnection {
     /// Ends the waiters of the final replies of one read: removed under one lock, counted as pending in the
     /// outbox at once, resumed outside the lock. Why together: the tasks they resume take the same lock to send,
     /// and a lock taken once a reply was the reader's most contended cost (its spinning, measured).
-    private func finishAll(_ finals: inout [Final], _ waiters: inout [Waiter?]) {
-        guard !finals.isEmpty else { return }
+    /// Returns whether held requests were sent (queued in the outbox from this thread).
+    private func finishAll(_ finals: inout [Final], _ waiters: inout [Waiter?]) -> Bool {
+        guard !finals.isEmpty else { return false }
+        var freed = 0
         state.withLock { s in
-            for final in finals { waiters.append(s.waiters.removeValue(forKey: final.id)) }
+            for final in finals {
+                waiters.append(s.waiters.removeValue(forKey: final.id))
+                if s.cancelIDs.isEmpty || s.cancelIDs.remove(final.id) == nil { freed += 1 }
+            }
         }
         let calls = waiters.reduce(0) { n, w in if case .call? = w { n + 1 } else { n } }
         if calls > 0 { outbox.resuming(calls) }
@@ -110,6 +118,8 @@ extension ClientConnection {
         }
         finals.removeAll(keepingCapacity: true)
         waiters.removeAll(keepingCapacity: true)
+        // Held requests take the freed slots; queued from this thread, they are written at the loop's next turn.
+        return freed > 0 && slotsFreed(freed) > 0
     }
 
     /// Reads one frame: a final reply joins `finals`, an event goes to its waiter now. Returns the error that ends

@@ -26,6 +26,15 @@ final class ClientConnection: Sendable {
 
     struct State {
         var waiters: [UInt64: Waiter] = [:]
+        /// Requests sent whose final reply has not come, `cancel`s left out (the server exempts them from its
+        /// `max_in_flight`, and so does this count).
+        var onWire = 0
+        /// Requests held back while `onWire` is at the server's `max_in_flight`, oldest first (`held[heldHead...]`):
+        /// sent as replies free their slots, instead of being refused with `resource_exhausted`.
+        var held: [(envelope: RequestEnvelope, body: [UInt8])] = []
+        var heldHead = 0
+        /// Ids of `cancel` requests sent: their replies free no slot.
+        var cancelIDs: Set<UInt64> = []
         /// Set once the connection is gone; every later call fails with it.
         var closedError: FerryError?
     }
@@ -55,7 +64,10 @@ final class ClientConnection: Sendable {
     private let maxJSONBytes = Atomic<Int>(65536)
     private let maxNesting = Atomic<Int>(32)
 
+    private let maxInFlight = Atomic<Int>(256)
+
     func setLimits(_ limits: ProtocolLimits) {
+        maxInFlight.store(max(1, limits.maxInFlight), ordering: .relaxed)
         maxFrameBytes.store(limits.maxFrameBytes, ordering: .relaxed)
         maxJSONBytes.store(limits.maxJSONBytes, ordering: .relaxed)
         maxNesting.store(limits.maxNesting, ordering: .relaxed)
@@ -81,16 +93,68 @@ final class ClientConnection: Sendable {
         }
     }
 
-    /// Sends one request frame. Failures end the request's waiter. A request the server would refuse as a
-    /// protocol error (too large, too deep) fails here instead, so it cannot take the shared connection down.
+    /// Sends one request, or holds it while the server's `max_in_flight` requests of this connection are on the
+    /// wire: any number of concurrent calls share a connection, and those past the limit wait for a slot rather
+    /// than fail.
     func send(_ envelope: RequestEnvelope, body: [UInt8]) {
+        if envelope.op == "cancel" {
+            state.withLock { _ = $0.cancelIDs.insert(envelope.id) }
+            _ = transmit(envelope, body: body)
+            return
+        }
+        let limit = maxInFlight.load(ordering: .relaxed)
+        let now = state.withLock { s -> Bool in
+            guard s.onWire < limit, s.heldHead == s.held.count else {
+                s.held.append((envelope, body))
+                return false
+            }
+            s.onWire += 1
+            return true
+        }
+        if now && !transmit(envelope, body: body) { slotsFreed(1) }
+    }
+
+    /// `count` requests got their final replies (or were never sent): held requests take their slots. Returns how
+    /// many were sent.
+    @discardableResult
+    func slotsFreed(_ count: Int) -> Int {
+        var free = count, sent = 0
+        while free > 0 {
+            let limit = maxInFlight.load(ordering: .relaxed)
+            let next = state.withLock { s -> [(envelope: RequestEnvelope, body: [UInt8])] in
+                s.onWire -= free
+                var taken: [(envelope: RequestEnvelope, body: [UInt8])] = []
+                while s.onWire < limit && s.heldHead < s.held.count {
+                    taken.append(s.held[s.heldHead])
+                    s.held[s.heldHead] = (s.held[s.heldHead].envelope, [])   // the body goes with the request
+                    s.heldHead += 1
+                    s.onWire += 1
+                }
+                if s.heldHead == s.held.count { (s.held, s.heldHead) = ([], 0) }
+                return taken
+            }
+            // A held request no longer wanted (cancelled meanwhile) or refused is not sent: its slot frees again.
+            free = next.reduce(0) { n, r in transmit(r.envelope, body: r.body) ? n : n + 1 }
+            sent += next.count - free
+        }
+        return sent
+    }
+
+    /// Writes (or queues) one request's frames; false when nothing was sent. A request the server would refuse as
+    /// a protocol error (too large, too deep) fails here instead, so it cannot take the shared connection down.
+    private func transmit(_ envelope: RequestEnvelope, body: [UInt8]) -> Bool {
         let nesting = maxNesting.load(ordering: .relaxed), limits = frameLimits
         if envelope.depth > nesting {
-            return finish(envelope.id, with: .failure(FerryError(.invalidArgument, "arguments nested deeper than the server's limit of \(nesting)")))
+            finish(envelope.id, with: .failure(FerryError(.invalidArgument, "arguments nested deeper than the server's limit of \(nesting)")))
+            return false
         }
         // A call cancelled between registering and sending is not sent at all (cancel requests have no waiter).
         let id = envelope.id, isCancel = envelope.op == "cancel", blocking = !executor.onReaderThread
-        let stillWanted = { isCancel || self.state.withLock { $0.waiters[id] != nil } }
+        var wanted = false
+        let stillWanted = {
+            wanted = isCancel || self.state.withLock { $0.waiters[id] != nil }
+            return wanted
+        }
         // The common case, one small frame, is encoded straight into the outbox.
         if body.count <= ClientConnection.inlineBodyBytes {
             var refusal: OneFrame = .appended
@@ -99,17 +163,24 @@ final class ClientConnection: Sendable {
                 return refusal == .appended
             }
             switch refusal {
-            case .appended: return sent ? () : connectionLost(closed)
-            case .refused(let e): return finish(id, with: .failure(e))
+            case .appended:
+                if !sent { connectionLost(closed) }
+                return wanted
+            case .refused(let e):
+                finish(id, with: .failure(e))
+                return false
             case .needsFrames: break
             }
         }
         let frames: [[UInt8]]
         switch ClientConnection.frames(envelope, body: body, maxFrameBytes: limits.frame, maxJSONBytes: limits.json) {
         case .success(let f): frames = f
-        case .failure(let e): return finish(id, with: .failure(e))
+        case .failure(let e):
+            finish(id, with: .failure(e))
+            return false
         }
         if !outbox.send(frames, if: stillWanted, blocking: blocking) { connectionLost(closed) }
+        return wanted
     }
 
     /// Requests with a body up to this size are tried as one frame encoded in place (`appendFrame`).
@@ -241,6 +312,7 @@ final class ClientConnection: Sendable {
     func connectionLost(_ error: FerryError) {
         let waiters = state.withLock { s -> [UInt64: Waiter] in
             if s.closedError == nil { s.closedError = error }
+            (s.held, s.heldHead) = ([], 0)
             defer { s.waiters.removeAll() }
             return s.waiters
         }

@@ -44,6 +44,24 @@ extension IntegrationTests {
         #expect(!threads.contains(elsewhere))
     }
 
+    /// The README's and `FerryClient.executor`'s example, as written there.
+    @Test func theDocumentedBatchOfReads() async throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let client = try await FerryClient.connect(path: daemon.socket)
+        defer { client.close() }
+        let keys = (0..<300).map { "k\($0)" }
+        for key in keys where key.hasSuffix("7") { #expect(try await client.cacheSet(key, Array(key.utf8))) }
+        let values = try await withTaskExecutorPreference(client.executor) {
+            try await withThrowingTaskGroup(of: CachedValue?.self) { group in
+                for key in keys { group.addTask { try await client.cacheGet(key) } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+        }
+        #expect(values.count == 300)
+        #expect(Set(values.compactMap { $0.map { String(decoding: $0.bytes, as: UTF8.self) } }) == Set(keys.filter { $0.hasSuffix("7") }))
+    }
+
     /// Eight tasks on the reader thread send 2 MB requests while 2 MB replies come back: the thread that writes is
     /// the one that must read, so its writes take what the socket accepts and wait for room without blocking.
     @Test func largeBodiesBothWaysDoNotDeadlockTheReaderThread() async throws {
