@@ -120,35 +120,36 @@ measured() {
         -e "s/^# $from /# $to /" <<<"$out" | tee -a "$RESULTS"
 }
 
+# ferry_once MODE LABEL [ARGS...]: one run of a ferry-bench mode against ferryd.
+ferry_once() {
+    local mode=$1 label=$2
+    shift 2
+    measured "$FERRYD_PID" "$mode" "$label" \
+        "${CLIENT_CPU[@]}" "$BIN/ferry-bench" --socket "$SOCK" --seconds "$BENCH_SECONDS" --mode "$mode" "$@"
+}
+
 # run_ferry MODE LABEL [ARGS...]: REPEATS runs of one ferry-bench mode against ferryd.
 run_ferry() {
-    local k mode=$1 label=$2
-    shift 2
-    for ((k = 1; k <= REPEATS; k++)); do
-        measured "$FERRYD_PID" "$mode" "$label" \
-            "${CLIENT_CPU[@]}" "$BIN/ferry-bench" --socket "$SOCK" --seconds "$BENCH_SECONDS" --mode "$mode" "$@"
-    done
+    local k
+    for ((k = 1; k <= REPEATS; k++)); do ferry_once "$@"; done
+}
+
+# c_once MODE LABEL [N]: one run of a rawpingpong client mode against the reference server.
+c_once() {
+    measured "$RAW_PID" "c-$1" "$2" \
+        "${CLIENT_CPU[@]}" "$TMP/rawpingpong" client "$RAW_SOCK" "$MSG_BYTES" "$REPLY_BYTES" "$1" "$BENCH_SECONDS" "${3:-50}"
 }
 
 # run_c MODE LABEL [N]: REPEATS runs of one rawpingpong client mode against the reference server.
 run_c() {
     local k
-    for ((k = 1; k <= REPEATS; k++)); do
-        measured "$RAW_PID" "c-$1" "$2" \
-            "${CLIENT_CPU[@]}" "$TMP/rawpingpong" client "$RAW_SOCK" "$MSG_BYTES" "$REPLY_BYTES" "$1" "$BENCH_SECONDS" "${3:-50}"
-    done
+    for ((k = 1; k <= REPEATS; k++)); do c_once "$@"; done
 }
 
-log "ferry-bench: $REPEATS × ${BENCH_SECONDS}s per mode"
-run_ferry raw-seq raw-seq
-run_ferry raw-pipelined raw-pipelined
-run_ferry raw-conns raw-conns
-run_ferry client client
-run_ferry client-executor client-executor
-
-# The reference uses the frame sizes ferry-bench reported.
-MSG_BYTES=$(grep -m1 'mode=raw-seq ' "$RESULTS" | sed -n 's/.* msg_bytes=\([0-9]*\).*/\1/p')
-REPLY_BYTES=$(grep -m1 'mode=raw-seq ' "$RESULTS" | sed -n 's/.* reply_bytes=\([0-9]*\).*/\1/p')
+# The reference answers with the frame sizes ferryd uses, taken from a short unmeasured run.
+SIZES=$("$BIN/ferry-bench" --socket "$SOCK" --mode raw-seq --count 200 --warmup 0)
+MSG_BYTES=$(sed -n 's/^RESULT .* msg_bytes=\([0-9]*\).*/\1/p' <<<"$SIZES")
+REPLY_BYTES=$(sed -n 's/^RESULT .* reply_bytes=\([0-9]*\).*/\1/p' <<<"$SIZES")
 [[ -n $MSG_BYTES && -n $REPLY_BYTES ]] || { echo "ferry-bench reported no frame sizes" >&2; exit 1; }
 
 RAW_SOCK=$TMP/raw.sock
@@ -156,9 +157,20 @@ start_bg "${SERVER_CPU[@]}" "$TMP/rawpingpong" server "$RAW_SOCK" "$MSG_BYTES" "
 RAW_PID=$STARTED_PID
 wait_for rawpingpong test -S "$RAW_SOCK"
 log "rawpingpong: $MSG_BYTES-byte requests, $REPLY_BYTES-byte replies"
-run_c seq c-seq
-run_c pipelined c-pipelined 50
-run_c conns c-conns 50
+
+# Interleaved, run by run: each Ferry run beside its reference's, so that a machine whose speed drifts over minutes
+# (this one's does, by up to 2x) moves both sides of a ratio alike.
+log "ping: ferry-bench and rawpingpong, $REPEATS rounds of ${BENCH_SECONDS}s per mode, interleaved"
+for ((round = 1; round <= REPEATS; round++)); do
+    ferry_once raw-seq raw-seq
+    c_once seq c-seq
+    ferry_once raw-pipelined raw-pipelined
+    c_once pipelined c-pipelined 50
+    ferry_once client client
+    ferry_once client-executor client-executor
+    ferry_once raw-conns raw-conns
+    c_once conns c-conns 50
+done
 
 # Same core: a cross-core round trip on a VM pays two inter-processor wake-ups, which can hide the server's own
 # cost; with both processes on CPU 1 the hand-off is a plain context switch.
@@ -195,20 +207,6 @@ large_args() {
 REDIS_NOTE=""
 PY_NOTE=""
 if [[ $CACHE == 1 ]]; then
-    log "cache: ferry-bench cache-set / cache-get, $REPEATS × ${BENCH_SECONDS}s per shape"
-    for shape in "${CACHE_SHAPES[@]}"; do
-        read -r name conns pipeline _ <<<"$shape"
-        for op in set get; do
-            run_ferry "cache-$op" "cache-$op-$name" --conns "$conns" --pipeline "$pipeline" \
-                --keys "$CACHE_KEYS" --value-bytes "$CACHE_VALUE_BYTES"
-        done
-    done
-    # Large values (the journal's largest, and the blob path): 2 connections, 100 keys, as the Redis AOF rows below.
-    for size in "${LARGE_SIZES[@]}"; do
-        # shellcheck disable=SC2046 # the options split on purpose
-        run_ferry cache-set "cache-set-large-$size" $(large_args "$size")
-    done
-
     if [[ $REDIS != 0 ]] && ! { command -v redis-server && command -v redis-benchmark && command -v redis-cli; } >/dev/null 2>&1; then
         if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
             log "installing redis-server and redis-tools (apt-get)"
@@ -226,11 +224,11 @@ if [[ $CACHE == 1 ]]; then
     fi
 fi
 
-# redis_once LABEL TEST CONNS PIPELINE N: one redis-benchmark run against the running redis-server, printed as a
-# RESULT line like ferry-bench's (redis-benchmark's --csv gives requests/s and p50/p99 in ms).
+# redis_once SOCKET LABEL TEST CONNS PIPELINE N: one redis-benchmark run against a running redis-server, printed as
+# a RESULT line like ferry-bench's (redis-benchmark's --csv gives requests/s and p50/p99 in ms).
 redis_once() {
-    local label=$1 test=$2 conns=$3 pipeline=$4 n=$5
-    "${CLIENT_CPU[@]}" redis-benchmark -s "$REDIS_SOCK" -t "$test" -d "$CACHE_VALUE_BYTES" -r "$CACHE_KEYS" \
+    local sock=$1 label=$2 test=$3 conns=$4 pipeline=$5 n=$6
+    "${CLIENT_CPU[@]}" redis-benchmark -s "$sock" -t "$test" -d "$CACHE_VALUE_BYTES" -r "$CACHE_KEYS" \
         -c "$conns" -P "$pipeline" -n "$n" --csv </dev/null \
         | tr -d '"' | awk -F, -v label="$label" -v conns="$conns" -v p="$pipeline" -v n="$n" \
             -v keys="$CACHE_KEYS" -v vb="$CACHE_VALUE_BYTES" -v op="$test" '
@@ -242,37 +240,28 @@ redis_once() {
             END { if (!found) exit 1 }'
 }
 
-# run_redis PREFIX TEST: REPEATS runs of one redis-benchmark test per cache shape, each about BENCH_SECONDS long.
-# redis-benchmark takes a request count, not a duration: an unmeasured warm-up run of a fixed count gives the rate
-# the measured runs' count is computed from.
-run_redis() {
-    local prefix=$1 test=$2 shape name conns pipeline warm rate n k
-    for shape in "${CACHE_SHAPES[@]}"; do
-        read -r name conns pipeline warm <<<"$shape"
-        rate=$(redis_once warmup "$test" "$conns" "$pipeline" "$warm" | sed -n 's/.* ops_per_s=\([0-9]*\).*/\1/p')
-        [[ -n $rate ]] || { echo "redis-benchmark -t $test failed" >&2; exit 1; }
-        n=$(awk -v r="$rate" -v s="$BENCH_SECONDS" 'BEGIN { printf "%d", r * s + 1 }')
-        for ((k = 1; k <= REPEATS; k++)); do
-            measured "$REDIS_PID" "$prefix-$test-$name" "$prefix-$test-$name" \
-                redis_once "$prefix-$test-$name" "$test" "$conns" "$pipeline" "$n"
-        done
-    done
+# redis_count SOCKET TEST CONNS PIPELINE WARM: redis-benchmark takes a request count, not a duration: an unmeasured
+# warm-up run of WARM requests gives the rate the measured runs' count (about BENCH_SECONDS) is computed from.
+redis_count() {
+    local rate
+    rate=$(redis_once "$1" warmup "$2" "$3" "$4" "$5" | sed -n 's/.* ops_per_s=\([0-9]*\).*/\1/p')
+    [[ -n $rate ]] || { echo "redis-benchmark -t $2 failed" >&2; exit 1; }
+    awk -v r="$rate" -v s="$BENCH_SECONDS" 'BEGIN { printf "%d", r * s + 1 }'
 }
 
-# run_redis_fb PREFIX OP: the 50-connection rows (1 in flight, and 16 pipelined) again with ferry-bench itself as
-# Redis's client (--redis: SET / GET in RESP, the same keys and values). On the one client core redis-benchmark runs
-# out of CPU before Redis does at -c 50; with the same load generator on both sides, the difference left is the
-# servers'.
-run_redis_fb() {
-    local k shape name pipeline
-    for shape in "c50 1" "c50-p16 16"; do
-        read -r name pipeline <<<"$shape"
-        for ((k = 1; k <= REPEATS; k++)); do
-            measured "$REDIS_PID" "cache-$2" "$1-fb-$2-$name" \
-                "${CLIENT_CPU[@]}" "$BIN/ferry-bench" --redis "$REDIS_SOCK" --seconds "$BENCH_SECONDS" --mode "cache-$2" \
-                --conns 50 --pipeline "$pipeline" --keys "$CACHE_KEYS" --value-bytes "$CACHE_VALUE_BYTES"
-        done
-    done
+# redis_bench PID SOCKET PREFIX TEST NAME CONNS PIPELINE N: one measured redis-benchmark run, labelled PREFIX-TEST-NAME.
+redis_bench() {
+    measured "$1" "$3-$4-$5" "$3-$4-$5" redis_once "$2" "$3-$4-$5" "$4" "$6" "$7" "$8"
+}
+
+# redis_fb PID SOCKET LABEL OP ARGS...: one run of ferry-bench itself as Redis's client (--redis: SET / GET in RESP,
+# the same keys and values). On the one client core redis-benchmark runs out of CPU before Redis does at -c 50; with
+# the same load generator on both sides, the difference left is the servers'.
+redis_fb() {
+    local pid=$1 sock=$2 label=$3 op=$4
+    shift 4
+    measured "$pid" "cache-$op" "$label" \
+        "${CLIENT_CPU[@]}" "$BIN/ferry-bench" --redis "$sock" --seconds "$BENCH_SECONDS" --mode "cache-$op" "$@"
 }
 
 # The Python client beside redis-py (from PyPI, installed here when missing): gets of one 100-byte value by 1 and by
@@ -288,8 +277,8 @@ run_python_clients() {
         for ((k = 1; k <= REPEATS; k++)); do
             measured "$FERRYD_PID" "py-ferry-t$t" "py-ferry-t$t" \
                 "${CLIENT_CPU[@]}" python3 bench/pyclients.py ferry "$SOCK" "$t" "$BENCH_SECONDS" "py-ferry-t$t"
-            measured "$REDIS_PID" "py-redis-t$t" "py-redis-t$t" \
-                "${CLIENT_CPU[@]}" python3 bench/pyclients.py redis "$REDIS_SOCK" "$t" "$BENCH_SECONDS" "py-redis-t$t"
+            measured "$MEM_PID" "py-redis-t$t" "py-redis-t$t" \
+                "${CLIENT_CPU[@]}" python3 bench/pyclients.py redis "$MEM_SOCK" "$t" "$BENCH_SECONDS" "py-redis-t$t"
         done
     done
 }
@@ -307,31 +296,66 @@ start_redis() {
     log "redis-server pid $REDIS_PID on $REDIS_SOCK ($*)"
 }
 
+# ---- cache: ferryd vs Redis, interleaved run by run ----------------------------------------------------------
+# Both Redis configurations run beside ferryd, all on the server core and idle unless driven: in memory only (the
+# fastest Redis, which loses every write when the process dies) and AOF everysec (every write appended before the
+# reply is sent, fsync once a second: like ferryd, an acknowledged write survives the process being killed; GET does
+# not touch the AOF, so only SET runs there). Each round runs every server once per shape, so a drift of the
+# machine's speed moves all sides of a ratio alike.
+HAVE_REDIS=0
 if [[ $CACHE == 1 && -z $REDIS_NOTE ]]; then
+    HAVE_REDIS=1
     REDIS_VERSION=$(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
-    log "Redis $REDIS_VERSION: redis-benchmark -t set / get, $REPEATS runs of ~${BENCH_SECONDS}s per shape"
-    # In memory only: the fastest Redis, which loses every write when the process dies.
     start_redis redis-mem --appendonly no
-    run_redis redis set
-    run_redis redis get
-    run_redis_fb redis set
-    run_redis_fb redis get
-    run_python_clients
-    stop_bg "$REDIS_PID"
-    # Every write appended to the AOF (write() before the reply is sent, fsync once a second): like ferryd, an
-    # acknowledged write survives the process being killed. GET does not touch the AOF, so only SET runs here.
+    MEM_SOCK=$REDIS_SOCK MEM_PID=$REDIS_PID
     start_redis redis-aof --appendonly yes --appendfsync everysec
-    run_redis redis-aof set
-    run_redis_fb redis-aof set
-    for size in "${LARGE_SIZES[@]}"; do
-        for ((k = 1; k <= REPEATS; k++)); do
-            # shellcheck disable=SC2046
-            measured "$REDIS_PID" cache-set "redis-aof-fb-set-large-$size" \
-                "${CLIENT_CPU[@]}" "$BIN/ferry-bench" --redis "$REDIS_SOCK" --seconds "$BENCH_SECONDS" --mode cache-set \
-                $(large_args "$size")
+    AOF_SOCK=$REDIS_SOCK AOF_PID=$REDIS_PID
+fi
+if [[ $CACHE == 1 ]]; then
+    log "cache: ferry-bench against ferryd${REDIS_VERSION:+, redis-benchmark and ferry-bench against Redis $REDIS_VERSION}: $REPEATS rounds of ~${BENCH_SECONDS}s per shape"
+    for shape in "${CACHE_SHAPES[@]}"; do
+        read -r name conns pipeline warm <<<"$shape"
+        shape_args=(--conns "$conns" --pipeline "$pipeline" --keys "$CACHE_KEYS" --value-bytes "$CACHE_VALUE_BYTES")
+        if [[ $HAVE_REDIS == 1 ]]; then
+            n_mem_set=$(redis_count "$MEM_SOCK" set "$conns" "$pipeline" "$warm")
+            n_mem_get=$(redis_count "$MEM_SOCK" get "$conns" "$pipeline" "$warm")
+            n_aof_set=$(redis_count "$AOF_SOCK" set "$conns" "$pipeline" "$warm")
+        fi
+        for ((round = 1; round <= REPEATS; round++)); do
+            ferry_once cache-set "cache-set-$name" "${shape_args[@]}"
+            if [[ $HAVE_REDIS == 1 ]]; then
+                redis_bench "$AOF_PID" "$AOF_SOCK" redis-aof set "$name" "$conns" "$pipeline" "$n_aof_set"
+                redis_bench "$MEM_PID" "$MEM_SOCK" redis set "$name" "$conns" "$pipeline" "$n_mem_set"
+                # The 50-connection shapes again with ferry-bench as Redis's client too.
+                if [[ $conns == 50 ]]; then
+                    redis_fb "$AOF_PID" "$AOF_SOCK" "redis-aof-fb-set-$name" set "${shape_args[@]}"
+                    redis_fb "$MEM_PID" "$MEM_SOCK" "redis-fb-set-$name" set "${shape_args[@]}"
+                fi
+            fi
+            ferry_once cache-get "cache-get-$name" "${shape_args[@]}"
+            if [[ $HAVE_REDIS == 1 ]]; then
+                redis_bench "$MEM_PID" "$MEM_SOCK" redis get "$name" "$conns" "$pipeline" "$n_mem_get"
+                if [[ $conns == 50 ]]; then redis_fb "$MEM_PID" "$MEM_SOCK" "redis-fb-get-$name" get "${shape_args[@]}"; fi
+            fi
         done
     done
-    stop_bg "$REDIS_PID"
+    # Large values (the journal's largest, and the blob path): 2 connections, 100 keys, beside Redis AOF driven by
+    # the same client.
+    for size in "${LARGE_SIZES[@]}"; do
+        for ((round = 1; round <= REPEATS; round++)); do
+            # shellcheck disable=SC2046 # the options split on purpose
+            ferry_once cache-set "cache-set-large-$size" $(large_args "$size")
+            if [[ $HAVE_REDIS == 1 ]]; then
+                # shellcheck disable=SC2046
+                redis_fb "$AOF_PID" "$AOF_SOCK" "redis-aof-fb-set-large-$size" set $(large_args "$size")
+            fi
+        done
+    done
+    if [[ $HAVE_REDIS == 1 ]]; then
+        run_python_clients
+        stop_bg "$MEM_PID"
+        stop_bg "$AOF_PID"
+    fi
 fi
 
 # ---- start-up: ferry ping vs curl against a local http.server -------------------------------------------------
