@@ -35,6 +35,16 @@ final class ClientConnection: Sendable {
         var heldHead = 0
         /// Ids of `cancel` requests sent: their replies free no slot.
         var cancelIDs: Set<UInt64> = []
+
+        /// Takes a slot for the request (true: send it now), or holds it behind the others.
+        mutating func admit(_ envelope: RequestEnvelope, _ body: [UInt8], limit: Int) -> Bool {
+            guard onWire < limit, heldHead == held.count else {
+                held.append((envelope, body))
+                return false
+            }
+            onWire += 1
+            return true
+        }
         /// Set once the connection is gone; every later call fails with it.
         var closedError: FerryError?
     }
@@ -83,35 +93,27 @@ final class ClientConnection: Sendable {
 
     func allocateID() -> UInt64 { nextID.wrappingAdd(1, ordering: .relaxed).oldValue }
 
-    /// Registers a waiter for `id`; returns the error to fail it with instead, when the connection is closed. A
-    /// caller cancelled before this finds no waiter to end (`cancel`), so it checks `Task.isCancelled` after.
-    func register(_ id: UInt64, _ waiter: Waiter) -> FerryError? {
-        state.withLock { s in
-            if let e = s.closedError { return e }
-            s.waiters[id] = waiter
-            return nil
+    /// Registers the waiter of a request and sends it, or holds it while the server's `max_in_flight` requests of
+    /// this connection are on the wire (one lock for both). Returns the error to fail the waiter with instead, when
+    /// the connection is closed. A caller cancelled before this finds no waiter to end (`cancel`), so it checks
+    /// `Task.isCancelled` after.
+    func start(_ envelope: RequestEnvelope, body: [UInt8], waiter: Waiter) -> FerryError? {
+        let limit = maxInFlight.load(ordering: .relaxed)
+        let outcome = state.withLock { s -> (FerryError?, sendNow: Bool) in
+            if let e = s.closedError { return (e, false) }
+            s.waiters[envelope.id] = waiter
+            return (nil, s.admit(envelope, body, limit: limit))
         }
+        if outcome.sendNow && !transmit(envelope, body: body) { slotsFreed(1) }
+        return outcome.0
     }
 
-    /// Sends one request, or holds it while the server's `max_in_flight` requests of this connection are on the
-    /// wire: any number of concurrent calls share a connection, and those past the limit wait for a slot rather
-    /// than fail.
-    func send(_ envelope: RequestEnvelope, body: [UInt8]) {
-        if envelope.op == "cancel" {
-            state.withLock { _ = $0.cancelIDs.insert(envelope.id) }
-            _ = transmit(envelope, body: body)
-            return
-        }
-        let limit = maxInFlight.load(ordering: .relaxed)
-        let now = state.withLock { s -> Bool in
-            guard s.onWire < limit, s.heldHead == s.held.count else {
-                s.held.append((envelope, body))
-                return false
-            }
-            s.onWire += 1
-            return true
-        }
-        if now && !transmit(envelope, body: body) { slotsFreed(1) }
+    /// Tells the daemon to drop request `id`. A `cancel` is exempt from `max_in_flight` (here as in the daemon),
+    /// so it goes at once, and its reply frees no slot.
+    private func sendCancel(for id: UInt64) {
+        let envelope = RequestEnvelope(id: allocateID(), op: "cancel", args: ["id": .int(Int64(id))])
+        state.withLock { _ = $0.cancelIDs.insert(envelope.id) }
+        _ = transmit(envelope, body: [])
     }
 
     /// `count` requests got their final replies (or were never sent): held requests take their slots. Returns how
@@ -274,7 +276,7 @@ final class ClientConnection: Sendable {
     func cancel(_ id: UInt64) {
         guard let waiter = state.withLock({ $0.waiters.removeValue(forKey: id) }) else { return }
         deliver(.failure(ClientConnection.cancelled), to: waiter, counted: false)
-        send(RequestEnvelope(id: allocateID(), op: "cancel", args: ["id": .int(Int64(id))]), body: [])
+        sendCancel(for: id)
     }
 
     static let cancelled = FerryError(.cancelled, "the calling task was cancelled")

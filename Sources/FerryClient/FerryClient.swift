@@ -130,11 +130,10 @@ public final class FerryClient: Sendable {
                 account.ended()
                 if case .cancelled = termination { connection.cancel(id) }
             }
-            if let error = connection.register(id, .stream(continuation, account)) {
+            let envelope = RequestEnvelope(id: id, op: op, args: args, timeoutMs: timeout.map(FerryClient.milliseconds))
+            if let error = connection.start(envelope, body: body, waiter: .stream(continuation, account)) {
                 continuation.finish(throwing: error)
-                return
             }
-            connection.send(RequestEnvelope(id: id, op: op, args: args, timeoutMs: timeout.map(FerryClient.milliseconds)), body: body)
         }
         return FerryEventStream(base: base, account: account)
     }
@@ -188,13 +187,12 @@ public final class FerryClient: Sendable {
         defer { watchdog?.cancel() }
         let delivery = await withTaskCancellationHandler {
             await withUnsafeContinuation { (c: ClientConnection.CallContinuation) in
-                if let error = connection.register(id, .call(c, chunks: nil)) {
-                    connection.fail(c, error)
-                    return
+                if let error = connection.start(envelope, body: body, waiter: .call(c, chunks: nil)) {
+                    return connection.fail(c, error)
                 }
-                // Cancelled before the waiter was there, the cancellation handler found nothing to end.
-                if Task.isCancelled { return connection.finish(id, with: .failure(ClientConnection.cancelled)) }
-                connection.send(envelope, body: body)
+                // Cancelled before the waiter was there, the cancellation handler found nothing to end: end it now
+                // (and have the daemon drop it, if it left already).
+                if Task.isCancelled { connection.cancel(id) }
             }
         } onCancel: {
             connection.cancel(id)
