@@ -149,6 +149,35 @@ class AsyncClientTests(AioCase):
         self.assertEqual(replies, [({"pong": True}, f"body {i}".encode()) for i in range(200)])
         self.assertEqual((await c.stats())["connections"]["total"], connections, "all of it on one connection")
 
+    async def test_requests_past_max_in_flight_wait_for_a_slot(self):
+        """More requests at once than the daemon's max_in_flight (4 here): the client holds the rest and sends each
+        as a reply frees a slot, so none is refused with resource_exhausted; a held one cancelled never leaves."""
+        daemon = await self.other_daemon("--max-in-flight", "4")
+        c = await AsyncClient(daemon.path, name="aio-slots", timeout=30).connect()
+        try:
+            self.assertEqual(c.limits["max_in_flight"], 4)
+
+            async def ping(i: int):
+                return await c.call("ping", {"delay_ms": 10}, f"body {i}".encode())
+            replies = await asyncio.gather(*(ping(i) for i in range(60)))
+            self.assertEqual(replies, [({"pong": True}, f"body {i}".encode()) for i in range(60)])
+            slow = [asyncio.ensure_future(c.call("ping", {"delay_ms": 300})) for _ in range(4)]
+            await asyncio.sleep(0.05)
+            held = asyncio.ensure_future(c.call("ping", {"delay_ms": 5000}))
+            await asyncio.sleep(0.05)
+            started = time.monotonic()
+            held.cancel()
+            with self.assertRaises(asyncio.CancelledError):
+                await held
+            self.assertLess(time.monotonic() - started, 1.0)
+            await asyncio.gather(*slow)
+            self.assertEqual(await c.call("ping", {}, b"after"), ({"pong": True}, b"after"))
+            stats = await c.stats()
+            self.assertEqual(stats["errors"].get("resource_exhausted", 0), 0, stats["errors"])
+            self.assertEqual(stats["ops"]["ping"]["requests"], 65, "60 + 4 + 1: the cancelled one never left")
+        finally:
+            await c.close()
+
     async def test_a_20_mib_value_goes_up_in_parts_and_comes_down_in_chunks(self):
         c = self.c
         size = 20 * MIB

@@ -17,6 +17,7 @@ from ..connection import (
 from ..errors import FerryError
 from ..framing import _byte_view, _split_request, check_request
 from ..wire import ErrorCode
+from .slots import _Slots
 from .pending import _Pending, _Stream, _wake
 from .transport import _READ_SIZE, TransportMixin
 
@@ -38,6 +39,8 @@ class AsyncConnection(TransportMixin):
         self._read_task: "Optional[asyncio.Task]" = None
         self._send_lock: Optional[asyncio.Lock] = None   # one request (all of its frames) at a time on the socket
         self._cancel_tasks: "Set[asyncio.Task]" = set()  # cancels waiting for the socket (kept from the GC)
+        self._slots = _Slots()                           # requests on the wire, at most max_in_flight
+        self._cancel_ids: "Set[int]" = set()             # ids of cancels sent: their replies free no slot
 
     # ----- lifecycle
 
@@ -65,6 +68,7 @@ class AsyncConnection(TransportMixin):
             await self.close()
             raise
         _accept_hello(self, result)
+        self._slots.limit = max(1, int(self.limits.get("max_in_flight", self._slots.limit)))
         return self
 
     async def close(self) -> None:
@@ -158,13 +162,28 @@ class AsyncConnection(TransportMixin):
         envelope = _request_envelope(op, args, timeout_ms)
         view = _byte_view(body)
         self._raise_if_closed()
-        rid = envelope["id"] = next(self._ids)
-        check_request(envelope)
-        frames = _split_request(envelope, view, self._send_limit, self._send_json_limit)
-        pending = _Pending(rid, op, timeout_ms)
-        self._pending[rid] = pending
-        await self._write_request(pending, frames)
-        return pending
+        # Past the daemon's max_in_flight a request waits here for a reply to free a slot (_Slots); a cancel
+        # takes none.
+        takes_slot = op != "cancel"
+        if takes_slot:
+            await self._slots.take()
+        pending: Optional[_Pending] = None
+        try:
+            self._raise_if_closed()
+            rid = envelope["id"] = next(self._ids)
+            check_request(envelope)
+            frames = _split_request(envelope, view, self._send_limit, self._send_json_limit)
+            pending = _Pending(rid, op, timeout_ms)
+            if not takes_slot:
+                self._cancel_ids.add(rid)
+            self._pending[rid] = pending
+            await self._write_request(pending, frames)
+            return pending
+        except BaseException:
+            # Nothing of it reached the daemon, so no reply will come to free its slot.
+            if takes_slot and (pending is None or not pending.sent):
+                self._slots.free()
+            raise
 
     # ----- internals: waiting
 

@@ -15,7 +15,7 @@ class _Pending:
     """One request in flight: the reader task appends its replies to ``items`` and wakes ``waiter``, the future the
     task waiting for them sleeps on (made only then). ``collected``: a task reads its replies (one at most)."""
 
-    __slots__ = ("id", "op", "timeout_ms", "items", "waiter", "collected")
+    __slots__ = ("id", "op", "timeout_ms", "items", "waiter", "collected", "sent")
 
     def __init__(self, rid: int, op: str, timeout_ms: Optional[int]):
         self.id = rid
@@ -24,6 +24,7 @@ class _Pending:
         self.items: "collections.deque[tuple]" = collections.deque()
         self.waiter: "Optional[asyncio.Future]" = None
         self.collected = False
+        self.sent = False   # its first frame is written: the daemon will answer it
 
     def wake(self) -> None:
         _wake(self.waiter)

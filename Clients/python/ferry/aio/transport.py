@@ -35,6 +35,7 @@ class TransportMixin:
                 try:
                     for _, data, part in frames:
                         self._write_frame(data, part)
+                        pending.sent = True
                         written += 1
                         await self._writer.drain()
                         self._raise_if_closed()
@@ -70,6 +71,7 @@ class TransportMixin:
         with ``cut_upload``, also the empty last part of its body, so the daemon stops waiting for the rest (the
         cancel comes first: the request is dropped, not started with half a body)."""
         rid = next(self._ids)
+        self._cancel_ids.add(rid)   # its reply frees no slot
         data = encode_json({"id": rid, "op": "cancel", "args": {"id": request_id}})
         frame = HEADER.pack(len(data), 0) + data
         if cut_upload:
@@ -140,6 +142,12 @@ class TransportMixin:
             if error is not None:
                 self._server_error = error
             return
+        if envelope.get("final") is not False:
+            # Every request gets one final reply: it frees the request's slot (a cancel's took none).
+            if rid in self._cancel_ids:
+                self._cancel_ids.discard(rid)
+            else:
+                self._slots.free()
         pending = self._pending.get(rid)
         if pending is None:
             return  # a reply nobody waits for any more (local timeout, cancelled task, fire-and-forget cancel)
@@ -151,6 +159,7 @@ class TransportMixin:
         if self._closed_error is None:
             self._closed_error = reason
         reason = self._closed_error
+        self._slots.open_all()
         for pending in self._pending.values():
             pending.items.append((_CLOSED, reason))
             pending.wake()
