@@ -33,7 +33,7 @@ final class ConnectionExecutor: TaskExecutor, @unchecked Sendable {
     /// The jobs of one turn, swapped out of the queue (the reader thread's own: two arrays, no allocation per turn).
     private var running: [UnownedJob] = []
     /// A pipe written when a job comes from another thread while the reader may sleep; the reader polls its read
-    /// end (-1 when the process is out of descriptors: then a job from another thread waits for the next reply).
+    /// end. Without one (the process out of descriptors) every job goes to the global executor: slower, never stuck.
     let wakeFD: Int32
     private let wakeWriteFD: Int32
     /// The reader thread, once it runs (`pthread_t` as an integer; 0 before).
@@ -47,6 +47,7 @@ final class ConnectionExecutor: TaskExecutor, @unchecked Sendable {
         if ferry_wake_pipe(&fds) != 0 { fds = [-1, -1] }
         (wakeFD, wakeWriteFD) = (fds[0], fds[1])
         self.onWake = onWake
+        if wakeFD < 0 { queue.withLock { $0.forwarding = true } }
     }
 
     deinit {
