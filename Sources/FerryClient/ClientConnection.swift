@@ -158,6 +158,7 @@ final class ClientConnection: Sendable {
             return wanted
         }
         // The common case, one small frame, is encoded straight into the outbox.
+        var oneFrameFits = true
         if body.count <= ClientConnection.inlineBodyBytes {
             var refusal: OneFrame = .appended
             let sent = outbox.send(if: stillWanted, blocking: blocking) { bytes in
@@ -171,11 +172,14 @@ final class ClientConnection: Sendable {
             case .refused(let e):
                 finish(id, with: .failure(e))
                 return false
-            case .needsFrames: break
+            case .needsFrames: oneFrameFits = false
             }
         }
         let frames: [[UInt8]]
-        switch ClientConnection.frames(envelope, body: body, maxFrameBytes: limits.frame, maxJSONBytes: limits.json) {
+        let framed = oneFrameFits
+            ? ClientConnection.frames(envelope, body: body, maxFrameBytes: limits.frame, maxJSONBytes: limits.json)
+            : ClientConnection.partFrames(envelope, body: body, maxFrameBytes: limits.frame, maxJSONBytes: limits.json)
+        switch framed {
         case .success(let f): frames = f
         case .failure(let e):
             finish(id, with: .failure(e))
@@ -234,11 +238,19 @@ final class ClientConnection: Sendable {
     /// frame, is written in one buffer: header, envelope (written directly, no tree) and body.
     static func frames(_ envelope: RequestEnvelope, body: [UInt8], maxFrameBytes: Int, maxJSONBytes: Int) -> Result<[[UInt8]], FerryError> {
         if ProtocolLimits.headerBytes + body.count < maxFrameBytes {
-            let one = frame(envelope.write, body[...])
-            let jsonBytes = one.count - ProtocolLimits.headerBytes - body.count
-            if jsonBytes > maxJSONBytes { return .failure(tooLarge(jsonBytes, maxJSONBytes)) }
-            if one.count <= maxFrameBytes { return .success([one]) }
+            var one: [UInt8] = []
+            one.reserveCapacity(ProtocolLimits.headerBytes + 96 + body.count)
+            switch appendFrame(envelope, body: body, limits: (maxFrameBytes, maxJSONBytes), to: &one) {
+            case .appended: return .success([one])
+            case .refused(let e): return .failure(e)
+            case .needsFrames: break
+            }
         }
+        return partFrames(envelope, body: body, maxFrameBytes: maxFrameBytes, maxJSONBytes: maxJSONBytes)
+    }
+
+    /// The request in parts (`frames` when one frame cannot hold it).
+    static func partFrames(_ envelope: RequestEnvelope, body: [UInt8], maxFrameBytes: Int, maxJSONBytes: Int) -> Result<[[UInt8]], FerryError> {
         var first = envelope
         first.more = true
         var firstJSON: [UInt8] = []

@@ -62,7 +62,6 @@ final class ReadCredit: @unchecked Sendable {
     func take(_ n: Int) { change(by: n) }
     func give(_ n: Int) { change(by: -n) }
 
-    /// No more waiting (the connection is closing).
     /// Whether `waitForRoom` would return now (without its `orElse`).
     var mayRead: Bool {
         pthread_mutex_lock(mutex)
@@ -77,6 +76,7 @@ final class ReadCredit: @unchecked Sendable {
         pthread_mutex_unlock(mutex)
     }
 
+    /// No more waiting (the connection is closing).
     func open() {
         pthread_mutex_lock(mutex)
         isOpen = true
