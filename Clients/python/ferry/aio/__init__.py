@@ -27,8 +27,9 @@
 
 One ``AsyncClient`` is one connection: every request gets an id, its frames are written back to back, and one reader
 task hands each reply frame to the request it answers, so any number of tasks may use one client at once (past the
-daemon's ``max_in_flight``, 256 by default, requests wait in the client for a reply to free a slot). The methods are ``ferry.Client``'s, with the same names, arguments,
-defaults and results, as coroutines; ``stream``, ``cache_list`` and ``http_list`` are async iterators.
+daemon's ``max_in_flight``, 256 by default, requests wait in the client for a reply to free a slot). The methods are
+``ferry.Client``'s, with the same names, arguments, defaults and results, as coroutines; ``stream``, ``cache_list``
+and ``http_list`` are async iterators.
 
 Cancelling a task that awaits a request (``task.cancel()``, ``asyncio.wait_for`` running out) sends the daemon a
 ``cancel`` for it, so the work stops there too; a request cancelled while its body is still being sent in parts is
