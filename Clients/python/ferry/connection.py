@@ -28,6 +28,7 @@ from .framing import (
     PROTOCOL_VERSION, FrameDecoder, _byte_view, _split_request, check_request, encode_json,
 )
 from .paths import default_socket_path
+from .slotgate import _SlotGate
 from .wire import ErrorCode, EventName
 
 __all__ = ["Connection", "LOCAL_DEADLINE_GRACE_S"]
@@ -87,6 +88,9 @@ class Connection:
         self._reading = False                  # a thread is reading the socket (the leader)
         self._followers: List[_Pending] = []   # requests whose threads sleep until handed a reply or the reading
         self._reader_left = threading.Condition(self._lock)
+        # Requests on the wire, at most the daemon's max_in_flight; past it a request waits in _take_slot.
+        self._slots = _SlotGate(self._lock)
+        self._cancel_ids: set = set()          # cancel requests in flight: they take no slot
         self._closing = False                  # close() waits for the reader to leave (_reader_left)
         self._poll: Optional[Any] = None
         self._write_poll: Optional[Any] = None
@@ -128,6 +132,9 @@ class Connection:
 
     def _accept_hello(self, result: dict) -> None:
         _accept_hello(self, result)
+        with self._lock:
+            self._slots.limit = max(1, int(self.limits.get("max_in_flight", self._slots.limit)))
+            self._slots.wake()
 
     @property
     def offers_body_fd(self) -> bool:
@@ -166,8 +173,9 @@ class Connection:
 
     def send(self, op: str, args: Optional[dict] = None, body: bytes = b"", timeout_ms: Optional[int] = None) -> int:
         """Sends a request without waiting; returns its id for ``wait`` (which every ``send`` needs, to collect the
-        reply) and ``cancel``."""
-        return self._start(op, args, body, timeout_ms).id
+        reply) and ``cancel``. Past the daemon's ``max_in_flight`` requests on the wire, it waits (reading replies
+        meanwhile) until a reply frees a slot, at most the client's local limit for the request."""
+        return self._start(op, args, body, timeout_ms, self._deadline(None, timeout_ms)).id
 
     def wait(self, request_id: int, timeout: Optional[float] = None) -> Tuple[dict, bytes]:
         """Waits for the final reply of a request from ``send``; returns ``(result, body)`` or raises FerryError.
@@ -182,16 +190,16 @@ class Connection:
     def call(self, op: str, args: Optional[dict] = None, body: bytes = b"",
              timeout_ms: Optional[int] = None) -> Tuple[dict, bytes]:
         """Sends a request and waits for its final reply: ``(result, body)``; raises FerryError on an error reply."""
-        pending = self._start(op, args, body, timeout_ms)
-        return self._collect(pending, self._deadline(None, timeout_ms))
+        deadline = self._deadline(None, timeout_ms)
+        return self._collect(self._start(op, args, body, timeout_ms, deadline), deadline)
 
     def stream(self, op: str, args: Optional[dict] = None, body: bytes = b"",
                timeout_ms: Optional[int] = None) -> Iterator[tuple]:
         """Sends a request (when iteration starts) and yields its replies as they come:
         ``("event", name, data, body)`` for each event, then ``("final", result, body)``. An error reply raises
         FerryError. Leaving the loop early cancels the request."""
-        pending = self._start(op, args, body, timeout_ms)
         deadline = self._deadline(None, timeout_ms)
+        pending = self._start(op, args, body, timeout_ms, deadline)
         finished = False
         try:
             while True:
@@ -228,21 +236,66 @@ class Connection:
 
     # ----- internals: sending
 
-    def _start(self, op: str, args: Optional[dict], body: bytes, timeout_ms: Optional[int]) -> _Pending:
+    def _start(self, op: str, args: Optional[dict], body: bytes, timeout_ms: Optional[int],
+               deadline: Optional[float]) -> _Pending:
+        """Registers and sends a request; past ``max_in_flight`` it first waits for a slot until ``deadline``."""
         envelope = _request_envelope(op, args, timeout_ms)
         body = _byte_view(body)
+        takes_slot = op != "cancel"
         with self._lock:
             self._raise_if_closed()
             rid = envelope["id"] = next(self._ids)
             check_request(envelope)
             pending = _Pending(rid, op, timeout_ms)
             self._pending[rid] = pending
+            if not takes_slot:
+                self._cancel_ids.add(rid)
+            has_slot = not takes_slot or self._slots.try_take()
         try:
+            if not has_slot:
+                self._take_slot(pending, deadline)
+                has_slot = True
             self._write(_split_request(envelope, body, self._send_limit, self._send_json_limit))
         except BaseException:
-            self._forget(rid)
+            with self._lock:
+                self._pending.pop(rid, None)
+                self._cancel_ids.discard(rid)
+                if takes_slot and has_slot:
+                    # Not sent (or the connection ended while sending): no reply will come to free it.
+                    self._slots.free()
             raise
         return pending
+
+    def _take_slot(self, pending: _Pending, deadline: Optional[float]) -> None:
+        """Waits, in order, for a slot on the wire: reading replies meanwhile when no other thread reads (a slot frees
+        only when a final reply is read, and this thread may be the only one that could read it)."""
+        lock = self._lock
+        with lock:
+            ticket = self._slots.hold()
+            try:
+                while True:
+                    self._raise_if_closed()
+                    if self._slots.take_if_turn(ticket):
+                        return
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        raise FerryError(ErrorCode.deadline_exceeded,
+                                         f"request {pending.id} ({pending.op}) waited longer than its local time limit "
+                                         f"for one of the {self._slots.limit} requests ferryd takes at once "
+                                         "(max_in_flight) to finish; it was not sent")
+                    if self._reading:
+                        self._slots.turn.wait(remaining)
+                        continue
+                    self._reading = True
+                    lock.release()
+                    try:
+                        self._read_once(remaining)
+                    finally:
+                        lock.acquire()
+                        self._leave_reading()
+            except BaseException:
+                self._slots.drop(ticket)
+                raise
 
     def _write(self, frames: List[Tuple[dict, bytes, memoryview]]) -> None:
         """Writes the frames of one request back to back: no other frame comes in between."""
@@ -303,6 +356,7 @@ class Connection:
             if self._closed_error is not None:
                 return
             rid = next(self._ids)
+            self._cancel_ids.add(rid)   # takes no slot, and its reply frees none
         envelope = {"id": rid, "op": "cancel", "args": {"id": request_id}}
         try:
             self._write([(envelope, encode_json(envelope), memoryview(b""))])
@@ -429,6 +483,7 @@ class Connection:
         if self._closing:
             self._reader_left.notify_all()
         self._pass_reading_on()
+        self._slots.wake()   # a held request may have to read its way to a slot
 
     def _pass_reading_on(self) -> None:
         """Under the lock, with nobody reading: wakes one thread still waiting for its reply, to read. Called by
@@ -500,7 +555,14 @@ class Connection:
         if rid == 0:
             self._note_connection_error(envelope)
             return
+        final = envelope.get("final") is not False
         with self._lock:
+            if final:
+                # Every request gets one final reply: it frees the request's slot (a cancel's took none).
+                if rid in self._cancel_ids:
+                    self._cancel_ids.discard(rid)
+                else:
+                    self._slots.free()
             pending = self._pending.get(rid)
             if pending is None:
                 return  # a reply nobody waits for any more (local timeout, abandoned stream, fire-and-forget cancel)
@@ -519,6 +581,7 @@ class Connection:
             if self._closed_error is None:
                 self._closed_error = reason
             reason = self._closed_error
+            self._slots.open_all()
             for pending in self._pending.values():
                 pending.items.append((_CLOSED, reason))
                 if pending.wake is not None:

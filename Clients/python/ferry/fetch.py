@@ -338,8 +338,9 @@ class FetchMixin:
         ``redirect="error"`` or to another scheme)."""
         plan = _FetchPlan(url, method, headers, body, json, timeout_ms, redirect, max_redirects, max_bytes, cache,
                           progress, retry, to, on_head, body_fd=self.offers_body_fd)
-        pending = self._start("fetch", plan.args, plan.body, request_timeout_ms)
-        result, data = self._collect(pending, self._deadline(None, request_timeout_ms), plan.on_event, plan.sink,
+        deadline = self._deadline(None, request_timeout_ms)
+        pending = self._start("fetch", plan.args, plan.body, request_timeout_ms, deadline)
+        result, data = self._collect(pending, deadline, plan.on_event, plan.sink,
                                      before_final=plan.give_head, file_target=plan.file_target)
         return plan.response(result, data)
 

@@ -144,11 +144,19 @@ class DaemonTests(DaemonCase):
         self.assertTrue(conn.is_closed_by_peer(), "ferryd kept the connection open after a protocol error")
 
     def test_max_in_flight(self):
+        """The daemon refuses a request past max_in_flight (the client holds such requests: test_slots_daemon, so
+        this one speaks the protocol by hand)."""
         limit = self.client.limits["max_in_flight"]
-        with Client(self.path, name="in-flight-test", timeout=20) as c:
-            for _ in range(limit):
-                c.send("ping", {"delay_ms": 10000})
-            self.assertFerryError("resource_exhausted", c.call, "ping", {"delay_ms": 10000})
+        conn = self.raw()
+        conn.hello()
+        for rid in range(2, limit + 2):
+            conn.request({"id": rid, "op": "ping", "args": {"delay_ms": 10000}})
+        conn.request({"id": limit + 2, "op": "ping"})
+        envelope, _ = conn.read_frame()
+        self.assertEqual((envelope["id"], envelope["error"]["code"]), (limit + 2, "resource_exhausted"))
+        conn.request({"id": limit + 3, "op": "cancel", "args": {"id": 2}})   # a cancel is not refused
+        replies = {conn.read_frame()[0]["id"] for _ in range(2)}
+        self.assertEqual(replies, {2, limit + 3})
 
     # ----- other operations
 
