@@ -11,8 +11,10 @@ enum DiskJob: Sendable {
     case touch(CacheKey, expiresAt: Int64?, now: Int64)
     case list(namespace: String, prefix: String, cursor: String?, limit: Int, now: Int64)
     case clear(namespace: String, now: Int64)
-    /// Deletes expired rows and records accesses served from memory (the disk tier's LRU order).
-    case sweep(now: Int64, accessed: [CacheKey])
+    /// Deletes expired rows and records accesses served from memory (the disk tier's LRU order). With
+    /// `applyPending`, the journal's pending sets are applied to the index first (`StoreConfig.applyIntervalMs`);
+    /// without, they stay pending and the journal file at `syncJournal`, if any, is synced instead (`everysec`).
+    case sweep(now: Int64, accessed: [CacheKey], applyPending: Bool, syncJournal: String?)
     /// Small sets the loop thread wrote to the journal (and acknowledged), in their place among the other jobs.
     case journaled([JournalRecord])
     /// A journal file the loop has sealed, deleted once everything it holds is in the index: with `applyNow`,

@@ -27,6 +27,8 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     /// The last journal write found the disk full: sets go to the worker (which refuses them in full mode) until the
     /// next sweep tries the journal again.
     private var journalFull = false
+    /// When a sweep last had the pending sets applied (nil: none yet).
+    private var lastApplyAt: Int64?
     /// Set by the worker the moment it gives the disk reserve back (`FullModeSignal`).
     private let fullMode: FullModeSignal
     /// Where lines for the daemon's log go (entering and leaving full mode).
@@ -198,10 +200,17 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         }
     }
 
+    /// About once a second. Applies the journal's pending sets to the index every `applyIntervalMs` (and every
+    /// time while the file system is short of room); in between, under `everysec`, has the active journal file
+    /// synced instead, so what was acknowledged a second ago is on the disk either way.
     func sweep(now: Int64, accessed: [CacheKey]) {
         journalFull = false
-        _ = room.look(journalBytes: journal.fileBytes)
-        submit(.sweep(now: now, accessed: accessed)) { _ in }
+        let short = room.look(journalBytes: journal.fileBytes)
+        let applyDue = short || lastApplyAt.map { now - $0 >= config.applyIntervalMs || now < $0 } ?? true
+        let sync = !applyDue && config.fsync == .everysec && journal.fileBytes > 0 ? journal.path : nil
+        submit(.sweep(now: now, accessed: accessed, applyPending: applyDue, syncJournal: sync)) { _ in }
+        guard applyDue else { return }
+        lastApplyAt = now
         sealedBytes = 0  // the sweep applies what is pending first, and the sealed files go with it
         if journal.fileBytes > 0 { rotateJournal(applyNow: true) }
     }

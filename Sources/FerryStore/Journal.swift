@@ -38,6 +38,16 @@ enum Journal {
 
     static func path(_ directory: String, generation: UInt64) -> String { "\(directory)/\(prefix)\(generation)" }
 
+    /// Has a journal file's written records reach the disk (`fdatasync`), by path, from the worker thread (the
+    /// loop's descriptor stays the loop's). A file that is gone (nothing was written to that generation) has
+    /// nothing to sync; a failure is left to the next sync or apply, as a failed checkpoint is.
+    static func sync(_ path: String) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return }
+        _ = fdatasync(fd)
+        close(fd)
+    }
+
     /// The journal files of a directory, oldest generation first.
     static func files(in directory: String) -> [(generation: UInt64, path: String)] {
         guard let dir = opendir(directory) else { return [] }

@@ -109,7 +109,7 @@ extension StoreEngine {
                     }
                 }
                 return .cleared(removed)
-            case .sweep(let now, let accessed):
+            case .sweep(let now, let accessed, _, _):
                 for key in accessed { try index.setAccessed(key, at: now) }
                 outcome.expirations += try removeExpired(now: now, limit: 1000)
                 return .swept

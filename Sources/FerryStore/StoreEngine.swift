@@ -35,8 +35,8 @@ final class StoreEngine {
     private var appliedSeq: UInt64 = 0
     /// Value bytes held in `pending` (memory the daemon keeps until the apply).
     private var pendingBytes = 0
-    /// Pending sets are applied once this many, or this many value bytes, have gathered (and by every sweep, about
-    /// once a second), which bounds both the journal file and the memory `pending` holds.
+    /// Pending sets are applied once this many, or this many value bytes, have gathered (and by a sweep every
+    /// `StoreConfig.applyIntervalMs`), which bounds both the journal file and the memory `pending` holds.
     static let applyThreshold = 20_000
     /// Small: these values are held twice while the memory tier keeps them too, and apart from it once evicted.
     static let maxApplyThresholdBytes = 8 * 1024 * 1024
@@ -140,10 +140,21 @@ final class StoreEngine {
         case .releaseBlob, .damagedBlob:
             defer { index.resetStatements() }
             return perform(job, &outcome)  // no transaction: a file removed, a damaged row dropped
-        case .retireJournal(_, let applyNow):
-            guard applyNow || pending.isEmpty else { return .swept }
+        case .retireJournal(let path, let applyNow):
+            guard applyNow || pending.isEmpty else {
+                // It waits for the next apply: under `everysec` its records reach the disk now, as the active
+                // file's do at each sweep, not only when the index has them.
+                if config.fsync == .everysec { Journal.sync(path) }
+                return .swept
+            }
             if let failure = applyPendingOrEnterFullMode(&outcome) { return .failed(failure) }
             return .swept
+        case .sweep(_, _, applyPending: false, let syncJournal) where reserve.isHeld:
+            // Not due for an apply: expired rows go and accesses are recorded with sets still pending. Safe: a
+            // pending value is newer than any row, and lands over whatever the sweep left; the pending sets were
+            // counted as new entries, so a row the sweep removes is subtracted once, and the apply finds none.
+            if let syncJournal { Journal.sync(syncJournal) }
+            return runTransaction([job], &outcome)[0]
         case .put where !reserve.isHeld, .adopt where !reserve.isHeld:
             if case .adopt(_, let file) = job { unlink(file.path) }
             return .failed(fullModeRefusal)

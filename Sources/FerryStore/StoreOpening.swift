@@ -124,8 +124,8 @@ enum StoreOpening {
     }
 
     /// Sets acknowledged through the journal but not yet in the index (the daemon was killed): into the index now,
-    /// in journal order, skipping records at or below the index's `applied_seq` (already applied, or superseded by
-    /// later writes). Then the files are deleted.
+    /// the newest record of each key (by sequence number), skipping records at or below the index's `applied_seq`
+    /// (already applied, or superseded by later writes). Then the files are deleted.
     ///
     /// Every number read from disk is checked before any arithmetic (`Journal.isValidNumber`): a damaged
     /// `applied_seq`, a record's sequence number or a file's generation out of range is reported and passed over,
@@ -153,21 +153,28 @@ enum StoreOpening {
         var replayed = 0
         var invalid = 0
         if !files.isEmpty {
+            // The newest record of each key only, written in the index's order: a key set 100,000 times since the
+            // last apply (the journal holds up to `applyIntervalMs` of sets) is one row write, not 100,000.
+            var newest: [CacheKey: JournalRecord] = [:]
+            for file in files {
+                for record in Journal.read(file.path) where record.seq > applied {
+                    guard Journal.isValidNumber(record.seq) else {
+                        invalid += 1
+                        continue
+                    }
+                    if let kept = newest[record.key], kept.seq > record.seq { continue }
+                    newest[record.key] = record
+                    lastSeq = max(lastSeq, record.seq)
+                    replayed += 1
+                }
+            }
             try index.begin()
             do throws(SQLiteError) {
-                for file in files {
-                    for record in Journal.read(file.path) where record.seq > applied {
-                        guard Journal.isValidNumber(record.seq) else {
-                            invalid += 1
-                            continue
-                        }
-                        let entry = record.entry
-                        try index.put(record.key, DiskRow(size: entry.value.count, createdAt: entry.createdAt, expiresAt: entry.expiresAt,
-                                                          inline: entry.value, blob: nil, sum: ValueSum.of(entry.value)),
-                                      accessedAt: entry.createdAt)
-                        lastSeq = max(lastSeq, record.seq)
-                        replayed += 1
-                    }
+                for key in newest.keys.sorted(by: StoreEngine.indexOrder) {
+                    guard let entry = newest[key]?.entry else { continue }
+                    try index.put(key, DiskRow(size: entry.value.count, createdAt: entry.createdAt, expiresAt: entry.expiresAt,
+                                               inline: entry.value, blob: nil, sum: ValueSum.of(entry.value)),
+                                  accessedAt: entry.createdAt)
                 }
                 try index.setAppliedSeq(lastSeq)
                 index.resetStatements()

@@ -108,4 +108,36 @@ import FerryCache
         #expect(try h.set("c", [3]))
         #expect(Journal.read(dir + "/journal.4").map(\.seq) == [3], "sequence numbers go on above the replayed ones")
     }
+
+    /// A killed daemon's journal may hold a hot key many times (up to `applyIntervalMs` of sets): start-up writes the
+    /// newest record of each key, by sequence number, whichever file it is in.
+    @Test func startUpWritesTheNewestRecordOfEachKeyOnce() throws {
+        let dir = tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let hot = try CacheKey(key: "hot"), other = try CacheKey(namespace: "ns", key: "hot")
+        let first = try JournalWriter(directory: dir, generation: 1, nextSeq: 1)
+        for i in 0..<500 { first.add(hot, CacheEntry(value: [UInt8(i & 255)], createdAt: Int64(i), expiresAt: nil)) }
+        first.add(other, CacheEntry(value: [7], createdAt: 1, expiresAt: nil))
+        _ = try first.write()
+        first.seal()
+        let second = try JournalWriter(directory: dir, generation: 2, nextSeq: 502)
+        second.add(hot, CacheEntry(value: [42], createdAt: 9_000, expiresAt: nil))
+        _ = try second.write()
+        second.seal()
+        // A record from an older file with a lower number, read last (a spare written over keeps stale tails):
+        // it must not win over seq 502.
+        let stale = try JournalWriter(directory: dir, generation: 3, nextSeq: 300)
+        stale.add(hot, CacheEntry(value: [1], createdAt: 1, expiresAt: nil))
+        _ = try stale.write()
+        stale.seal()
+        let h = try StoreHarness(dir: dir) { $0.memoryBudget = 0 }
+        defer { h.store.close() }
+        #expect(h.store.notices.contains("replayed 502 journaled sets into the index"), "the stale one passed over: \(h.store.notices)")
+        #expect(try h.get("hot")?.0.value == [42])
+        #expect(try h.get("hot")?.0.createdAt == 9_000)
+        #expect(try h.get("hot", ns: "ns")?.0.value == [7])
+        #expect(h.store.counters.diskEntries == 2)
+        #expect(try h.set("next", [1]))
+        #expect(Journal.read(dir + "/journal.4").map(\.seq) == [503], "numbering goes on above the highest replayed")
+    }
 }
