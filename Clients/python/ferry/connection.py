@@ -51,6 +51,9 @@ _MSG_DONTWAIT = int(socket.MSG_DONTWAIT)
 _MSG_CMSG_CLOEXEC = int(socket.MSG_CMSG_CLOEXEC)
 _SOL_SOCKET, _SCM_RIGHTS = int(socket.SOL_SOCKET), int(socket.SCM_RIGHTS)
 
+# How long a request held for a slot reads at a time before it looks at the slots again.
+_HELD_READ_S = 0.05
+
 # The kinds of item on a request's queue (and, for the first two, of the items ``stream`` yields).
 _FINAL = "final"
 _EVENT = "event"
@@ -289,7 +292,9 @@ class Connection:
                     self._reading = True
                     lock.release()
                     try:
-                        self._read_once(remaining)
+                        # In short waits: a slot may also free without a reply (a request that took one failed
+                        # before it was sent), and this thread must see it then, not at the next reply.
+                        self._read_once(_HELD_READ_S if remaining is None else min(remaining, _HELD_READ_S))
                     finally:
                         lock.acquire()
                         self._leave_reading()
