@@ -20,8 +20,9 @@ struct JournalRecord: Sendable {
 /// survive the process being killed (as Redis's AOF does before its fsync). The disk worker applies them to the
 /// SQLite index in large batches and records the highest sequence number applied (`applied_seq`) in the same
 /// transaction; at start-up only records above it are replayed, so a record the index already holds — or that a
-/// later delete or transactional set superseded — is never applied twice. The loop starts a new generation about
-/// once a second; the worker deletes a sealed file once everything in it is applied.
+/// later delete or transactional set superseded — is never applied twice. The loop starts a new generation at each
+/// apply a sweep asks for (`StoreConfig.applyIntervalMs`) and every 32 MiB; the worker deletes a sealed file once
+/// everything in it is applied.
 ///
 /// Record: `[u32 payload length][u64 checksum of the payload][payload]`, payload = seq, namespace, key, times, value.
 /// The checksum is `StripedChecksum` (four words at a time). Journals written before it used `Checksum64` (a word
@@ -39,13 +40,21 @@ enum Journal {
     static func path(_ directory: String, generation: UInt64) -> String { "\(directory)/\(prefix)\(generation)" }
 
     /// Has a journal file's written records reach the disk (`fdatasync`), by path, from the worker thread (the
-    /// loop's descriptor stays the loop's). A file that is gone (nothing was written to that generation) has
-    /// nothing to sync; a failure is left to the next sync or apply, as a failed checkpoint is.
-    static func sync(_ path: String) {
+    /// loop's descriptor stays the loop's), and its directory too: a spare taken as a new generation is renamed
+    /// and written over at the same size, and only the directory's sync makes that name survive a power loss. A
+    /// file that is gone (nothing was written to that generation) has nothing to sync. False when a sync failed
+    /// (the caller applies to the index instead, whose checkpoint syncs).
+    @discardableResult
+    static func sync(_ path: String) -> Bool {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return }
-        _ = fdatasync(fd)
+        guard fd >= 0 else { return errno == ENOENT }
+        let synced = fdatasync(fd) == 0
         close(fd)
+        let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+        let dirFD = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard dirFD >= 0 else { return false }
+        defer { close(dirFD) }
+        return synced && fsync(dirFD) == 0
     }
 
     /// The journal files of a directory, oldest generation first.

@@ -11,7 +11,7 @@
 /// room.admits(unappliedOnDisk: 1_000, heldInMemory: 1_000, size: 100)   // true on a disk with room
 /// ```
 struct JournalRoom {
-    /// The active journal file is sealed and a new one started at 32 MiB, and at every sweep; sooner — at half the
+    /// The active journal file is sealed and a new one started at 32 MiB, and at every apply by a sweep; sooner — at half the
     /// disk reserve — when the file system is short of room (free space under four reserves), because a sealed
     /// file's records, once applied, are on the disk twice until the file is retired: on a disk that fills within a
     /// second the journal held every value twice, and the room the reserve freed was not enough to apply what was
@@ -65,7 +65,7 @@ struct JournalRoom {
     /// A new journal file was started.
     mutating func rotated() { nextLookAt = rotateWhenShortBytes }
 
-    /// Sealed journal files may wait on disk for the next apply (a sweep, about once a second) up to this many bytes,
+    /// Sealed journal files may wait on disk for the next apply (`StoreConfig.applyIntervalMs`) up to this many bytes,
     /// Redis's smallest AOF rewrite size twice over. Why wait: an apply writes every pending value into SQLite's WAL
     /// and again into the database, and a file sealed every 32 MiB applied at once wrote a hot key's value that often
     /// (64 KiB sets to 100 keys: the disk worker wrote as much as the journal did, and synced 17 times a second).

@@ -7,7 +7,19 @@ import FerryCache
 /// The engine's jobs inside one SQLite transaction (`runTransaction`) and each job's own work (`perform`): what a
 /// batch does once the index is current. Worker thread only.
 extension StoreEngine {
-    /// Runs jobs in one SQLite transaction (the index is current: nothing is pending).
+    /// Whether a sweep not due for an apply may run with sets still pending (after syncing the journal file at
+    /// `syncJournal`, `everysec`): expired rows go and accesses are recorded beside them. Safe: a pending value is
+    /// newer than any row and lands over whatever the sweep left; pending sets are counted as new entries, so a row
+    /// the sweep removes is subtracted once and the apply finds none. Not when the journal could not be synced (the
+    /// apply's checkpoint syncs instead), when a pending set has expired (its key must go, with any older row under
+    /// it), or in full mode.
+    func sweepsBesidePending(now: Int64, _ syncJournal: String?) -> Bool {
+        guard reserve.isHeld else { return false }
+        if let syncJournal, !Journal.sync(syncJournal) { return false }
+        return !pending.values.contains { $0.isExpired(now: now) }
+    }
+
+    /// Runs jobs in one SQLite transaction (the index is current: nothing is pending, but beside a sweep).
     func runTransaction(_ jobs: [DiskJob], _ batch: inout BatchOutcome) -> [DiskResult] {
         var outcome = BatchOutcome(results: [], diskBytes: 0, diskEntries: 0, evictions: 0, expirations: 0)
         defer {
@@ -40,7 +52,12 @@ extension StoreEngine {
             for hash in adoptedInTransaction { blobs.remove(hash) }  // no row points at them now
             index.resetStatements()
             (diskBytes, diskEntries) = before
-            if let totals = try? index.totals(overheadPerRow: StoreConfig.diskOverheadPerEntry) { (diskBytes, diskEntries) = totals }
+            if let totals = try? index.totals(overheadPerRow: StoreConfig.diskOverheadPerEntry) {
+                // Journaled sets not applied yet (a sweep runs beside them) are counted as `accept` counts them: as
+                // new entries beside the index's rows, which the apply corrects.
+                let pendingCost = pending.reduce(0) { $0 + StoreEngine.cost($1.key, size: $1.value.value.count) }
+                (diskBytes, diskEntries) = (totals.bytes + pendingCost, totals.rows + pending.count)
+            }
             outcome.evictions = 0
             outcome.expirations = 0
             let failure = error.storeError

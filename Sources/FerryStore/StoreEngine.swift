@@ -149,11 +149,7 @@ final class StoreEngine {
             }
             if let failure = applyPendingOrEnterFullMode(&outcome) { return .failed(failure) }
             return .swept
-        case .sweep(_, _, applyPending: false, let syncJournal) where reserve.isHeld:
-            // Not due for an apply: expired rows go and accesses are recorded with sets still pending. Safe: a
-            // pending value is newer than any row, and lands over whatever the sweep left; the pending sets were
-            // counted as new entries, so a row the sweep removes is subtracted once, and the apply finds none.
-            if let syncJournal { Journal.sync(syncJournal) }
+        case .sweep(let now, _, applyPending: false, let syncJournal) where sweepsBesidePending(now: now, syncJournal):
             return runTransaction([job], &outcome)[0]
         case .put where !reserve.isHeld, .adopt where !reserve.isHeld:
             if case .adopt(_, let file) = job { unlink(file.path) }

@@ -183,6 +183,9 @@ enum StoreOpening {
                 index.rollback()
                 throw error
             }
+            // On the disk before the journals go (a checkpoint syncs the WAL under `everysec`): else a power loss
+            // soon after start-up could take both copies.
+            index.checkpoint()
             for file in files { unlink(file.path) }
         }
         if replayed > 0 { notices.append("replayed \(replayed) journaled sets into the index") }

@@ -66,6 +66,22 @@ import FerryCache
         #expect(h.store.counters.diskEntries == 1, "the expired row was subtracted once, the pending set added once")
     }
 
+    @Test func aPendingSetThatExpiredMakesTheSweepApply() throws {
+        let dir = tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let h = try StoreHarness(dir: dir) { $0.memoryBudget = 0; $0.applyIntervalMs = 5_000 }
+        defer { h.store.close() }
+        #expect(try h.set("t", [1], now: 1_000))   // no TTL: a row under the later, expiring set
+        h.store.sweep(now: 1_000)
+        #expect(try barrier(h, "t", now: 1_000) == [1])
+        #expect(try h.set("t", [2], ttl: 100, now: 1_500))
+        #expect(try h.set("u", [3], now: 1_500))
+        h.store.sweep(now: 2_000)   // not due, but t's pending set expired at 1,600: applied, then swept
+        #expect(try barrier(h, "t", now: 2_000) == nil, "neither the expired value nor the older row under it")
+        #expect(try indexRows(dir) == 1, "u applied with it; t's row gone")
+        #expect(h.store.counters.diskEntries == 1)
+    }
+
     @Test func everySweepAppliesWhenTheIntervalIsZero() throws {
         let dir = tempDir()
         defer { try? FileManager.default.removeItem(atPath: dir) }
