@@ -93,7 +93,7 @@ extension Connection {
         table.stats.bytesOut += UInt64(direct)
         usage.bytesOut += UInt64(direct)
         table.outputBytes -= direct
-        if direct > 0 { lastDrainMs = WallClock.nowMs() }
+        if direct > 0 { lastDrainMs = iterationMs }
         out.removeFirst(consumed)
         for i in outDescriptors.indices { outDescriptors[i].offset -= consumed }
         if failed { return close() }

@@ -76,7 +76,7 @@ extension Connection {
     }
 
     /// Output waits and none of it was written for `stalledAfterMs`: the client has stopped reading.
-    var isStalled: Bool { pendingOutputBytes > 0 && WallClock.nowMs() - lastDrainMs >= Connection.stalledAfterMs }
+    var isStalled: Bool { pendingOutputBytes > 0 && iterationMs - lastDrainMs >= Connection.stalledAfterMs }
 
     /// The largest body piece of one frame: a quarter MiB, or less when frames are small.
     var pieceBytes: Int { min(Connection.streamPieceBytes, table.config.limits.maxFrameBytes - ProtocolLimits.headerBytes - 4096) }
@@ -248,7 +248,7 @@ extension Connection {
 
     /// Output starts waiting now: a stall is measured from here (or from the last write), not from an old drain.
     private func outputStarts() {
-        if pendingOutputBytes == 0 { lastDrainMs = WallClock.nowMs() }
+        if pendingOutputBytes == 0 { lastDrainMs = iterationMs }
     }
 
     /// `bytes` more wait in the output: flushed at the end of the iteration, and counted against backpressure.
@@ -273,7 +273,7 @@ extension Connection {
         }
         table.stats.bytesOut += UInt64(written)
         usage.bytesOut += UInt64(written)
-        lastDrainMs = WallClock.nowMs()
+        lastDrainMs = iterationMs
         if written == head.count + body.count { return }
         // The rest waits in the output as any reply does.
         if written < head.count {
@@ -319,7 +319,7 @@ extension Connection {
         table.stats.bytesOut += UInt64(written)
         usage.bytesOut += UInt64(written)
         table.outputBytes -= written
-        if written > 0 { lastDrainMs = WallClock.nowMs() }
+        if written > 0 { lastDrainMs = iterationMs }
         let rest = out.count - written
         if rest > 0 {
             let queued = out.withUnsafeBytes { pipe.write(copying: UnsafeRawBufferPointer(rebasing: $0[written...])) }
@@ -338,7 +338,7 @@ extension Connection {
     func pipeDidWrite(count: Int, status: Int32) {
         queuedWriteBytes -= count
         table.outputBytes -= count
-        if status == 0 { lastDrainMs = WallClock.nowMs() }
+        if status == 0 { lastDrainMs = iterationMs }
         if status == 0 {
             table.stats.bytesOut += UInt64(count)
             usage.bytesOut += UInt64(count)
