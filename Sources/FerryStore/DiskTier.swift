@@ -208,6 +208,7 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     /// synced instead, so what was acknowledged a second ago is on the disk either way.
     func sweep(now: Int64, accessed: [CacheKey]) {
         journalFull = false
+        writeBufferedSets()   // this iteration's sets are in the file before the sync is asked for
         let short = room.look(journalBytes: journal.fileBytes)
         let applyDue = short || lastApplyAt.map { now - $0 >= config.applyIntervalMs || now < $0 } ?? true
         let sync = !applyDue && config.fsync == .everysec && journal.fileBytes > 0 ? journal.path : nil
