@@ -62,16 +62,40 @@ _CLOSED = "closed"
 
 class _Pending:
     """One request in flight: the reading thread appends its replies to ``items`` (under the connection's lock) and
-    wakes ``wake`` when the thread waiting for them sleeps (made only then)."""
+    wakes the thread waiting for them when it sleeps (``_wake``)."""
 
-    __slots__ = ("id", "op", "timeout_ms", "items", "wake")
+    __slots__ = ("id", "op", "timeout_ms", "items", "sleeper")
 
     def __init__(self, rid: int, op: str, timeout_ms: Optional[int]):
         self.id = rid
         self.op = op
         self.timeout_ms = timeout_ms
         self.items: "collections.deque[tuple]" = collections.deque()
-        self.wake: Optional[threading.Condition] = None
+        # While its thread sleeps: a held lock that thread waits to acquire, released (once) to wake it.
+        self.sleeper: Any = None
+
+
+# Each thread's lock to sleep on (kept, not made per wait). Not a threading.Condition: its wait and notify are
+# Python code around the same kind of lock (a waiter list, save and restore of the outer lock), several
+# microseconds a hand-over, and with eight threads on one client every reply is handed over.
+_sleepers = threading.local()
+
+
+def _sleeper() -> Any:
+    """This thread's lock to sleep on, held (a wake-up that came after its sleeper timed out left it released)."""
+    sleeper = getattr(_sleepers, "lock", None)
+    if sleeper is None:
+        sleeper = _sleepers.lock = threading.Lock()
+    sleeper.acquire(False)
+    return sleeper
+
+
+def _wake(pending: _Pending) -> None:
+    """Under the connection's lock: wakes the thread sleeping for ``pending``, if it sleeps (once)."""
+    sleeper = pending.sleeper
+    if sleeper is not None:
+        pending.sleeper = None
+        sleeper.release()
 
 
 class Connection:
@@ -460,12 +484,14 @@ class Connection:
                 if not self._reading:
                     self._reading = True
                     break
-                if pending.wake is None:
-                    pending.wake = threading.Condition(lock)
+                sleeper = pending.sleeper = _sleeper()
                 self._followers.append(pending)
+                lock.release()
                 try:
-                    pending.wake.wait(remaining)
+                    sleeper.acquire(True, -1 if remaining is None else remaining)
                 finally:
+                    lock.acquire()
+                    pending.sleeper = None
                     self._followers.remove(pending)
         try:
             while True:
@@ -498,7 +524,7 @@ class Connection:
             return
         for follower in self._followers:
             if not follower.items:
-                follower.wake.notify()
+                _wake(follower)
                 return
 
     def _read_once(self, timeout: Optional[float]) -> None:
@@ -572,8 +598,7 @@ class Connection:
             if pending is None:
                 return  # a reply nobody waits for any more (local timeout, abandoned stream, fire-and-forget cancel)
             pending.items.append(_reply_item(envelope, body))
-            if pending.wake is not None:
-                pending.wake.notify()
+            _wake(pending)
 
     def _note_connection_error(self, envelope: dict) -> None:
         error = _closing_error(envelope)
@@ -589,8 +614,7 @@ class Connection:
             self._slots.open_all()
             for pending in self._pending.values():
                 pending.items.append((_CLOSED, reason))
-                if pending.wake is not None:
-                    pending.wake.notify()
+                _wake(pending)
         try:
             self._sock.shutdown(socket.SHUT_RDWR)
         except OSError:
