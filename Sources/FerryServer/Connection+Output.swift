@@ -338,8 +338,8 @@ extension Connection {
     func pipeDidWrite(count: Int, status: Int32) {
         queuedWriteBytes -= count
         table.outputBytes -= count
-        if status == 0 { lastDrainMs = iterationMs }
         if status == 0 {
+            lastDrainMs = iterationMs
             table.stats.bytesOut += UInt64(count)
             usage.bytesOut += UInt64(count)
         }

@@ -15,6 +15,12 @@ struct DiskRow: Sendable {
     /// What the value is checked against on every read (`ValueSum`); nil for rows written before the index had a
     /// checksum column.
     var sum: ValueSum?
+
+    /// A small set's row, as the journal's apply and start-up's replay write it: the value inline, checksummed.
+    static func inline(_ entry: CacheEntry) -> DiskRow {
+        DiskRow(size: entry.value.count, createdAt: entry.createdAt, expiresAt: entry.expiresAt, inline: entry.value,
+                blob: nil, sum: ValueSum.of(entry.value))
+    }
 }
 
 /// The SQLite index (WAL mode) on one connection. The writer thread and the reader thread each own one.

@@ -11,12 +11,12 @@
 /// room.admits(unappliedOnDisk: 1_000, heldInMemory: 1_000, size: 100)   // true on a disk with room
 /// ```
 struct JournalRoom {
-    /// The active journal file is sealed and a new one started at 32 MiB, and at every apply by a sweep; sooner — at half the
-    /// disk reserve — when the file system is short of room (free space under four reserves), because a sealed
-    /// file's records, once applied, are on the disk twice until the file is retired: on a disk that fills within a
-    /// second the journal held every value twice, and the room the reserve freed was not enough to apply what was
-    /// pending (FullDiskTests). Not always that soon: each retirement folds the WAL back, and at 64 KiB sets a
-    /// rotation every 8 MiB halved their rate.
+    /// The active journal file is sealed and a new one started at 32 MiB, and at every apply by a sweep; sooner — at
+    /// half the disk reserve — when the file system is short of room (free space under four reserves), because a
+    /// sealed file's records, once applied, are on the disk twice until the file is retired: on a disk that fills
+    /// within a second the journal held every value twice, and the room the reserve freed was not enough to apply
+    /// what was pending (FullDiskTests). Not always that soon: each retirement folds the WAL back, and at 64 KiB
+    /// sets a rotation every 8 MiB halved their rate.
     static let rotateBytes = 32 * 1024 * 1024
     let rotateWhenShortBytes: Int
     /// The reserve's size, read once at start (the reserve itself is the worker's).

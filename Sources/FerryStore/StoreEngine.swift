@@ -230,9 +230,7 @@ final class StoreEngine {
                     replacedRows += 1
                     if let hash = old.blob { maybeUnreferenced.append(hash) }
                 }
-                try index.put(key, DiskRow(size: entry.value.count, createdAt: entry.createdAt, expiresAt: entry.expiresAt,
-                                           inline: entry.value, blob: nil, sum: ValueSum.of(entry.value)),
-                              accessedAt: entry.createdAt)
+                try index.put(key, .inline(entry), accessedAt: entry.createdAt)
             }
             try index.setAppliedSeq(pendingSeq)
             index.resetStatements()

@@ -172,9 +172,7 @@ enum StoreOpening {
             do throws(SQLiteError) {
                 for key in newest.keys.sorted(by: StoreEngine.indexOrder) {
                     guard let entry = newest[key]?.entry else { continue }
-                    try index.put(key, DiskRow(size: entry.value.count, createdAt: entry.createdAt, expiresAt: entry.expiresAt,
-                                               inline: entry.value, blob: nil, sum: ValueSum.of(entry.value)),
-                                  accessedAt: entry.createdAt)
+                    try index.put(key, .inline(entry), accessedAt: entry.createdAt)
                 }
                 try index.setAppliedSeq(lastSeq)
                 index.resetStatements()
