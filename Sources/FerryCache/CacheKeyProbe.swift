@@ -17,7 +17,7 @@ import Darwin
 /// bytes.withUnsafeBytes { key in
 ///     let probe = CacheKeyProbe(namespace: nil, key: key)!     // nil: refused as CacheKey(...) refuses it
 ///     probe.hashValue == CacheKey(trusted: "default", "user:1").hashValue   // true
-///     lru.get(hash: probe.hashValue, where: probe.matches)
+///     lru.get(hash: probe.hashValue, image: probe.image, where: probe.matches)
 /// }
 /// ```
 public struct CacheKeyProbe {
@@ -50,6 +50,9 @@ public struct CacheKeyProbe {
         h.combine(key.count)
         return h.finalize()
     }
+
+    /// The key's image, as `CacheKey.image` makes it for the same key.
+    public var image: KeyImage { KeyImage(namespace: namespace, key: key) }
 
     /// Whether `stored` is this key, byte for byte (as `CacheKey.==`).
     public func matches(_ stored: borrowing CacheKey) -> Bool {

@@ -25,6 +25,9 @@ public final class MemoryLRU<Key: Hashable, Value> {
     /// One slot per entry, its fields together: a `get` touches one array (one exclusivity check, one uniqueness
     /// check, through `withSlots`), not six.
     private struct Slot {
+        /// The key's image (`KeyImage`), first: a probe reads it and the value, and compares the key only when
+        /// neither has one.
+        var image: KeyImage
         /// Left in place when the slot is freed (until it is reused, or the map empties): a key that is never nil
         /// is compared where it lies, where an optional one was copied — and retained — at every probe.
         var key: Key
@@ -45,34 +48,50 @@ public final class MemoryLRU<Key: Hashable, Value> {
     private var head = -1  // most recently used
     private var tail = -1  // least recently used
 
-    public init(budget: Int) {
+    /// A key's image (`CacheKey.image`); nil: keys have none, and are compared with `==`.
+    private let makeImage: ((Key) -> KeyImage)?
+
+    /// `imageOf`: the image of a key (`KeyImage`: its bytes by value, so a probe compares them where the slot
+    /// holds them); the default keeps none, and keys are compared with `==`.
+    public init(budget: Int, imageOf: ((Key) -> KeyImage)? = nil) {
         precondition(budget >= 0)
         self.budget = budget
+        self.makeImage = imageOf
     }
+
+    @inline(__always)
+    private func imageOf(_ key: Key) -> KeyImage { makeImage?(key) ?? .none }
 
     public var count: Int { index.count }
 
-    /// The slot holding `key`.
+    /// The slot holding `key` (its image, when it has one, is what is compared).
     @inline(__always)
     private func slot(of key: Key, hash: Int) -> Int? {
-        index.find(hash: hash) { i in slots.withUnsafeBufferPointer { $0[i].key == key } }
+        let image = imageOf(key)
+        return index.find(hash: hash) { i in
+            slots.withUnsafeBufferPointer { KeyImage.decide(stored: $0[i].image, probe: image) ?? ($0[i].key == key) }
+        }
     }
 
     /// The value, marked most recently used (and, with `markAccess`, remembered for `takeAccessed`).
     public func get(_ key: Key, markAccess: Bool = false) -> Value? {
-        get(hash: key.hashValue, markAccess: markAccess) { $0 == key }
+        get(hash: key.hashValue, image: imageOf(key), markAccess: markAccess) { $0 == key }
     }
 
-    /// `get` of the key whose `hashValue` is `hash` and which `matches` accepts: a lookup by something that is
-    /// not a `Key` but stands for one (`CacheKeyProbe`: a key's bytes where a request holds them).
+    /// `get` of the key whose `hashValue` is `hash`, whose image is `image` (ignored without `imageOf`) and which
+    /// `matches` accepts (asked only when neither the probe nor a stored key has an image): a lookup by something
+    /// that is not a `Key` but stands for one (`CacheKeyProbe`: a key's bytes where a request holds them).
     ///
     /// ```swift
-    /// lru.get(hash: probe.hashValue, where: probe.matches)   // as lru.get(probe.cacheKey)
+    /// lru.get(hash: probe.hashValue, image: probe.image, where: probe.matches)   // as lru.get(probe.cacheKey)
     /// ```
-    public func get(hash: Int, markAccess: Bool = false, where matches: (borrowing Key) -> Bool) -> Value? {
-        guard let i = index.find(hash: hash, matches: { i in slots.withUnsafeBufferPointer { matches($0[i].key) } }) else {
-            return nil
+    public func get(hash: Int, image: KeyImage, markAccess: Bool = false,
+                    where matches: (borrowing Key) -> Bool) -> Value? {
+        let image = makeImage == nil ? .none : image
+        let found = index.find(hash: hash) { i in
+            slots.withUnsafeBufferPointer { KeyImage.decide(stored: $0[i].image, probe: image) ?? matches($0[i].key) }
         }
+        guard let i = found else { return nil }
         var newlyMarked = false
         let value = withSlots { s -> Value? in
             s[i].referenced = true
@@ -133,10 +152,10 @@ public final class MemoryLRU<Key: Hashable, Value> {
         let i: Int
         if let f = free.popLast() {
             i = f
-            slots[i] = Slot(key: key, value: value, cost: cost)
+            slots[i] = Slot(image: imageOf(key), key: key, value: value, cost: cost)
         } else {
             i = slots.count
-            slots.append(Slot(key: key, value: value, cost: cost))
+            slots.append(Slot(image: imageOf(key), key: key, value: value, cost: cost))
         }
         withSlots { s in
             s[i].next = head

@@ -7,8 +7,9 @@ extension StoreEngine {
     /// `.list` from the index and `pending` together: keys in byte order after `cursor`, a pending set in place of
     /// the index's row for its key, expired entries left out.
     func listWithPending(namespace: String, prefix: String, cursor: String?, limit: Int, now: Int64) -> DiskResult {
-        let pendingHere = pending.filter { key, entry in
-            key.namespace == namespace && key.key.utf8.starts(with: prefix.utf8) && !entry.isExpired(now: now)
+        let pendingHere = pending.filter { pendingKey, entry in
+            let key = pendingKey.key
+            return key.namespace == namespace && key.key.utf8.starts(with: prefix.utf8) && !entry.isExpired(now: now)
                 && cursor.map { Array($0.utf8).lexicographicallyPrecedes(Array(key.key.utf8)) } ?? true
         }
         let rows: [(key: [UInt8], size: Int, expiresAt: Int64?)]
@@ -22,7 +23,8 @@ extension StoreEngine {
         for row in rows {
             merged[row.key] = ListedKey(key: String(decoding: row.key, as: UTF8.self), size: row.size, expiresAt: row.expiresAt)
         }
-        for (key, entry) in pendingHere {
+        for (pendingKey, entry) in pendingHere {
+            let key = pendingKey.key
             merged[Array(key.key.utf8)] = ListedKey(key: key.key, size: entry.value.count, expiresAt: entry.expiresAt)
         }
         let ordered = merged.keys.sorted { $0.lexicographicallyPrecedes($1) }

@@ -55,7 +55,7 @@ extension StoreEngine {
             if let totals = try? index.totals(overheadPerRow: StoreConfig.diskOverheadPerEntry) {
                 // Journaled sets not applied yet (a sweep runs beside them) are counted as `accept` counts them: as
                 // new entries beside the index's rows, which the apply corrects.
-                let pendingCost = pending.reduce(0) { $0 + StoreEngine.cost($1.key, size: $1.value.value.count) }
+                let pendingCost = pending.reduce(0) { $0 + StoreEngine.cost($1.key.key, size: $1.value.value.count) }
                 (diskBytes, diskEntries) = (totals.bytes + pendingCost, totals.rows + pending.count)
             }
             outcome.evictions = 0

@@ -24,7 +24,7 @@ final class StoreEngine {
     /// Small sets acknowledged through the journal and not yet in the index: the latest value per key. Reads look
     /// here first; every other kind of job applies them to the index before it runs, so the index is current
     /// whenever anything but a small set or a get touches it.
-    private(set) var pending: [CacheKey: CacheEntry] = [:]
+    private(set) var pending: [PendingKey: CacheEntry] = [:]
     /// The highest sequence number handed over; `applied_seq` in the index once `pending` is applied.
     private var pendingSeq: UInt64 = 0
     /// Journal files sealed by the loop, deleted once everything pending is in the index.
@@ -134,7 +134,7 @@ final class StoreEngine {
             accept(records)
             return .swept
         case .get(let key, let now, _):
-            if let entry = pending[key] { return .entry(entry.isExpired(now: now) ? nil : entry) }
+            if let entry = pending[PendingKey(key)] { return .entry(entry.isExpired(now: now) ? nil : entry) }
             defer { index.resetStatements() }
             return perform(job, &outcome)  // a read: no transaction needed
         case .releaseBlob, .damagedBlob:
@@ -199,7 +199,7 @@ final class StoreEngine {
         defer { backlog.accepted(cost: cost, pendingBytes: pendingBytes) }
         for record in records {
             cost += record.cost
-            let previous = pending.updateValue(record.entry, forKey: record.key)
+            let previous = pending.updateValue(record.entry, forKey: PendingKey(record.key))
             let oldCost = previous.map { StoreEngine.cost(record.key, size: $0.value.count) } ?? 0
             pendingBytes += record.entry.value.count - (previous?.value.count ?? 0)
             diskBytes += record.cost - oldCost
@@ -223,8 +223,9 @@ final class StoreEngine {
             // the same B-tree pages. In the dictionary's order, 20,000 sets to random keys of a large index each read
             // their own pages (perf: the worker in `pread` and SQLite's WAL lookups), an apply taking ~4 s.
             // The keys alone are sorted: sorting the (key, entry) pairs retained and released both at every move.
-            for key in pending.keys.sorted(by: StoreEngine.indexOrder) {
-                guard let entry = pending[key] else { continue }
+            for pendingKey in pending.keys.sorted(by: { StoreEngine.indexOrder($0.key, $1.key) }) {
+                guard let entry = pending[pendingKey] else { continue }
+                let key = pendingKey.key
                 if let old = try index.replaced(key) {
                     replacedBytes += StoreEngine.cost(key, size: old.size)
                     replacedRows += 1
