@@ -11,6 +11,10 @@
 /// O(1) `get`, `set`, `remove` (eviction amortised): a hash index to slot numbers (`SlotIndex`), and one array
 /// of slots forming a doubly linked list (no per-node objects). Not thread-safe: the loop thread owns it.
 ///
+/// An owner may mark an entry dirty (`markDirty`, in MemoryLRU+Dirty.swift): a value written ahead to a log and not
+/// yet handed to slower storage. The map then tells it when such a value leaves (`dirtyLeft`) and gives it the dirty
+/// ones on request (`takeDirty`), so a key rewritten many times is handed on once.
+///
 /// `get(_:markAccess: true)` also remembers that the entry was read, for owners that record accesses elsewhere
 /// (Ferry's disk tier keeps its own LRU order): `takeAccessed()` returns each marked key once.
 ///
@@ -24,7 +28,7 @@ public final class MemoryLRU<Key: Hashable, Value> {
     public private(set) var usedBytes = 0
     /// One slot per entry, its fields together: a `get` touches one array (one exclusivity check, one uniqueness
     /// check, through `withSlots`), not six.
-    private struct Slot {
+    struct Slot {
         /// The key's image (`KeyImage`), first: a probe reads it and the value, and compares the key only when
         /// neither has one.
         var image: KeyImage
@@ -38,8 +42,14 @@ public final class MemoryLRU<Key: Hashable, Value> {
         var marked = false
         /// Used since it last reached the old end (CLOCK's referenced bit).
         var referenced = false
+        /// Nonzero: the value is dirty, with this sequence number (`markDirty`).
+        var dirty: UInt64 = 0
     }
-    private var slots: [Slot] = []
+    var slots: [Slot] = []
+    /// Dirty marks in the order made (see `DirtyOrder`).
+    var dirtyOrder = DirtyOrder()
+    /// Called when a dirty value leaves the map: removed, evicted, or replaced by `set` (its mark goes with it).
+    public var dirtyLeft: ((Key, Value, UInt64) -> Void)?
     /// Slots marked since the last `takeAccessed` (a slot may appear again after being freed and reused).
     private var markedSlots: [Int] = []
     private var free: [Int] = []
@@ -66,7 +76,7 @@ public final class MemoryLRU<Key: Hashable, Value> {
 
     /// The slot holding `key` (its image, when it has one, is what is compared).
     @inline(__always)
-    private func slot(of key: Key, hash: Int) -> Int? {
+    func slot(of key: Key, hash: Int) -> Int? {
         let image = imageOf(key)
         return index.find(hash: hash) { i in
             slots.withUnsafeBufferPointer { KeyImage.decide(stored: $0[i].image, probe: image) ?? ($0[i].key == key) }
@@ -135,11 +145,15 @@ public final class MemoryLRU<Key: Hashable, Value> {
         let hash = key.hashValue
         if cost <= budget, let i = slot(of: key, hash: hash) {
             usedBytes += cost - slots[i].cost
-            withSlots { s in
+            let displaced = withSlots { s -> (Value, UInt64)? in
+                let old = s[i].dirty == 0 ? nil : (s[i].value.unsafelyUnwrapped, s[i].dirty)
                 s[i].value = value
                 s[i].cost = cost
                 s[i].referenced = true
+                s[i].dirty = 0
+                return old
             }
+            if let displaced { dirtyLeft?(key, displaced.0, displaced.1) }
             while usedBytes > budget, let victim = evictOne(sparing: i) { evicted.append(victim) }
             return evicted
         }
@@ -183,7 +197,7 @@ public final class MemoryLRU<Key: Hashable, Value> {
             unlink(i, in: s)
             let slot = s[i]
             s[i].value = nil
-            (s[i].cost, s[i].marked, s[i].referenced) = (0, false, false)
+            (s[i].cost, s[i].marked, s[i].referenced, s[i].dirty) = (0, false, false, 0)
             return slot
         }
         usedBytes -= slot.cost
@@ -193,7 +207,9 @@ public final class MemoryLRU<Key: Hashable, Value> {
             slots.removeAll()
             free.removeAll()
             markedSlots.removeAll()
+            dirtyOrder.removeAll()
         }
+        if slot.dirty != 0, let value = slot.value { dirtyLeft?(key, value, slot.dirty) }
         return slot.value
     }
 
@@ -265,7 +281,7 @@ public final class MemoryLRU<Key: Hashable, Value> {
     }
 
     /// The slots as one buffer, for relinking without a check per field.
-    private func withSlots<R>(_ body: (UnsafeMutableBufferPointer<Slot>) -> R) -> R {
+    func withSlots<R>(_ body: (UnsafeMutableBufferPointer<Slot>) -> R) -> R {
         slots.withUnsafeMutableBufferPointer { body($0) }
     }
 

@@ -32,7 +32,7 @@ public final class CacheStore: @unchecked Sendable, SettledSets {
     public let notices: [String]
     /// Lines for the daemon's log while it runs (the disk filling up and emptying).
     public var onNotice: (String) -> Void = { _ in }
-    private let memory: MemoryLRU<CacheKey, CacheEntry>
+    let memory: MemoryLRU<CacheKey, CacheEntry>
     /// The tier below memory: the disk's in the daemon, a counting fake in the store's unit tests.
     let disk: StoreTier
     var own = StoreCounters()
@@ -46,6 +46,13 @@ public final class CacheStore: @unchecked Sendable, SettledSets {
     /// The tier shared with other machines for the namespaces it shares (`--l2-namespaces`), consulted after a
     /// local miss and told of every change (`CacheStore+Remote.swift`).
     public var remote: RemoteTier?
+    /// The disk tier when it journals small sets: told of the journaled values the memory tier keeps and lets go
+    /// (`CacheStore+Journaled.swift`).
+    private(set) weak var journalTier: DiskTier?
+    /// Dirty values replaced by the set being journaled now or since the journal's last write (see `keep`).
+    var displaced: [JournalRecord] = []
+    /// The key of the set `beginSettling` is putting in the memory tier, while it does.
+    var journalingKey: CacheKey?
 
     /// `budget` counts the values waiting for the disk (`.storeQueue`); a large set that does not fit it fails.
     public convenience init(config: StoreConfig, budget: MemoryBudget = MemoryBudget(limit: 256 * 1024 * 1024),
@@ -62,6 +69,11 @@ public final class CacheStore: @unchecked Sendable, SettledSets {
         disk = tier
         self.notices = notices
         tier.settledSets = self
+        if let journaling = tier as? DiskTier {
+            journalTier = journaling
+            journaling.keeper = self
+            memory.dirtyLeft = { [unowned self] key, entry, seq in journaledLeft(JournalRecord(seq: seq, key: key, entry: entry)) }
+        }
     }
 
     /// The memory tier's counts and the disk tier's, as `stats` reports them.
@@ -206,7 +218,9 @@ public final class CacheStore: @unchecked Sendable, SettledSets {
     /// the record is written (`endSettling`).
     private func beginSettling(_ key: CacheKey, _ entry: CacheEntry) -> MutationTracker.Ticket {
         let ticket = mutations.beginShort(key)
+        journalingKey = key
         remember(key, entry)
+        journalingKey = nil
         return ticket
     }
 

@@ -15,8 +15,10 @@ enum DiskJob: Sendable {
     /// `applyPending`, the journal's pending sets are applied to the index first (`StoreConfig.applyIntervalMs`);
     /// without, they stay pending and the journal file at `syncJournal`, if any, is synced instead (`everysec`).
     case sweep(now: Int64, accessed: [CacheKey], applyPending: Bool, syncJournal: String?)
-    /// Small sets the loop thread wrote to the journal (and acknowledged), in their place among the other jobs.
-    case journaled([JournalRecord])
+    /// Small sets the loop thread wrote to the journal (and acknowledged), in their place among the other jobs; the
+    /// worker has every journaled set up to sequence number `upTo` once it has these (the memory tier keeps the
+    /// newer ones it still holds until a job needs them: `JournalKeeping`).
+    case journaled([JournalRecord], upTo: UInt64)
     /// A journal file the loop has sealed, deleted once everything it holds is in the index: with `applyNow`,
     /// everything pending is applied at once; else the file waits for the next apply (a sweep, a threshold, any other
     /// job), so a hot key rewritten in many files is written into the index once, not once a file.
@@ -25,6 +27,19 @@ enum DiskJob: Sendable {
     case releaseBlob(hash: String)
     /// A streamed blob did not match its checksum: drop the row if it still points at that file, and count it.
     case damagedBlob(CacheKey, hash: String)
+}
+
+extension DiskJob {
+    /// Whether the worker must have every journaled set before this job: anything that applies the pending sets to
+    /// the index or reads it beyond one key (a get is answered from the pending sets and the index as they are, and a
+    /// key the memory tier keeps is a memory hit, never a disk read).
+    var needsEveryJournaledSet: Bool {
+        switch self {
+        case .get, .journaled, .releaseBlob: false
+        case .sweep(_, _, let applyPending, _): applyPending
+        default: true
+        }
+    }
 }
 
 enum DiskResult: Sendable {

@@ -23,14 +23,24 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     let config: StoreConfig
     /// Repairs made at start-up (damaged index moved aside, orphans removed), for the log.
     let notices: [String]
-    private(set) var usage = TierUsage()
+    /// What the worker reported last, and the values the memory tier keeps (`JournalKeeping`), counted as the worker
+    /// counts its pending sets: as new entries until applied.
+    var usage: TierUsage {
+        var u = reported
+        u.bytes += keptCost
+        u.entries += keptEntries
+        return u
+    }
+    private var reported = TierUsage()
+    private var keptEntries = 0
+    private var keptCost = 0
     /// The last journal write found the disk full: sets go to the worker (which refuses them in full mode) until the
     /// next sweep tries the journal again.
     private var journalFull = false
     /// When a sweep last had the pending sets applied (nil: none yet).
     private var lastApplyAt: Int64?
     /// Set by the worker the moment it gives the disk reserve back (`FullModeSignal`).
-    private let fullMode: FullModeSignal
+    let fullMode: FullModeSignal
     /// Where lines for the daemon's log go (entering and leaving full mode).
     var onNotice: (String) -> Void = { _ in }
     private var worker: DiskWorker!
@@ -65,6 +75,15 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     /// Written journal records the worker has not been given yet (see `handOffJournaled`), and their disk cost.
     private var unhandedRecords: [JournalRecord] = []
     private var unhandedCost = 0
+    /// The memory tier, which keeps journaled values itself until they are handed over (`JournalKeeping`).
+    weak var keeper: JournalKeeping?
+    /// The sequence number of the last record written, and the highest the worker was told it has everything up
+    /// to (`DiskJob.journaled`'s `upTo`).
+    private var lastWrittenSeq: UInt64
+    private var handedUpTo: UInt64
+    private var writtenRecords: [JournalRecord] = []
+    /// Records handed to the worker since start (for tests: a key rewritten while kept is handed over once).
+    private(set) var recordsHandedOver = 0
     /// Why not more: the worker takes each hand-off in one run on whatever core it gets, and in `make bench` that is
     /// the loop's: 512 records (~0.3 ms of its time) set the set p99 at 50 × 1 (1.05–1.35 ms), 2,048 took it to
     /// 2.6 ms, 128 to 0.8–1.0 ms at the same throughput (more wake-ups, each shorter).
@@ -96,6 +115,8 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         self.engine = engine
         fullMode = engine.reserve.fullMode
         handOffBytes = min(4 * 1024 * 1024, engine.applyThresholdBytes)
+        lastWrittenSeq = opened.nextSeq - 1
+        handedUpTo = lastWrittenSeq
         let directory = config.directory
         room = JournalRoom(reserveSize: engine.reserve.size, bufferLimit: budget.limit,
                            free: { DiskReserve.freeBytes(in: directory) })
@@ -107,8 +128,8 @@ final class DiskTier: StoreTier, @unchecked Sendable {
             Glibc.close(opened.lockFD)
             throw error
         }
-        usage.bytes = engine.diskBytes
-        usage.entries = engine.diskEntries
+        reported.bytes = engine.diskBytes
+        reported.entries = engine.diskEntries
         // A reader's last reference may go on any thread: the unpin is locked, the follow-up runs on the loop.
         let relay = TierRelay()
         let pins = engine.pins
@@ -168,10 +189,10 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     /// Small and unconditional, and it fits the disk budget without evicting: the journal path. (Eviction and
     /// `if_absent` need the index, so those sets go to the worker.)
     func settlesAtOnce(_ key: CacheKey, _ entry: CacheEntry, ifAbsent: Bool) -> Bool {
-        !ifAbsent && !usage.diskFull && !journalFull && !fullMode.isOn && entry.value.count <= config.inlineThreshold
+        !ifAbsent && !reported.diskFull && !journalFull && !fullMode.isOn && entry.value.count <= config.inlineThreshold
             && room.admits(unappliedOnDisk: workerPendingBytes + uncountedJournalBytes,
                            heldInMemory: unhandedCost + backlog.held(handedOff: handedOffCost), size: entry.value.count)
-            && usage.bytes + uncountedJournalBytes + StoreEngine.cost(key, size: entry.value.count) <= config.diskBudget
+            && reported.bytes + uncountedJournalBytes + StoreEngine.cost(key, size: entry.value.count) <= config.diskBudget
     }
 
     func writeSettling(_ set: consuming SettlingSet, _ entry: CacheEntry, now: Int64) { journaled(set.key, entry, .fast(set)) }
@@ -263,7 +284,7 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         runs.removeAll(keepingCapacity: true)
         if writtenSets.isEmpty { swap(&settled, &writtenSets) }
         if writes.isEmpty { swap(&runs, &writes) }
-        if unhandedRecords.count >= DiskTier.handOffRecords || unhandedCost >= handOffBytes { handOffJournaled() }
+        if unhandedRecords.count >= DiskTier.handOffRecords || unhandedCost >= handOffBytes { handOffJournaled(kept: false) }
         if journal.fileBytes >= JournalRoom.rotateBytes {
             rotateJournal(applyNow: room.appliesSealed(sealedBytes + journal.fileBytes))
         } else if journal.fileBytes >= room.nextLookAt && room.look(journalBytes: journal.fileBytes) {
@@ -272,7 +293,8 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     }
 
     /// The write itself. Also runs before any job is queued for the worker, so journaled sets keep their place in
-    /// the order of disk work (a delete after a set is applied after it).
+    /// the order of disk work (a delete after a set is applied after it). A written record whose entry the memory
+    /// tier still holds stays there, kept (`JournalKeeping.keep`); the others wait for the next hand-off.
     private func writeBufferedSets() {
         guard journal.hasBuffered else { return }
         let cost = journal.buffered.reduce(0) { $0 + $1.cost }
@@ -283,12 +305,26 @@ final class DiskTier: StoreTier, @unchecked Sendable {
                 journal.discardBuffered()
                 throw StoreError.diskFull("the cache disk is full: new values are refused until there is room")
             }
-            try journal.write(sync: config.fsync == .always, into: &unhandedRecords)
-            unhandedCost += cost
+            try journal.write(sync: config.fsync == .always, into: &writtenRecords)
+            for record in writtenRecords {
+                if keeper?.keep(record) == true { kept(record, +1) } else { handOver(record) }
+            }
+            lastWrittenSeq = writtenRecords.last?.seq ?? lastWrittenSeq
+            writtenRecords.removeAll(keepingCapacity: true)
+            // Superseded by the records just written: never handed over, no longer the disk's to count.
+            for old in keeper?.takeDisplaced() ?? [] {
+                kept(old, -1)
+                uncountedJournalBytes -= old.cost
+            }
         } catch {
             if case .diskFull = error { journalFull = true }
             uncountedJournalBytes -= cost
             failure = error
+            // The sets that replaced them were not written: the values before them still stand.
+            for old in keeper?.takeDisplaced() ?? [] {
+                kept(old, -1)
+                handOver(old)
+            }
         }
         if writtenSets.isEmpty {
             swap(&writtenSets, &journalAcks)
@@ -299,15 +335,45 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         writes.append((writtenSets.count, failure))
     }
 
-    /// Gives the worker the journaled sets it does not have yet, as one job in the current place of the job order.
-    /// Done before any other job is queued (so it sees them), at every sweep, and once enough gathered: not every
-    /// iteration, because waking the worker costs two context switches, more than a whole set.
-    private func handOffJournaled() {
-        guard !unhandedRecords.isEmpty else { return }
+    /// A written record for the next hand-off.
+    private func handOver(_ record: JournalRecord) {
+        unhandedCost += record.cost
+        unhandedRecords.append(record)
+    }
+
+    /// A kept value left the memory tier (`JournalKeeping`): handed over with the next hand-off, before any job
+    /// queued after now.
+    func takeLeft(_ record: JournalRecord) {
+        kept(record, -1)
+        handOver(record)
+    }
+
+    /// A record the memory tier keeps (`+1`) or no longer does (`-1`), for `usage`.
+    private func kept(_ record: JournalRecord, _ sign: Int) {
+        keptEntries += sign
+        keptCost += sign * record.cost
+    }
+
+    /// Gives the worker the journaled sets it does not have yet, as one job in the current place of the job order,
+    /// with the sequence number below which it has every set (`upTo`: below the oldest value the memory tier still
+    /// keeps). With `kept`, the kept values too, so that the worker then has every journaled set. Done before any
+    /// other job is queued (with `kept` for those that need the index current), at every sweep, and once enough
+    /// gathered: not every iteration, because waking the worker costs two context switches, more than a whole set.
+    private func handOffJournaled(kept: Bool) {
+        if kept, let keeper {
+            for record in keeper.takeKept() {
+                self.kept(record, -1)
+                handOver(record)
+            }
+        }
+        let upTo = max(handedUpTo, keeper?.oldestKeptSeq.map { $0 - 1 } ?? lastWrittenSeq)
+        guard !unhandedRecords.isEmpty || upTo > handedUpTo else { return }
+        handedUpTo = upTo
+        recordsHandedOver += unhandedRecords.count
         let cost = unhandedCost
         handedOffCost += cost
         completions.append { [unowned self] _ in uncountedJournalBytes -= cost }  // the worker counts them now
-        unsubmitted.append(.journaled(unhandedRecords))
+        unsubmitted.append(.journaled(unhandedRecords, upTo: upTo))
         unhandedRecords.removeAll(keepingCapacity: true)
         unhandedCost = 0
     }
@@ -326,22 +392,22 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     /// Queues `job` for the worker (after the journaled sets before it) with the completion that answers it.
     func submit(_ job: DiskJob, _ done: @escaping (DiskResult) -> Void) {
         writeBufferedSets()
-        handOffJournaled()
+        handOffJournaled(kept: job.needsEveryJournaledSet)
         completions.append(done)
         unsubmitted.append(job)
     }
 
     /// Runs on the loop thread: a batch's results, in submission order.
     private func apply(_ outcome: BatchOutcome) {
-        usage.bytes = outcome.diskBytes
-        usage.entries = outcome.diskEntries
-        usage.evictions += UInt64(outcome.evictions)
-        usage.expirations += UInt64(outcome.expirations)
-        usage.damaged += UInt64(outcome.damaged)
+        reported.bytes = outcome.diskBytes
+        reported.entries = outcome.diskEntries
+        reported.evictions += UInt64(outcome.evictions)
+        reported.expirations += UInt64(outcome.expirations)
+        reported.damaged += UInt64(outcome.damaged)
         // Full mode began: the journal goes to the worker to be retired now, not at the next sweep. Its records are
         // in the index once applied, so on a disk that filled within a second it held every value twice.
-        let enteredFullMode = outcome.diskFull && !usage.diskFull
-        usage.diskFull = outcome.diskFull
+        let enteredFullMode = outcome.diskFull && !reported.diskFull
+        reported.diskFull = outcome.diskFull
         workerPendingBytes = outcome.pendingBytes
         for notice in outcome.notices { onNotice(notice) }
         for result in outcome.results {

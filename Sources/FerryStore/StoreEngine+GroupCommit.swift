@@ -29,7 +29,7 @@ extension StoreEngine {
         var group: [DiskJob] = []
         group.reserveCapacity(range.count)
         for i in range {
-            var job = DiskJob.journaled([])
+            var job = DiskJob.journaled([], upTo: 0)
             swap(&job, &jobs[i])
             group.append(job)
         }

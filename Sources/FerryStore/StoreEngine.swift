@@ -25,7 +25,9 @@ final class StoreEngine {
     /// here first; every other kind of job applies them to the index before it runs, so the index is current
     /// whenever anything but a small set or a get touches it.
     private(set) var pending: [PendingKey: CacheEntry] = [:]
-    /// The highest sequence number handed over; `applied_seq` in the index once `pending` is applied.
+    /// The sequence number below which every journaled set was handed over (`DiskJob.journaled`'s `upTo`; the
+    /// memory tier may keep newer ones, and a record above it may already be here); `applied_seq` in the index once
+    /// `pending` is applied.
     private var pendingSeq: UInt64 = 0
     /// Journal files sealed by the loop, deleted once everything pending is in the index.
     /// Sealed journal files, each with the highest sequence number it can hold (every record of a file was
@@ -88,7 +90,7 @@ final class StoreEngine {
                 i += puts
                 continue
             }
-            var job = DiskJob.journaled([])
+            var job = DiskJob.journaled([], upTo: 0)
             swap(&job, &jobs[i])
             if case .retireJournal(let path, _) = job { sealedJournals.append((path, pendingSeq)) }
             var result = runOne(job, &outcome)
@@ -130,8 +132,8 @@ final class StoreEngine {
 
     func runOne(_ job: DiskJob, _ outcome: inout BatchOutcome) -> DiskResult {
         switch job {
-        case .journaled(let records):
-            accept(records)
+        case .journaled(let records, let upTo):
+            accept(records, upTo: upTo)
             return .swept
         case .get(let key, let now, _):
             if let entry = pending[PendingKey(key)] { return .entry(entry.isExpired(now: now) ? nil : entry) }
@@ -194,7 +196,7 @@ final class StoreEngine {
     /// Accounting without an index lookup (that lookup was the costliest part of a set): a journaled set is counted
     /// as a new entry, which can only over-count — the budget check stays safe — and `applyPending` subtracts the
     /// rows it replaces, so the totals are exact again after every apply.
-    private func accept(_ records: [JournalRecord]) {
+    private func accept(_ records: [JournalRecord], upTo: UInt64) {
         var cost = 0
         defer { backlog.accepted(cost: cost, pendingBytes: pendingBytes) }
         for record in records {
@@ -204,8 +206,8 @@ final class StoreEngine {
             pendingBytes += record.entry.value.count - (previous?.value.count ?? 0)
             diskBytes += record.cost - oldCost
             if previous == nil { diskEntries += 1 }
-            pendingSeq = max(pendingSeq, record.seq)
         }
+        pendingSeq = max(pendingSeq, upTo)
     }
 
     /// Moves every pending set into the index in one transaction, with the highest sequence number applied, then

@@ -1,0 +1,105 @@
+/// Dirty values: entries whose value an owner wrote ahead to a log and has not handed to slower storage yet, each
+/// marked with the log's sequence number. Ferry's cache store marks the small sets its journal wrote, so the disk
+/// worker is handed a key's newest value once per apply (`takeDirty`) instead of every record of it; a dirty value
+/// that leaves the map is handed over then (`dirtyLeft`).
+///
+/// ```swift
+/// let lru = MemoryLRU<String, Int>(budget: 100)
+/// lru.set("a", 1, cost: 10)
+/// lru.markDirty("a", seq: 7) { $0 == 1 }   // true: "a" still holds the value the record was written for
+/// lru.oldestDirtySeq                       // 7
+/// lru.takeDirty()                          // [("a", 1, 7)], and "a" is clean again
+/// ```
+extension MemoryLRU {
+    /// Marks `key`'s value dirty with `seq` when `holding` accepts the value the map holds for it (the value the
+    /// logged record carries, not a newer one); false, marking nothing, otherwise or when the key is absent. Marks
+    /// come in increasing `seq` (the log's order).
+    public func markDirty(_ key: Key, seq: UInt64, holding: (Value) -> Bool) -> Bool {
+        precondition(seq > 0)
+        guard let i = slot(of: key, hash: key.hashValue) else { return false }
+        let marked = withSlots { s -> Bool in
+            guard holding(s[i].value.unsafelyUnwrapped) else { return false }
+            s[i].dirty = seq
+            return true
+        }
+        guard marked else { return false }
+        dirtyOrder.append(slot: i, seq: seq)
+        if dirtyOrder.needsCompacting {
+            withSlots { s in dirtyOrder.compact { slot, seq in slot < s.count && s[slot].dirty == seq } }
+        }
+        return true
+    }
+
+    /// Every dirty value with its mark, oldest mark first, each now clean.
+    public func takeDirty() -> [(key: Key, value: Value, seq: UInt64)] {
+        var out: [(key: Key, value: Value, seq: UInt64)] = []
+        out.reserveCapacity(dirtyOrder.count)
+        withSlots { s in
+            dirtyOrder.drain { slot, seq in
+                guard s[slot].dirty == seq else { return }
+                s[slot].dirty = 0
+                out.append((s[slot].key, s[slot].value.unsafelyUnwrapped, seq))
+            }
+        }
+        return out
+    }
+
+    /// The lowest mark of a value still dirty, or nil when none is: everything logged below it is clean (handed on,
+    /// or replaced by a newer value).
+    public var oldestDirtySeq: UInt64? {
+        withSlots { s in dirtyOrder.oldest { slot, seq in slot < s.count && s[slot].dirty == seq } }
+    }
+}
+
+/// The order in which values were marked dirty, as (slot, mark) pairs: a mark is live while its slot still carries
+/// it (a slot cleaned, freed or marked again leaves its old pair behind, skipped when met). Marks are appended in
+/// increasing order, so the first live pair holds the lowest live mark: found by dropping dead pairs from the front,
+/// each once. A key rewritten between two drains leaves a dead pair per write: the pairs are compacted once they are
+/// more than twice the live ones of the last compaction (and 4,096 more), so they stay within a small multiple of
+/// the dirty values.
+struct DirtyOrder {
+    private var pairs: [(slot: Int, seq: UInt64)] = []
+    private var start = 0
+    private var compactAt = 4096
+
+    var count: Int { pairs.count - start }
+
+    mutating func append(slot: Int, seq: UInt64) {
+        pairs.append((slot, seq))
+    }
+
+    var needsCompacting: Bool { count >= compactAt }
+
+    /// Keeps the live pairs only, in order.
+    mutating func compact(isLive: (Int, UInt64) -> Bool) {
+        var live: [(slot: Int, seq: UInt64)] = []
+        live.reserveCapacity(count / 2)
+        for k in start..<pairs.count where isLive(pairs[k].slot, pairs[k].seq) { live.append(pairs[k]) }
+        pairs = live
+        start = 0
+        compactAt = 2 * live.count + 4096
+    }
+
+    /// The first live mark, dead ones before it dropped.
+    mutating func oldest(isLive: (Int, UInt64) -> Bool) -> UInt64? {
+        while start < pairs.count {
+            let pair = pairs[start]
+            if isLive(pair.slot, pair.seq) { return pair.seq }
+            start += 1
+        }
+        removeAll()
+        return nil
+    }
+
+    /// Visits every pair in order and forgets them all.
+    mutating func drain(_ visit: (Int, UInt64) -> Void) {
+        for k in start..<pairs.count { visit(pairs[k].slot, pairs[k].seq) }
+        removeAll()
+    }
+
+    mutating func removeAll() {
+        pairs.removeAll(keepingCapacity: pairs.count <= 1 << 16)
+        start = 0
+        compactAt = 4096
+    }
+}

@@ -1,0 +1,84 @@
+import Testing
+@testable import FerryCache
+
+/// `MemoryLRU`'s dirty values: marked for the record written, told when they leave, taken once, and the lowest live
+/// mark always known.
+@Suite struct DirtyValuesTests {
+    /// A map whose departures of dirty values are recorded.
+    final class Watched {
+        let lru: MemoryLRU<String, Int>
+        var left: [(String, Int, UInt64)] = []
+        init(budget: Int = 1000) {
+            lru = MemoryLRU(budget: budget)
+            lru.dirtyLeft = { [unowned self] key, value, seq in left.append((key, value, seq)) }
+        }
+    }
+
+    @Test func marksOnlyTheValueTheRecordCarries() {
+        let w = Watched()
+        w.lru.set("a", 1, cost: 10)
+        #expect(!w.lru.markDirty("a", seq: 1) { $0 == 2 })   // memory holds a newer value
+        #expect(!w.lru.markDirty("b", seq: 2) { _ in true })  // absent
+        #expect(w.lru.oldestDirtySeq == nil)
+        #expect(w.lru.markDirty("a", seq: 3) { $0 == 1 })
+        #expect(w.lru.oldestDirtySeq == 3)
+        let taken = w.lru.takeDirty()
+        #expect(taken.map(\.key) == ["a"] && taken.map(\.value) == [1] && taken.map(\.seq) == [3])
+        #expect(w.lru.takeDirty().isEmpty && w.lru.oldestDirtySeq == nil)
+        #expect(w.lru.get("a") == 1)   // taking leaves the value in memory, clean
+        #expect(w.left.isEmpty)
+    }
+
+    @Test func aDirtyValueLeavingIsToldOnceAndNotTaken() {
+        let w = Watched(budget: 30)
+        for (i, k) in ["a", "b", "c"].enumerated() {
+            w.lru.set(k, i, cost: 10)
+            #expect(w.lru.markDirty(k, seq: UInt64(i + 1)) { _ in true })
+        }
+        w.lru.remove("b")                  // deleted
+        w.lru.set("a", 9, cost: 10)        // replaced
+        w.lru.set("d", 3, cost: 20)        // evicts "c" ("a", just replaced, has a second chance)
+        #expect(w.left.map(\.0) == ["b", "a", "c"] && w.left.map(\.1) == [1, 0, 2] && w.left.map(\.2) == [2, 1, 3])
+        #expect(w.lru.oldestDirtySeq == nil && w.lru.takeDirty().isEmpty)
+        #expect(w.lru.get("a") == 9 && w.lru.get("d") == 3)
+        w.lru.remove("a")                  // clean: nothing to tell
+        #expect(w.left.count == 3)
+    }
+
+    @Test func theOldestMarkFollowsWhatIsStillDirty() {
+        let w = Watched()
+        for i in 0..<5 { w.lru.set("k\(i)", i, cost: 1) }
+        for i in 0..<5 { #expect(w.lru.markDirty("k\(i)", seq: UInt64(10 + i)) { _ in true }) }
+        #expect(w.lru.oldestDirtySeq == 10)
+        w.lru.set("k0", 100, cost: 1)      // k0's mark goes with its value
+        #expect(w.lru.oldestDirtySeq == 11)
+        w.lru.remove("k2")
+        w.lru.remove("k1")
+        #expect(w.lru.oldestDirtySeq == 13)
+        #expect(w.lru.markDirty("k0", seq: 20) { $0 == 100 })
+        #expect(w.lru.takeDirty().map(\.seq) == [13, 14, 20])
+        // A slot freed and reused by another key does not carry the old mark.
+        #expect(w.lru.markDirty("k3", seq: 21) { _ in true })
+        w.lru.remove("k3")
+        w.lru.set("new", 7, cost: 1)
+        #expect(w.lru.oldestDirtySeq == nil && w.lru.takeDirty().isEmpty)
+    }
+
+    /// One key rewritten and marked again and again between two takes: the order's dead pairs are compacted, and the
+    /// oldest mark stays right throughout.
+    @Test func aHotKeyRewrittenManyTimes() {
+        let w = Watched()
+        w.lru.set("cold", 0, cost: 1)
+        #expect(w.lru.markDirty("cold", seq: 1) { _ in true })
+        for n in 2..<50_000 {
+            w.lru.set("hot", n, cost: 1)
+            #expect(w.lru.markDirty("hot", seq: UInt64(n)) { $0 == n })
+        }
+        #expect(w.left.count == 49_997)    // every hot value but the last was displaced dirty
+        #expect(w.lru.oldestDirtySeq == 1)
+        #expect(w.lru.dirtyOrder.count < 10_000)
+        w.lru.remove("cold")
+        #expect(w.lru.oldestDirtySeq == 49_999)
+        #expect(w.lru.takeDirty().map(\.value) == [49_999])
+    }
+}
