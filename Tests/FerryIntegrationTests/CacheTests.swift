@@ -168,11 +168,14 @@ extension IntegrationTests {
     }
 
     /// kill -9 in the middle of a storm of sets from several clients: the store opens again, nothing torn or wrong
-    /// is returned, and (writes being acknowledged only after they commit) no acknowledged write is missing.
-    @Test func killDashNineDuringASetStorm() async throws {
+    /// is returned, and (writes being acknowledged only after they commit) no acknowledged write is missing. Also
+    /// with a memory tier too small for the keys, killed after the first applies: the worker is then handed some
+    /// values as they are evicted and applies them while others are still kept in memory (`JournalKeeping`).
+    @Test(arguments: [(nil, 700), ("64KiB", 6_500)] as [(String?, Int)])
+    func killDashNineDuringASetStorm(memoryLimit: String?, killAfterMs: Int) async throws {
         let cacheDir = TempDir()
         defer { cacheDir.remove() }
-        let daemon = try Daemon(["--cache-dir", cacheDir.path])
+        let daemon = try Daemon(["--cache-dir", cacheDir.path] + (memoryLimit.map { ["--memory-limit", $0] } ?? []))
         let acked = AckLog()
         let storm = Task {
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -190,7 +193,7 @@ extension IntegrationTests {
                 try await group.waitForAll()
             }
         }
-        try await Task.sleep(for: .milliseconds(700))
+        try await Task.sleep(for: .milliseconds(killAfterMs))
         daemon.signal(SIGKILL)
         _ = await storm.result
         #expect(acked.count > 100, "the storm was running when the daemon died")
