@@ -6,28 +6,40 @@
 /// ```swift
 /// let lru = MemoryLRU<String, Int>(budget: 100)
 /// lru.set("a", 1, cost: 10)
-/// lru.markDirty("a", seq: 7) { $0 == 1 }   // true: "a" still holds the value the record was written for
+/// lru.markDirty("a", seq: 7) { $0 == 1 }   // .marked: "a" still holds the value the record was written for
 /// lru.oldestDirtySeq                       // 7
 /// lru.takeDirty()                          // [("a", 1, 7)], and "a" is clean again
 /// ```
 extension MemoryLRU {
+    /// What `markDirty` did.
+    public enum DirtyMarking: Equatable {
+        /// The key is absent, or holds another value than the record's: nothing marked.
+        case notHeld
+        /// Marked; the value was clean.
+        case marked
+        /// Marked; the value was already dirty with the mark `previous` (a record of the same value written twice,
+        /// which this one now stands for).
+        case remarked(previous: UInt64)
+    }
+
     /// Marks `key`'s value dirty with `seq` when `holding` accepts the value the map holds for it (the value the
-    /// logged record carries, not a newer one); false, marking nothing, otherwise or when the key is absent. Marks
-    /// come in increasing `seq` (the log's order).
-    public func markDirty(_ key: Key, seq: UInt64, holding: (Value) -> Bool) -> Bool {
+    /// logged record carries, not a newer one). Marks come in increasing `seq` (the log's order).
+    @discardableResult
+    public func markDirty(_ key: Key, seq: UInt64, holding: (Value) -> Bool) -> DirtyMarking {
         precondition(seq > 0)
-        guard let i = slot(of: key, hash: key.hashValue) else { return false }
-        let marked = withSlots { s -> Bool in
-            guard holding(s[i].value.unsafelyUnwrapped) else { return false }
+        guard let i = slot(of: key, hash: key.hashValue) else { return .notHeld }
+        let marking = withSlots { s -> DirtyMarking in
+            guard holding(s[i].value.unsafelyUnwrapped) else { return .notHeld }
+            let previous = s[i].dirty
             s[i].dirty = seq
-            return true
+            return previous == 0 ? .marked : .remarked(previous: previous)
         }
-        guard marked else { return false }
+        guard marking != .notHeld else { return marking }
         dirtyOrder.append(slot: i, seq: seq)
         if dirtyOrder.needsCompacting {
             withSlots { s in dirtyOrder.compact { slot, seq in slot < s.count && s[slot].dirty == seq } }
         }
-        return true
+        return marking
     }
 
     /// Every dirty value with its mark, oldest mark first, each now clean.

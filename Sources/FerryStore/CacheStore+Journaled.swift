@@ -15,8 +15,12 @@ import FerryCache
 /// A set replacing a dirty value in memory displaces it (`displaced`): the old value is superseded once the new
 /// record is written, and handed over if that write fails, so a failed write never loses the value before it.
 extension CacheStore: JournalKeeping {
-    func keep(_ record: JournalRecord) -> Bool {
-        memory.markDirty(record.key, seq: record.seq) { CacheStore.same($0, record.entry) }
+    func keep(_ record: JournalRecord) -> KeptRecord {
+        switch memory.markDirty(record.key, seq: record.seq, holding: { CacheStore.same($0, record.entry) }) {
+        case .notHeld: .handOver
+        case .marked: .kept
+        case .remarked: .keptInPlaceOfTheSame
+        }
     }
 
     func takeDisplaced() -> [JournalRecord] {
@@ -55,13 +59,24 @@ extension CacheStore: JournalKeeping {
 
 /// The memory tier's side of the journal (`CacheStore+Journaled.swift`), as the disk tier uses it. Loop thread.
 protocol JournalKeeping: AnyObject {
-    /// The journal wrote `record`: true when the memory tier holds that very entry for its key and keeps it, marked
-    /// dirty, for `takeKept`; false when the record is the disk tier's to hand over.
-    func keep(_ record: JournalRecord) -> Bool
+    /// The journal wrote `record`: whether the memory tier holds that very entry for its key and keeps it, marked
+    /// dirty, for `takeKept`, or the record is the disk tier's to hand over.
+    func keep(_ record: JournalRecord) -> KeptRecord
     /// Dirty values replaced by sets journaled since the last call (superseded once those are written).
     func takeDisplaced() -> [JournalRecord]
     /// Every kept value as a record, oldest first; none is kept afterwards.
     func takeKept() -> [JournalRecord]
     /// The lowest sequence number of a value still kept (or displaced), or nil.
     var oldestKeptSeq: UInt64? { get }
+}
+
+/// What became of a written journal record (`JournalKeeping.keep`).
+enum KeptRecord {
+    /// The memory tier does not hold its entry: the disk tier hands it over.
+    case handOver
+    /// Kept.
+    case kept
+    /// Kept, standing for an earlier record of the same entry that was kept (the same set sent twice in one
+    /// iteration): that one is superseded, as a displaced value is.
+    case keptInPlaceOfTheSame
 }

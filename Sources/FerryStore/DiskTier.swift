@@ -285,6 +285,9 @@ final class DiskTier: StoreTier, @unchecked Sendable {
         if writtenSets.isEmpty { swap(&settled, &writtenSets) }
         if writes.isEmpty { swap(&runs, &writes) }
         if unhandedRecords.count >= DiskTier.handOffRecords || unhandedCost >= handOffBytes { handOffJournaled(kept: false) }
+        // Kept values go over in bounded batches too (many distinct keys): the pending sets a hand-off adds must fit
+        // the room a full disk's reserve gives their apply, as `handOffBytes` makes sure for the others.
+        if keptCost >= handOffBytes { handOffJournaled(kept: true) }
         if journal.fileBytes >= JournalRoom.rotateBytes {
             rotateJournal(applyNow: room.appliesSealed(sealedBytes + journal.fileBytes))
         } else if journal.fileBytes >= room.nextLookAt && room.look(journalBytes: journal.fileBytes) {
@@ -307,7 +310,12 @@ final class DiskTier: StoreTier, @unchecked Sendable {
             }
             try journal.write(sync: config.fsync == .always, into: &writtenRecords)
             for record in writtenRecords {
-                if keeper?.keep(record) == true { kept(record, +1) } else { handOver(record) }
+                switch keeper?.keep(record) ?? .handOver {
+                case .handOver: handOver(record)
+                case .kept: kept(record, +1)
+                // The earlier record had the same entry, so the same cost: counted once, as kept.
+                case .keptInPlaceOfTheSame: uncountedJournalBytes -= record.cost
+                }
             }
             lastWrittenSeq = writtenRecords.last?.seq ?? lastWrittenSeq
             writtenRecords.removeAll(keepingCapacity: true)

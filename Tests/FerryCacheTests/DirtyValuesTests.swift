@@ -17,13 +17,16 @@ import Testing
     @Test func marksOnlyTheValueTheRecordCarries() {
         let w = Watched()
         w.lru.set("a", 1, cost: 10)
-        #expect(!w.lru.markDirty("a", seq: 1) { $0 == 2 })   // memory holds a newer value
-        #expect(!w.lru.markDirty("b", seq: 2) { _ in true })  // absent
+        #expect(w.lru.markDirty("a", seq: 1) { $0 == 2 } == .notHeld)   // memory holds a newer value
+        #expect(w.lru.markDirty("b", seq: 2) { _ in true } == .notHeld)  // absent
         #expect(w.lru.oldestDirtySeq == nil)
-        #expect(w.lru.markDirty("a", seq: 3) { $0 == 1 })
+        #expect(w.lru.markDirty("a", seq: 3) { $0 == 1 } == .marked)
         #expect(w.lru.oldestDirtySeq == 3)
+        // A second record of the same value: it now stands for the first, which the caller is told of.
+        #expect(w.lru.markDirty("a", seq: 4) { $0 == 1 } == .remarked(previous: 3))
+        #expect(w.lru.oldestDirtySeq == 4)
         let taken = w.lru.takeDirty()
-        #expect(taken.map(\.key) == ["a"] && taken.map(\.value) == [1] && taken.map(\.seq) == [3])
+        #expect(taken.map(\.key) == ["a"] && taken.map(\.value) == [1] && taken.map(\.seq) == [4])
         #expect(w.lru.takeDirty().isEmpty && w.lru.oldestDirtySeq == nil)
         #expect(w.lru.get("a") == 1)   // taking leaves the value in memory, clean
         #expect(w.left.isEmpty)
@@ -33,7 +36,7 @@ import Testing
         let w = Watched(budget: 30)
         for (i, k) in ["a", "b", "c"].enumerated() {
             w.lru.set(k, i, cost: 10)
-            #expect(w.lru.markDirty(k, seq: UInt64(i + 1)) { _ in true })
+            #expect(w.lru.markDirty(k, seq: UInt64(i + 1)) { _ in true } == .marked)
         }
         w.lru.remove("b")                  // deleted
         w.lru.set("a", 9, cost: 10)        // replaced
@@ -48,17 +51,17 @@ import Testing
     @Test func theOldestMarkFollowsWhatIsStillDirty() {
         let w = Watched()
         for i in 0..<5 { w.lru.set("k\(i)", i, cost: 1) }
-        for i in 0..<5 { #expect(w.lru.markDirty("k\(i)", seq: UInt64(10 + i)) { _ in true }) }
+        for i in 0..<5 { #expect(w.lru.markDirty("k\(i)", seq: UInt64(10 + i)) { _ in true } == .marked) }
         #expect(w.lru.oldestDirtySeq == 10)
         w.lru.set("k0", 100, cost: 1)      // k0's mark goes with its value
         #expect(w.lru.oldestDirtySeq == 11)
         w.lru.remove("k2")
         w.lru.remove("k1")
         #expect(w.lru.oldestDirtySeq == 13)
-        #expect(w.lru.markDirty("k0", seq: 20) { $0 == 100 })
+        #expect(w.lru.markDirty("k0", seq: 20) { $0 == 100 } == .marked)
         #expect(w.lru.takeDirty().map(\.seq) == [13, 14, 20])
         // A slot freed and reused by another key does not carry the old mark.
-        #expect(w.lru.markDirty("k3", seq: 21) { _ in true })
+        #expect(w.lru.markDirty("k3", seq: 21) { _ in true } == .marked)
         w.lru.remove("k3")
         w.lru.set("new", 7, cost: 1)
         #expect(w.lru.oldestDirtySeq == nil && w.lru.takeDirty().isEmpty)
@@ -69,10 +72,10 @@ import Testing
     @Test func aHotKeyRewrittenManyTimes() {
         let w = Watched()
         w.lru.set("cold", 0, cost: 1)
-        #expect(w.lru.markDirty("cold", seq: 1) { _ in true })
+        #expect(w.lru.markDirty("cold", seq: 1) { _ in true } == .marked)
         for n in 2..<50_000 {
             w.lru.set("hot", n, cost: 1)
-            #expect(w.lru.markDirty("hot", seq: UInt64(n)) { $0 == n })
+            #expect(w.lru.markDirty("hot", seq: UInt64(n)) { $0 == n } == .marked)
         }
         #expect(w.left.count == 49_997)    // every hot value but the last was displaced dirty
         #expect(w.lru.oldestDirtySeq == 1)

@@ -87,4 +87,39 @@ import FerryCache
         #expect(now?.1 == .disk, "from the worker, which was handed the kept value")
         #expect(tier.recordsHandedOver == 1)
     }
+
+    /// The same set sent twice in one iteration (same bytes, same millisecond): two records of one kept entry, counted
+    /// once — a count left behind would grow the disk's totals (and hold back the journal) for good.
+    @Test func theSameSetTwiceInOneIterationIsCountedOnce() throws {
+        let dir = tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let h = try StoreHarness(dir: dir) { $0.applyIntervalMs = 5_000 }
+        defer { h.store.close() }
+        let key = try CacheKey(key: "twice")
+        var done = 0
+        for _ in 0..<2 { h.store.set(key, value: [4, 2], ttlMs: nil, ifAbsent: false, now: 1_000) { _ in done += 1 } }
+        h.run { done == 2 }
+        #expect(h.store.counters.diskEntries == 1)
+        h.store.sweep(now: 1_000)   // the first sweep applies
+        #expect(try h.get("absent") == nil)
+        #expect(h.store.counters.diskEntries == 1)
+        #expect(h.store.counters.diskBytes == StoreEngine.cost(key, size: 2))
+        #expect(try appliedSeq(dir) == 2)
+    }
+
+    /// Kept values go to the worker in bounded batches: distinct keys whose kept values outgrow a hand-off's bytes
+    /// are handed over without waiting for a job, so an apply never has more than a full disk's reserve can take.
+    @Test func keptValuesAreHandedOverInBoundedBatches() throws {
+        let dir = tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let h = try StoreHarness(dir: dir) { $0.applyIntervalMs = 5_000 }
+        defer { h.store.close() }
+        let tier = try #require(h.store.journalTier)
+        let value = [UInt8](repeating: 9, count: 60 * 1024)
+        for i in 0..<150 { #expect(try h.set("v\(i)", value)) }   // 9 MB of kept values
+        #expect(try h.get("absent") == nil)
+        #expect(tier.recordsHandedOver > 0, "handed over without any job asking")
+        #expect(tier.recordsHandedOver < 150)
+        #expect(h.store.counters.diskEntries == 150)
+    }
 }
