@@ -38,7 +38,9 @@ public struct KeyImage: Equatable, Sendable {
     /// The image of a namespace (nil: the default one) and key, or `none` when they are longer than `capacity`.
     public init(namespace: UnsafeRawBufferPointer?, key: UnsafeRawBufferPointer) {
         let ns = namespace?.count ?? 0
-        guard ns + key.count <= KeyImage.capacity else {
+        // An empty namespace is refused everywhere (`CacheKey.namespaceProblem`); were one made anyway, it must not
+        // share the default namespace's image.
+        guard ns + key.count <= KeyImage.capacity, namespace.map({ $0.count > 0 }) ?? true else {
             self = .none
             return
         }

@@ -15,6 +15,7 @@ import Testing
         #expect(Self.image("ab", "c") != Self.image("a", "bc"))
         #expect(Self.image(nil, "a") != Self.image(nil, "a\u{0}"))
         #expect(Self.image(nil, "é") != Self.image(nil, "e\u{301}"))
+        #expect(CacheKey(trusted: "", "user:1").image.isNone, "no namespace is not the default namespace")
     }
 
     @Test func noImagePastTheCapacity() {
