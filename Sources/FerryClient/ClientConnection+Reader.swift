@@ -24,6 +24,8 @@ extension ClientConnection {
         var waiters: [Waiter?] = []   // finishAll's, kept to reuse its storage
         var socketFull = false
         var sentHeld = false   // finishAll sent held requests (queued from this thread)
+        var direct: DirectBody?   // a large body being read straight into its call's buffer
+        var afterDirect = false   // the last frame was read so: the next read is short
         reading: while true {
             credit.waitForRoom(orElse: { executor.hasJobs })
             // Tasks resumed by the last read that prefer this thread run now; what they sent is written at once,
@@ -41,9 +43,21 @@ extension ClientConnection {
             case .later: continue
             case .readable: break
             }
-            let space = decoder.buffer.writableSpace(minimum: 64 * 1024)
             var count: Int32 = 0
-            let n = ferry_recv_with_fds(fd, space.baseAddress, space.count, &received, Int32(received.count), &count)
+            let n: Int
+            if let d = direct {
+                // The rest of a large body, straight into its call's buffer: exactly the bytes still owed at most,
+                // so never a byte of the next frame (nor its descriptor, which comes with its first byte).
+                n = d.buffer.receive(upTo: d.left) { to, max in
+                    ferry_recv_with_fds(fd, to, max, &received, Int32(received.count), &count)
+                }
+            } else {
+                // After a direct body the next frame is likely another chunk: a short read takes its envelope and
+                // leaves its body to a direct read, not to this buffer.
+                let space = decoder.buffer.writableSpace(minimum: 64 * 1024)
+                let want = afterDirect ? min(space.count, 4096) : space.count
+                n = ferry_recv_with_fds(fd, space.baseAddress, want, &received, Int32(received.count), &count)
+            }
             if n == -Int(EINTR) || n == -Int(EAGAIN) { continue }
             if n <= 0 { break }
             if count < 0 {
@@ -51,9 +65,13 @@ extension ClientConnection {
                 break
             }
             for k in 0..<Int(count) { descriptors.push(received[k]) }
+            defer { if finishAll(&finals, &waiters) { sentHeld = true } }
+            if direct != nil {
+                if directBodyReceived(n, &direct!, finals: &finals) { direct = nil }
+                continue
+            }
             decoder.buffer.didWrite(n)
             (decoder.maxFrameBytes, decoder.maxJSONBytes) = frameLimits
-            defer { if finishAll(&finals, &waiters) { sentHeld = true } }
             do {
                 // Views into the read buffer: a chunk's body is copied once, into its call's buffer.
                 while let outcome = try decoder.nextView({ dispatch($0, descriptors: &descriptors, finals: &finals) }) {
@@ -62,6 +80,8 @@ extension ClientConnection {
                         break reading
                     }
                 }
+                direct = try decoder.openFrameView(minimumLeft: ClientConnection.directBodyBytes) { openDirectBody($0) }
+                afterDirect = direct != nil
             } catch {
                 failure = FerryError(.protocolError, "ferryd sent a bad frame: \(error)")
                 break reading
@@ -161,9 +181,11 @@ extension ClientConnection {
                 // A plain call joins chunk events into the final body and drops other events.
                 if name == EventName.chunk.rawValue {
                     if let chunks {
-                        chunks.bytes.append(contentsOf: body.assumingMemoryBound(to: UInt8.self))
+                        chunks.append(body)
                     } else {
-                        s.waiters[id] = .call(c, chunks: ChunkBuffer(first: body, size: data["size"]?.intValue))
+                        let made = ChunkBuffer(size: data["size"]?.intValue)
+                        made.append(body)
+                        s.waiters[id] = .call(c, chunks: made)
                     }
                 }
                 return nil

@@ -306,8 +306,8 @@ final class ClientConnection: Sendable {
         switch (waiter, outcome) {
         case (.call(let c, let chunks?), .success(var reply)):
             // The final part joins the chunks' buffer in place (not a new buffer for the whole body).
-            chunks.bytes.append(contentsOf: reply.body)
-            reply.body = chunks.bytes
+            reply.body.withUnsafeBytes { chunks.append($0) }
+            reply.body = chunks.take()
             resume(c, with: .success(reply), counted: counted)
         case (.call(let c, _), _): resume(c, with: outcome, counted: counted)
         case (.stream(let c, _), .success(let reply)):
@@ -341,18 +341,4 @@ final class ClientConnection: Sendable {
     }
 
     deinit { Platform.close(fd) }
-}
-
-/// The body of a call's `chunk` events, gathered in place. A class: an array held in the waiter's enum was copied
-/// whole at every chunk (the dictionary's copy and the one being appended to), quadratic in the body's size.
-final class ChunkBuffer: @unchecked Sendable {
-    var bytes: [UInt8]
-
-    /// Room for the whole body when the first chunk says its `size` (PROTOCOL.md §5), up to 1 GiB: grown as chunks
-    /// came, a 10 MB body was copied and its fresh pages faulted in about twice, 40 % of FerryClient's throughput.
-    init(first: UnsafeRawBufferPointer, size: Int64?) {
-        bytes = []
-        if let size, size > first.count { bytes.reserveCapacity(Int(min(size, 1 << 30))) }
-        bytes.append(contentsOf: first.assumingMemoryBound(to: UInt8.self))
-    }
 }

@@ -46,6 +46,17 @@ public struct FrameView {
     public var body: UnsafeRawBufferPointer
 }
 
+/// A frame whose envelope is in and whose body is still arriving (`FrameDecoder.openFrameView`): valid only inside
+/// the closure it is passed to.
+public struct OpenFrameView {
+    public var json: UnsafeRawBufferPointer
+    /// The body's first bytes, those already buffered.
+    public var bodyRead: UnsafeRawBufferPointer
+    public var bodyLength: Int
+    /// Body bytes still to come.
+    public var bodyLeft: Int { bodyLength - bodyRead.count }
+}
+
 /// One decoded frame that owns its bytes.
 public struct Frame: Sendable, Equatable {
     public var json: [UInt8]
@@ -108,6 +119,36 @@ public struct FrameDecoder {
         } catch {
             fatalError("unreachable: the closure does not throw")
         }
+    }
+
+    /// Offers the frame at the front when its header and envelope are in but at least `minimumLeft` bytes of its
+    /// body are still to come, so that a reader can receive the rest straight into where the body goes instead of
+    /// through this buffer (a copy of every byte, and the partial frame moved to the front as the buffer fills:
+    /// 40 % of FerryClient's time on a 10 MB body, perf). When `take` returns non-nil the decoder drops the frame's
+    /// buffered bytes, and the caller owes it exactly `view.bodyLeft` bytes of the stream before the next frame;
+    /// when it returns nil nothing changes. Nil without calling `take` when a whole frame is buffered (take it with
+    /// `nextView` first) or too little of the body is left.
+    ///
+    /// ```swift
+    /// let opened = try decoder.openFrameView(minimumLeft: 65536) { view in
+    ///     destination.append(view.bodyRead)   // then receive view.bodyLeft more bytes into destination
+    ///     return view.bodyLeft
+    /// }
+    /// ```
+    public func openFrameView<R>(minimumLeft: Int, _ take: (OpenFrameView) throws -> R?) throws -> R? {
+        let bytes = buffer.readable
+        guard let header = try FrameHeader.parse(bytes, maxFrameBytes: maxFrameBytes, maxJSONBytes: maxJSONBytes) else {
+            return nil
+        }
+        let bodyStart = ProtocolLimits.headerBytes + header.jsonLength
+        guard bytes.count >= bodyStart, header.frameLength - bytes.count >= max(1, minimumLeft) else { return nil }
+        let view = OpenFrameView(
+            json: UnsafeRawBufferPointer(rebasing: bytes[ProtocolLimits.headerBytes..<bodyStart]),
+            bodyRead: UnsafeRawBufferPointer(rebasing: bytes[bodyStart...]),
+            bodyLength: header.bodyLength)
+        guard let taken = try take(view) else { return nil }
+        buffer.consume(bytes.count)
+        return taken
     }
 
     /// The frame still being received, if any: at EOF this means the peer stopped mid-frame.

@@ -64,6 +64,75 @@ import Testing
         #expect(d.hasPartialFrame)
     }
 
+    /// A reader that takes every frame it can while its body is still arriving, and receives the rest itself: the
+    /// stream fed in pieces of every size from 1 byte, the frames it rebuilds are the frames sent, and the decoder
+    /// picks up at the next frame each time.
+    @Test(arguments: [1, 2, 7, 11, 50, 1000])
+    func openFramesTakenAtEveryPoint(piece: Int) throws {
+        let stream = frames.flatMap { $0 }
+        let d = FrameDecoder(maxFrameBytes: 65536, maxJSONBytes: 65536)
+        var got: [Frame] = []
+        var open: (json: [UInt8], body: [UInt8], left: Int)?
+        var opened = 0
+        var at = 0
+        while at < stream.count {
+            var chunk = Array(stream[at..<min(stream.count, at + piece)])
+            at += chunk.count
+            if var o = open {
+                let n = min(o.left, chunk.count)
+                o.body += chunk[..<n]
+                o.left -= n
+                chunk.removeFirst(n)
+                open = o
+                if o.left == 0 {
+                    got.append(Frame(json: o.json, body: o.body))
+                    open = nil
+                }
+            }
+            guard open == nil else { continue }
+            d.append(chunk)
+            while let f = try d.next() { got.append(f) }
+            let taken: Int? = try d.openFrameView(minimumLeft: 1) { view in
+                #expect(view.bodyLeft > 0 && view.bodyRead.count + view.bodyLeft == view.bodyLength)
+                open = (Array(view.json), Array(view.bodyRead), view.bodyLeft)
+                return 1
+            }
+            if taken != nil {
+                opened += 1
+                #expect(d.pendingBytes == 0, "the open frame's buffered bytes are dropped")
+            }
+        }
+        #expect(open == nil && d.pendingBytes == 0)
+        #expect(got == expected())
+        // A piece shorter than the 300-byte body ends inside it; one byte at a time, every frame with a body opens.
+        #expect(piece == 1 ? opened == 2 : piece < 300 ? opened >= 1 : opened == 0)
+    }
+
+    @Test func anOpenFrameIsOfferedOnlyWhenEnoughIsLeftAndKeptWhenRefused() throws {
+        let d = FrameDecoder(maxFrameBytes: 65536, maxJSONBytes: 65536)
+        let frame = frames[2]   // 300 bytes of body
+        d.append(Array(frame.dropLast(100)))
+        var offered = 0
+        #expect(try d.openFrameView(minimumLeft: 101) { _ -> Int? in offered += 1; return 1 } == nil)
+        #expect(offered == 0, "only 100 bytes are left")
+        var seen: (read: Int, left: Int)?
+        let refused = try d.openFrameView(minimumLeft: 100) { view -> Int? in
+            offered += 1
+            seen = (view.bodyRead.count, view.bodyLeft)
+            return nil   // refused: the frame stays
+        }
+        #expect(refused == nil && seen?.read == 200 && seen?.left == 100)
+        #expect(offered == 1 && d.pendingBytes == frame.count - 100)
+        d.append(Array(frame.suffix(100)))
+        #expect(try d.openFrameView(minimumLeft: 1) { _ -> Int? in offered += 1; return 1 } == nil)
+        #expect(offered == 1, "a whole frame is taken with next, never offered open")
+        #expect(try d.next() == Frame(json: expected()[2].json, body: expected()[2].body))
+        // A header and part of the envelope: nothing to offer yet.
+        d.append(Array(frame.prefix(12)))
+        #expect(try d.openFrameView(minimumLeft: 1) { _ -> Int? in offered += 1; return 1 } == nil)
+        #expect(offered == 1)
+    }
+
     @Test func limitsCanBeLiftedBetweenFrames() throws {
         var d = FrameDecoder(maxFrameBytes: 100, maxJSONBytes: 100)
         let big = FrameEncoder.encode(json: ["id": 1, "op": "ping"], body: Array(repeating: 1, count: 500))
