@@ -213,17 +213,24 @@ extension Connection {
         }
     }
 
+    /// A frame whose body lies in an array: a large one can wait in a queued write as it is (`KeptBytes`).
     private func appendFrame(body: ArraySlice<UInt8>, json: (inout [UInt8]) -> Void) {
-        body.withUnsafeBytes { b in appendFrame(body: b, json: json) }
+        let owner = body.count >= Connection.directWriteBytes ? KeptBytes(body) : nil
+        body.withUnsafeBytes { b in appendFrame(body: b, keeping: owner, json: json) }
     }
 
-    private func appendFrame(body: UnsafeRawBufferPointer, json: (inout [UInt8]) -> Void) {
+    /// `owner`: keeps `body`'s memory alive and unchanged, so that what the kernel does not take at once waits
+    /// in a queued write without a copy; nil: `body` is valid only during the call, and its rest is copied.
+    private func appendFrame(body: UnsafeRawBufferPointer, keeping owner: KeptBytes? = nil, json: (inout [UInt8]) -> Void) {
         guard !isClosed else { return }
-        if writesDirectly(body) {
+        // Small frames before a large kept body (a fetch's `response` event) go first, so the body need not join
+        // them in the output: without this, a whole high-water mark of pieces was copied behind them.
+        if owner != nil && !out.isEmpty && outDescriptors.isEmpty && body.count >= Connection.directWriteBytes { flush() }
+        if writesDirectly(body, queueable: owner != nil) {
             var head: [UInt8] = []
             head.reserveCapacity(256)
             FrameEncoder.appendHead(to: &head, bodyLength: body.count, writeJSON: json)
-            return head.withUnsafeBytes { writeFrameDirectly(head: $0, body: body) }
+            return head.withUnsafeBytes { writeFrameDirectly(head: $0, body: body, keeping: owner) }
         }
         outputStarts()
         let before = out.count
@@ -241,9 +248,10 @@ extension Connection {
         outputGrew(by: head.count + body.count)
     }
 
-    /// A large body with nothing queued before it goes to the kernel from where it is (`writeFrameDirectly`).
-    private func writesDirectly(_ body: UnsafeRawBufferPointer) -> Bool {
-        body.count >= Connection.directWriteBytes && out.isEmpty && queuedWriteBytes == 0 && outDescriptors.isEmpty
+    /// A large body with nothing queued before it goes to the kernel from where it is (`writeFrameDirectly`);
+    /// one that can be kept (`queueable`) also goes behind queued writes, as a queued write of its own.
+    private func writesDirectly(_ body: UnsafeRawBufferPointer, queueable: Bool = false) -> Bool {
+        body.count >= Connection.directWriteBytes && out.isEmpty && outDescriptors.isEmpty && (queuedWriteBytes == 0 || queueable)
     }
 
     /// Output starts waiting now: a stall is measured from here (or from the last write), not from an old drain.
@@ -265,16 +273,28 @@ extension Connection {
     /// from where the body is, and only what the kernel does not take now is copied into the output. Why: a large
     /// value or download went through the output buffer piece by piece, a copy of every byte (18 % of ferryd's time
     /// on a 10 MB hit, perf) on pages freshly faulted in.
-    private func writeFrameDirectly(head: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer) {
-        let written = pipe.tryWrite(head, body)
-        if written < 0 {
-            table.log.debug("conn=\(id) write error: \(loopErrorText(Int32(written)))")
-            return close()
+    private func writeFrameDirectly(head: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, keeping owner: KeptBytes? = nil) {
+        var written = 0
+        if queuedWriteBytes == 0 {
+            written = pipe.tryWrite(head, body)
+            if written < 0 {
+                table.log.debug("conn=\(id) write error: \(loopErrorText(Int32(written)))")
+                return close()
+            }
+            table.stats.bytesOut += UInt64(written)
+            usage.bytesOut += UInt64(written)
+            lastDrainMs = iterationMs
+            if written == head.count + body.count { return }
         }
-        table.stats.bytesOut += UInt64(written)
-        usage.bytesOut += UInt64(written)
-        lastDrainMs = iterationMs
-        if written == head.count + body.count { return }
+        if let owner {
+            // The rest is queued behind any queued before it: the head's rest copied, the body's kept as it is.
+            let headRest = UnsafeRawBufferPointer(rebasing: head[min(written, head.count)...])
+            let bodyRest = UnsafeRawBufferPointer(rebasing: body[max(0, written - head.count)...])
+            guard pipe.write(copying: headRest, thenKeeping: bodyRest, owner: owner) else { return close() }
+            queuedWriteBytes += headRest.count + bodyRest.count
+            table.outputBytes += headRest.count + bodyRest.count
+            return applyBackpressure()
+        }
         // The rest waits in the output as any reply does.
         if written < head.count {
             out.append(contentsOf: UnsafeRawBufferPointer(rebasing: head[written...]))
@@ -375,4 +395,11 @@ extension Connection {
             break
         }
     }
+}
+
+/// The array a large body lies in, held by a queued write until libuv has written it (`LoopPipe.write(copying:
+/// thenKeeping:owner:)`): held, the array is neither freed nor changed (another holder's change copies it first).
+final class KeptBytes {
+    let bytes: ArraySlice<UInt8>
+    init(_ bytes: ArraySlice<UInt8>) { self.bytes = bytes }
 }

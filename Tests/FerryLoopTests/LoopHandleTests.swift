@@ -106,13 +106,7 @@ final class LoopOnly<T>: @unchecked Sendable {
         }
         let reply = Mutex<[UInt8]>([])
         Thread.detachNewThread {
-            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-            var addr = sockaddr_un()
-            addr.sun_family = sa_family_t(AF_UNIX)
-            withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-                for (i, b) in path.utf8.enumerated() { raw[i] = b }
-            }
-            _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+            let fd = connectUnix(path)
             _ = "ping".withCString { write(fd, $0, 4) }
             var buf = [UInt8](repeating: 0, count: 4)
             var have = 0
@@ -134,4 +128,99 @@ final class LoopOnly<T>: @unchecked Sendable {
             .flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
         if let wmemMax { #expect(sendBuffer == min(2 << 20, 2 * wmemMax)) } else { #expect(sendBuffer != nil) }
     }
+
+    /// Queued writes keep large bodies as they are (`write(copying:thenKeeping:owner:)`): the owner lives while
+    /// its bytes wait in libuv (the peer reads nothing yet) and is let go once written; every byte arrives in the
+    /// order queued, copied heads and kept bodies alike, and `pipeDidWrite` counts each write whole.
+    @Test func keptWritesHoldTheirOwnerUntilWrittenAndArriveInOrder() throws {
+        let loop = EventLoop()
+        let path = NSTemporaryDirectory() + "ferry-loop-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+        defer { unlink(path) }
+        let listener = LoopPipeListener(loop: loop)
+        try listener.bind(path: path)
+        final class Owner {
+            let bytes: [UInt8]
+            init(_ bytes: [UInt8]) { self.bytes = bytes }
+        }
+        final class Writer: LoopPipeDelegate {
+            let pipe: LoopPipe
+            var written: [Int] = []
+            var ownersAtEachWrite: [Int] = []
+            var owners: [Weak] = []
+            let expected: Int
+            var space = [UInt8](repeating: 0, count: 16)
+            init(_ pipe: LoopPipe, expected: Int) { (self.pipe, self.expected) = (pipe, expected) }
+            func pipeReadSpace() -> UnsafeMutableRawBufferPointer { space.withUnsafeMutableBytes { $0 } }
+            func pipeDidRead(_ n: Int) {}
+            func pipeDidWrite(count: Int, status: Int32) {
+                written.append(status == 0 ? count : -1)
+                ownersAtEachWrite.append(owners.filter { $0.object != nil }.count)
+                if written.count == expected { pipe.close() }
+            }
+        }
+        final class Weak { weak var object: AnyObject?; init(_ o: AnyObject) { object = o } }
+        let bodies = (0..<3).map { k in (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ k) } }
+        let heads = (0..<3).map { k in Array("head \(k)|".utf8) }
+        var sent: [UInt8] = []
+        for k in 0..<3 { sent += heads[k] + bodies[k] }
+        sent += Array("copied".utf8)
+        let writer = LoopOnly<Writer?>(nil)
+        let aliveWhileUnread = LoopOnly<Int>(-1)
+        let go = Mutex(false)
+        try listener.listen(backlog: 8) { status in
+            guard status == 0, let pipe = listener.accept() else { return }
+            listener.close()
+            let w = Writer(pipe, expected: 4)
+            pipe.delegate = w
+            writer.value = w
+            for k in 0..<3 {
+                let owner = Owner(bodies[k])
+                w.owners.append(Weak(owner))
+                let queued = heads[k].withUnsafeBytes { head in
+                    owner.bytes.withUnsafeBytes { pipe.write(copying: head, thenKeeping: $0, owner: owner) }
+                }
+                #expect(queued)
+            }
+            #expect(Array("copied".utf8).withUnsafeBytes { pipe.write(copying: $0) })
+            // The owners are held by the queued writes alone now; the peer reads only once told to.
+            let check = LoopTimer(loop: loop) { timer in
+                aliveWhileUnread.value = w.owners.filter { $0.object != nil }.count
+                timer.close()
+                go.withLock { $0 = true }
+            }
+            check.start(afterMs: 50)
+        }
+        let received = Mutex<[UInt8]>([])
+        Thread.detachNewThread {
+            let fd = connectUnix(path)
+            while !go.withLock({ $0 }) { usleep(1000) }
+            var all: [UInt8] = []
+            var buf = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+                if n <= 0 { break }
+                all += buf.prefix(n)
+            }
+            received.withLock { $0 = all }
+            close(fd)
+        }
+        loop.run()
+        #expect(aliveWhileUnread.value == 3, "900 KB cannot all be in the socket yet: every owner is held")
+        #expect(writer.value?.written == heads.indices.map { heads[$0].count + bodies[$0].count } + [6])
+        #expect(writer.value?.ownersAtEachWrite == [2, 1, 0, 0], "each owner is let go as its write ends")
+        let got = received.withLock { $0 }
+        #expect(got.count == sent.count && got == sent)
+    }
+}
+
+/// A plain client socket connected to `path` (the peer of a `LoopPipe` under test).
+private func connectUnix(_ path: String) -> Int32 {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    var addr = sockaddr_un()
+    addr.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+        for (i, b) in path.utf8.enumerated() { raw[i] = b }
+    }
+    _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+    return fd
 }
