@@ -219,6 +219,8 @@ public final class FetchJob {
                     group?.storePlan = plan
                 }
                 if !shared, group?.resumes == nil, let plan = partPlan(for: head, creq) { group?.partPlan = plan }
+                // A body nothing will keep (no-store, uncacheable) needs no checksum: it is only read as it comes.
+                if !shared, let group, group.storePlan == nil, group.partPlan == nil { arrival.body.forgoChecksum() }
                 if let refreshed = absorbed.refreshed {
                     leaveTransfer()
                     engine.stats.revalidated += 1

@@ -141,7 +141,7 @@ struct BlobFiles {
         return true
     }
 
-    /// The `Checksum64` of a file that should be `size` bytes long, read once in pieces; nil when it is not.
+    /// The `StripedChecksum` of a file that should be `size` bytes long, read once in pieces; nil when it is not.
     static func checksum(ofFileAt path: String, size: Int) -> Int64? {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { return nil }
@@ -155,10 +155,10 @@ struct BlobFiles {
         return feed(fd, size: size, to: &running) && running.matches(sum)
     }
 
-    /// The `Checksum64` of an open file that should be `size` bytes long; nil when it is not.
+    /// The `StripedChecksum` of an open file that should be `size` bytes long; nil when it is not.
     static func checksum(of fd: Int32, size: Int) -> Int64? {
-        var running = ValueSum.Running.word(Checksum64.Running(count: size))
-        guard feed(fd, size: size, to: &running), case .word(let sum) = running else { return nil }
+        var running = ValueSum.Running.striped(StripedChecksum.Running(count: size))
+        guard feed(fd, size: size, to: &running), case .striped(let sum) = running else { return nil }
         return Int64(bitPattern: sum.finish())
     }
 

@@ -41,7 +41,7 @@ extension StoreEngine {
         let hash = try blobs.adopt(file.path)
         adoptedInTransaction.append(hash)
         try index.put(key, DiskRow(size: file.size, createdAt: file.createdAt, expiresAt: file.expiresAt, inline: nil,
-                                   blob: hash, sum: .word(checksum)), accessedAt: file.createdAt)
+                                   blob: hash, sum: .striped(checksum)), accessedAt: file.createdAt)
         if let old { forget(key, size: old.size, blob: old.blob) }
         diskBytes += cost
         diskEntries += 1
@@ -117,7 +117,7 @@ extension StoreEngine {
 }
 
 /// A finished file handed to the store as a value (`CacheStore.adopt`): where it is, how long, and its
-/// `Checksum64` when the writer could compute it as it wrote (nil: the worker reads the file once to compute it).
+/// `StripedChecksum` when the writer could compute it as it wrote (nil: the worker reads the file once to compute it).
 public struct AdoptedFile: Sendable {
     public var path: String
     public var size: Int

@@ -1,8 +1,8 @@
 import FerryBytes
 
 /// What a stored value is checked against on every read, and which checksum made it: `StripedChecksum` for the
-/// values the store writes itself (four lanes: about four times faster than one), `Checksum64` for the rows written
-/// before it and for adopted files (a fetched body, summed by the spooler as it was written). Why two: at 1 MB sets the
+/// values the store writes itself and for adopted files (a fetched body, summed by the spooler as it was written;
+/// four lanes: about four times faster than one), `Checksum64` for the rows written before it. Why two: at 1 MB sets the
 /// one-lane sum was a fifth of the disk worker's time (perf, issue 12), and rows already on disk keep the sum they
 /// were written with.
 ///

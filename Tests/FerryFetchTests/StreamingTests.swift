@@ -42,11 +42,29 @@ import FerryBytes
         large.finish(.success(()))
         #expect(BodySpoolTests.readAll(large, max: 777) == BodySpoolTests.pattern(5000))
         let file = try #require(large.takeFile())
-        #expect(file.size == 5000 && file.checksum == Int64(bitPattern: Checksum64.of(BodySpoolTests.pattern(5000))))
+        #expect(file.size == 5000 && file.checksum == Int64(bitPattern: BodySpoolTests.pattern(5000).withUnsafeBytes { StripedChecksum.of($0) }))
         #expect(access(file.path, F_OK) == 0)
         #expect(BodySpoolTests.readAll(large) == BodySpoolTests.pattern(5000), "readers go on after the hand-over")
         unlink(file.path)
         try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    /// The checksum made as a body arrives, in pieces of any size (the transfer's writes), is the one the store
+    /// checks the adopted file with: `StripedChecksum` of the whole body.
+    @Test(arguments: [1, 7, 31, 32, 33, 100, 4096])
+    func theSpoolsChecksumOverPiecesOfAnySizeIsTheBodysStripedChecksum(piece: Int) {
+        for length in [0, 5, 31, 32, 33, 64, 100, 1000, 5003] {
+            let body = BodySpoolTests.pattern(length)
+            var builder = ChecksumBuilder(count: length)
+            var at = 0
+            while at < length {
+                let n = min(piece, length - at)
+                body[at..<(at + n)].withUnsafeBytes { builder.add($0) }
+                at += n
+            }
+            #expect(builder.finish(count: length) == Int64(bitPattern: body.withUnsafeBytes { StripedChecksum.of($0) }),
+                    "length \(length), pieces of \(piece)")
+        }
     }
 
     @Test func aBodyOfAnotherLengthThanAnnouncedHasNoChecksumAndAnUntakenFileGoes() throws {
@@ -68,6 +86,15 @@ import FerryBytes
         _ = other.append(BodySpoolTests.pattern(50))
         other.finish(.success(()))
         #expect(try #require(other.takeFile()).checksum == nil)
+        // A body nobody will store forgoes its checksum, even mid-way: what it would say is never made up.
+        let unkept = BodySpool(config: config)
+        unkept.expect(600)
+        _ = unkept.append(BodySpoolTests.pattern(300))
+        unkept.forgoChecksum()
+        _ = unkept.append(BodySpoolTests.pattern(300, from: 300))
+        unkept.finish(.success(()))
+        #expect(BodySpoolTests.readAll(unkept) == BodySpoolTests.pattern(600), "its readers are served alike")
+        #expect(try #require(unkept.takeFile()).checksum == nil)
         try? FileManager.default.removeItem(atPath: dir)
     }
 

@@ -4,7 +4,7 @@ import FerryBytes
 import FerryCache
 @testable import FerryStore
 
-/// Values the store writes are summed with `StripedChecksum`; rows written before (and adopted files) keep their
+/// Values the store writes and files it adopts are summed with `StripedChecksum`; rows written before keep their
 /// `Checksum64` sums and are still checked with them, whole and in pieces.
 @Suite struct ValueSumTests {
     @Test func eachSumChecksWithItsOwnFunction() {
