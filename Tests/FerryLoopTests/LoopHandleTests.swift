@@ -190,7 +190,7 @@ final class LoopOnly<T>: @unchecked Sendable {
             }
             check.start(afterMs: 50)
         }
-        let received = Mutex<[UInt8]>([])
+        let received = Mutex<[UInt8]?>(nil)
         Thread.detachNewThread {
             let fd = connectUnix(path)
             while !go.withLock({ $0 }) { usleep(1000) }
@@ -205,10 +205,13 @@ final class LoopOnly<T>: @unchecked Sendable {
             close(fd)
         }
         loop.run()
+        // The loop ends once the last write is done; the reader may still be taking the last bytes.
+        let waitUntil = Date().addingTimeInterval(30)
+        while received.withLock({ $0 }) == nil && Date() < waitUntil { usleep(1000) }
         #expect(aliveWhileUnread.value == 3, "900 KB cannot all be in the socket yet: every owner is held")
         #expect(writer.value?.written == heads.indices.map { heads[$0].count + bodies[$0].count } + [6])
         #expect(writer.value?.ownersAtEachWrite == [2, 1, 0, 0], "each owner is let go as its write ends")
-        let got = received.withLock { $0 }
+        let got = received.withLock { $0 } ?? []
         #expect(got.count == sent.count && got == sent)
     }
 }
