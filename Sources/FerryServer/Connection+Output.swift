@@ -225,7 +225,9 @@ extension Connection {
         guard !isClosed else { return }
         // Small frames before a large kept body (a fetch's `response` event) go first, so the body need not join
         // them in the output: without this, a whole high-water mark of pieces was copied behind them.
-        if owner != nil && !out.isEmpty && outDescriptors.isEmpty && body.count >= Connection.directWriteBytes { flush() }
+        if owner != nil && !out.isEmpty && outDescriptors.isEmpty && body.count >= Connection.directWriteBytes {
+            guard writeOutput() else { return }
+        }
         if writesDirectly(body, queueable: owner != nil) {
             var head: [UInt8] = []
             head.reserveCapacity(256)
@@ -327,13 +329,21 @@ extension Connection {
         needsFlush = false
         guard !isClosed, !out.isEmpty else { return }
         if !outDescriptors.isEmpty { return flushWithDescriptors() }
+        guard writeOutput() else { return }
+        afterOutputDrained()
+    }
+
+    /// `flush`'s writing alone: the output to the kernel, the rest to a queued write, the buffer emptied. False when
+    /// the connection closed. Nothing else runs meanwhile (no pump, no backpressure change), so a large body being
+    /// appended can send the small frames before it first (`appendFrame(body:keeping:json:)`).
+    private func writeOutput() -> Bool {
         var written = 0
         if queuedWriteBytes == 0 {
             written = out.withUnsafeBytes { pipe.tryWrite($0) }
             if written < 0 {
                 table.log.debug("conn=\(id) write error: \(loopErrorText(Int32(written)))")
                 close()
-                return
+                return false
             }
         }
         table.stats.bytesOut += UInt64(written)
@@ -345,14 +355,15 @@ extension Connection {
             let queued = out.withUnsafeBytes { pipe.write(copying: UnsafeRawBufferPointer(rebasing: $0[written...])) }
             guard queued else {
                 out.removeFirst(written)  // already subtracted: close() subtracts what is left
-                return close()
+                close()
+                return false
             }
             queuedWriteBytes += rest
         }
         // While replies stream, the buffer is refilled at once: keeping it saves a large allocation (and the
         // page faults of a heap grown back) per flush; idle, a connection keeps no more than 256 KiB.
         out.removeAll(keepingCapacity: out.capacity <= 256 * 1024 || !streams.isEmpty)
-        afterOutputDrained()
+        return true
     }
 
     func pipeDidWrite(count: Int, status: Int32) {
