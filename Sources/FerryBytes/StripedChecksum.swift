@@ -3,8 +3,9 @@
 /// overlaps four multiplies where `Checksum64` waits for each before the next. Why: the journal checksums every
 /// set's record on the loop thread, and for 64 KiB values `Checksum64` was a fifth of that thread's time (perf,
 /// issue 12); here a 64 KiB record takes about a quarter as long and a small one fewer instructions (the last
-/// bytes are one overlapping load, not a byte loop). Not a cryptographic digest, and not `Checksum64`: values
-/// kept in the index and in blob files keep `Checksum64`, which stored checksums were made with.
+/// bytes are one overlapping load, not a byte loop). Not a cryptographic digest, and not `Checksum64`: rows the
+/// store wrote before it keep their `Checksum64` sums (`ValueSum` says which a row has); values written since, and
+/// fetched bodies adopted since session 21, have this one.
 ///
 /// ```swift
 /// let sum = [UInt8]("a journal record".utf8).withUnsafeBytes { StripedChecksum.of($0) }
