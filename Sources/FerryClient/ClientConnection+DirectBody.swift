@@ -6,56 +6,81 @@ import Darwin
 import CFerryIO
 import FerryProtocol
 
-/// Large bodies received straight into their call's buffer: once a reply frame's envelope is in and much of its body
-/// is still to come (a `chunk` of a 10 MB download, a 200 KB value), the reader hands the rest of that frame to the
-/// call's `ChunkBuffer` instead of its read buffer. Why: through the read buffer every byte was copied twice (by the
-/// kernel, then into the call's body) and the partial frame was moved to the front as the buffer filled: 40 % of
-/// FerryClient's time on a 10 MB body (perf), at 0.63 of a raw Unix socket's throughput.
-/// Only plain calls take this path; a stream's chunks go out one by one as events, through the read buffer.
+/// Large bodies received straight into where they go: once a reply frame's envelope is in and much of its body is
+/// still to come (a `chunk` of a 10 MB download, a 200 KB value), the reader hands the rest of that frame to the
+/// call's `ChunkBuffer`, or for a stream to the event's own array, instead of its read buffer. Why: through the read
+/// buffer every byte was copied twice (by the kernel, then into the body) and the partial frame was moved to the
+/// front as the buffer filled: 40 % of FerryClient's time on a 10 MB body (perf), at 0.63 of a raw Unix socket's
+/// throughput.
 extension ClientConnection {
     /// A frame's body being received into `buffer`; the stream owes `left` more bytes of it before the next frame.
     struct DirectBody {
         let buffer: ChunkBuffer
         var left: Int
-        /// A final reply's result, delivered once its body is in; nil for a `chunk` event (nothing waits on it).
-        let final: (id: UInt64, result: JSONObject)?
+        let ending: Ending
+
+        /// What happens once the body is in.
+        enum Ending {
+            /// A plain call's `chunk`: nothing, it joined the call's body.
+            case joined
+            /// A plain call's final reply: delivered with the body gathered in the call's buffer.
+            case final(id: UInt64, result: JSONObject)
+            /// A stream's event: yielded to the stream with its body.
+            case event(id: UInt64, name: String, data: JSONObject)
+        }
     }
 
     /// Body bytes a frame must still be owed for its rest to be read directly: below this a copy costs less than
     /// the extra read it saves.
     static let directBodyBytes = 64 * 1024
 
-    /// Takes the open frame for a direct read when it is a plain call's chunk or final result with a body, making
-    /// the call's buffer (sized by the first chunk's `size`, or by the frame) and copying in what arrived with the
-    /// envelope. Nil leaves the frame to the read buffer: a stream's, a cancelled call's, an error, a descriptor.
+    /// Takes the open frame for a direct read when it is a plain call's chunk or final result with a body, or a
+    /// stream's event: for a call, into its buffer (made at the first chunk, sized by its `size`, or by the frame);
+    /// for a stream, into an array of the body's size. What arrived with the envelope is copied in. Nil leaves the
+    /// frame to the read buffer: a cancelled call's, an error, a result naming a descriptor.
     func openDirectBody(_ view: OpenFrameView) -> DirectBody? {
-        let final: (id: UInt64, result: JSONObject)?
-        let id: UInt64, announced: Int64?
-        switch ReplyEnvelope.parse(view.json, maxDepth: 64) {
-        case .event(let eventID, let name, let data)? where name == EventName.chunk.rawValue:
-            (id, announced, final) = (eventID, data["size"]?.intValue, nil)
-        case .result(let resultID, let result)? where result["body_fd"] == nil:
-            (id, announced, final) = (resultID, nil, (resultID, result))
-        default: return nil
+        guard let reply = ReplyEnvelope.parse(view.json, maxDepth: 64) else { return nil }
+        if case .result(_, let result) = reply, result["body_fd"] != nil { return nil }
+        let taken = state.withLock { s -> DirectBody? in
+            switch (s.waiters[reply.id], reply) {
+            case (.call(let c, let chunks)?, .event(_, let name, let data)) where name == EventName.chunk.rawValue:
+                let buffer = chunks ?? ChunkBuffer(size: data["size"]?.intValue ?? Int64(view.bodyLength))
+                if chunks == nil { s.waiters[reply.id] = .call(c, chunks: buffer) }
+                return DirectBody(buffer: buffer, left: view.bodyLeft, ending: .joined)
+            case (.call(let c, let chunks)?, .result(let id, let result)):
+                let buffer = chunks ?? ChunkBuffer(size: Int64(view.bodyLength))
+                if chunks == nil { s.waiters[id] = .call(c, chunks: buffer) }
+                return DirectBody(buffer: buffer, left: view.bodyLeft, ending: .final(id: id, result: result))
+            case (.stream?, .event(let id, let name, let data)):
+                // Every event of a stream is an item of its own, a chunk too.
+                return DirectBody(buffer: ChunkBuffer(size: Int64(view.bodyLength)), left: view.bodyLeft,
+                                  ending: .event(id: id, name: name, data: data))
+            default: return nil   // a call's other events are dropped; errors have no body to speak of
+            }
         }
-        let buffer = state.withLock { s -> ChunkBuffer? in
-            guard case .call(let c, let chunks)? = s.waiters[id] else { return nil }
-            if let chunks { return chunks }
-            let made = ChunkBuffer(size: announced ?? Int64(view.bodyLength))
-            s.waiters[id] = .call(c, chunks: made)
-            return made
-        }
-        guard let buffer else { return nil }
-        buffer.append(view.bodyRead)
-        return DirectBody(buffer: buffer, left: view.bodyLeft, final: final)
+        guard let taken else { return nil }
+        taken.buffer.append(view.bodyRead)
+        return taken
     }
 
     /// Counts `n` bytes received into a direct body; when it is whole, a final reply joins `finals` (its body is
-    /// in the call's buffer, which `deliver` hands over with the result). Returns whether the body is whole.
+    /// in the call's buffer, which `deliver` hands over with the result) and a stream's event goes to its stream.
+    /// Returns whether the body is whole.
     func directBodyReceived(_ n: Int, _ direct: inout DirectBody, finals: inout [Final]) -> Bool {
         direct.left -= n
         guard direct.left == 0 else { return false }
-        if let final = direct.final { finals.append((final.id, .success(FerryReply(result: final.result)))) }
+        switch direct.ending {
+        case .joined: break
+        case .final(let id, let result): finals.append((id, .success(FerryReply(result: result))))
+        case .event(let id, let name, let data):
+            let stream = state.withLock { s -> (AsyncThrowingStream<FerryStreamItem, any Error>.Continuation, StreamAccount)? in
+                if case .stream(let c, let account)? = s.waiters[id] { return (c, account) }
+                return nil
+            }
+            if let (continuation, account) = stream {
+                yield(.event(name: name, data: data, body: direct.buffer.take()), to: continuation, account)
+            }
+        }
         return true
     }
 }

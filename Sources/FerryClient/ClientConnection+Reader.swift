@@ -194,8 +194,15 @@ extension ClientConnection {
             }
         }
         guard let (continuation, account) = stream else { return }
+        yield(.event(name: name, data: data, body: bytes(body)), to: continuation, account)
+    }
+
+    /// A stream's event, its body counted against the connection's read credit until the stream's reader takes it.
+    func yield(_ event: FerryStreamItem, to continuation: AsyncThrowingStream<FerryStreamItem, any Error>.Continuation,
+               _ account: StreamAccount) {
+        guard case .event(_, _, let body) = event else { return }
         account.delivered(body.count)
-        if case .terminated = continuation.yield(.event(name: name, data: data, body: bytes(body))) { account.consumed(body.count) }
+        if case .terminated = continuation.yield(event) { account.consumed(body.count) }
     }
 }
 

@@ -78,5 +78,29 @@ extension IntegrationTests {
         }
         _ = try await client.ping()
     }
+
+    /// A stream's events read directly too: each chunk of a download (arriving, then a hit from the store) is its
+    /// own item, in order, and together they are the origin's bytes, as a plain call gets them.
+    @Test func aStreamsLargeChunksArriveWholeAndInOrder() async throws {
+        let rig = try await FetchRig()
+        defer { rig.stop() }
+        let url = rig.origin.url("/slow?size=3000000&chunks=4&interval_ms=20&cc=max-age%3D600")
+        let dir = TempDir()
+        defer { dir.remove() }
+        #expect(try runCommand("/usr/bin/curl", ["-s", "-o", dir.path + "/origin.bin", url]).status == 0)
+        let reference = [UInt8](try Data(contentsOf: URL(fileURLWithPath: dir.path + "/origin.bin")))
+        #expect(reference.count == 3_000_000)
+        for round in ["download", "hit"] {
+            var streamed: [UInt8] = [], chunks = 0
+            for try await event in rig.client.fetchStream(FetchRequest(url)) {
+                if case .chunk(let b) = event {
+                    streamed += b
+                    chunks += 1
+                }
+            }
+            #expect(chunks > 1 && streamed.count == reference.count && streamed == reference, "\(round): \(chunks) chunks")
+        }
+        #expect(try await rig.client.fetch(FetchRequest(url)).body == reference)
+    }
 }
 }
