@@ -93,7 +93,8 @@ let package = Package(
                            "FerryFetch", "FerryImages", "FerryVips", "FerryRedis"],
             swiftSettings: hotPathSettings
         ),
-        .target(name: "FerryClient", dependencies: ["FerryProtocol", "CFerryIO"]),
+        // The client's call path is hot too (BENCHMARKS.md: FerryClient beside a hand-written pipelined client).
+        .target(name: "FerryClient", dependencies: ["FerryProtocol", "CFerryIO"], swiftSettings: hotPathSettings),
         .target(name: "FerryCodable", dependencies: ["FerryClient"]),
         .executableTarget(name: "ferryd", dependencies: ["FerryServer", "FerryStore", "FerryCache", "FerryArgs", "FerryHTTPCache", "FerryRedis"],
                          // man page, systemd units, example configuration: installed by `make install`.

@@ -48,7 +48,7 @@ ssize_t ferry_send_with_fd(int sock, const void *buf, size_t len, int fd) {
     }
 }
 
-ssize_t ferry_recv_with_fds(int sock, void *buf, size_t len, int *fds, int max_fds, int *nfds) {
+ssize_t ferry_recv_with_fds(int sock, void *buf, size_t len, int *fds, int max_fds, int *nfds, int flags) {
     *nfds = 0;
     struct iovec iov = { .iov_base = buf, .iov_len = len };
     // Room for 16 descriptors: the daemon attaches one per reply frame, and one recvmsg never returns the
@@ -56,7 +56,7 @@ ssize_t ferry_recv_with_fds(int sock, void *buf, size_t len, int *fds, int max_f
     union { char bytes[CMSG_SPACE(16 * sizeof(int))]; struct cmsghdr align; } control;
     struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.bytes,
                           .msg_controllen = sizeof(control.bytes) };
-    ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | flags);
     if (n < 0) return -errno;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;

@@ -138,7 +138,7 @@ public final class BlockingConnection {
                 if ready <= 0 { continue }
             }
             var received = [Int32](repeating: -1, count: 4), count: Int32 = 0
-            let n = chunk.withUnsafeMutableBytes { ferry_recv_with_fds(fd, $0.baseAddress, $0.count, &received, 4, &count) }
+            let n = chunk.withUnsafeMutableBytes { ferry_recv_with_fds(fd, $0.baseAddress, $0.count, &received, 4, &count, 0) }
             if n == -Int(EINTR) { continue }
             guard n > 0 else { throw lost() }
             guard count >= 0 else {

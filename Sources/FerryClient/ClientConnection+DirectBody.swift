@@ -74,7 +74,7 @@ extension ClientConnection {
         case .final(let id, let result): finals.append((id, .success(FerryReply(result: result))))
         case .event(let id, let name, let data):
             let stream = state.withLock { s -> (AsyncThrowingStream<FerryStreamItem, any Error>.Continuation, StreamAccount)? in
-                if case .stream(let c, let account)? = s.waiters[id] { return (c, account) }
+                if case .stream(let w)? = s.waiters[id] { return (w.continuation, w.account) }
                 return nil
             }
             if let (continuation, account) = stream {

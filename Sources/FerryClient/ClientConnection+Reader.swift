@@ -7,89 +7,151 @@ import CFerryIO
 import FerryProtocol
 
 /// The connection's reader thread: reads replies, routes each to its waiter by id, and ends the waiters of one
-/// read together (one lock for all of them, one count for the outbox), then resumes them outside the lock.
+/// read together (one lock for all of them, one count for the outbox), then resumes them outside the lock. While
+/// calls it resumed may read the next replies themselves (`ReadBaton`), it leaves the socket to them.
 extension ClientConnection {
     /// A final reply read and not yet handed to its waiter.
     typealias Final = (id: UInt64, outcome: Result<FerryReply, FerryError>)
 
-    func readLoop() {
-        executor.readerStarted()
+    /// What reading the socket keeps from one read to the next. Touched only by the holder of the `ReadBaton`: the
+    /// reader thread, or the call reading in its place (`readInline`).
+    final class ReadState: @unchecked Sendable {
         var decoder = FrameDecoder(maxFrameBytes: 65536, maxJSONBytes: 65536)
-        var failure = FerryError.connection("ferryd closed the connection")
-        // Descriptors that came with reply frames (`body_fd`), oldest first: each arrives with the first byte of its
-        // frame, so by the time a frame is whole its descriptor is the oldest one here.
+        /// Descriptors that came with reply frames (`body_fd`), oldest first: each arrives with the first byte of
+        /// its frame, so by the time a frame is whole its descriptor is the oldest one here.
         var descriptors = DescriptorQueue()
         var received = [Int32](repeating: -1, count: 16)
         var finals: [Final] = []
-        var waiters: [Waiter?] = []   // finishAll's, kept to reuse its storage
+        /// A large body being read straight into its call's buffer.
+        var direct: DirectBody?
+        /// The last frame was read so: the next read is short.
+        var afterDirect = false
+        /// Why the connection ends, once a read found it so (end of stream, a bad frame, a descriptor dropped).
+        var failure: FerryError?
+    }
+
+    /// What one read of the socket came to.
+    enum ReadOutcome: Equatable {
+        /// Replies read (maybe none whole yet). `resumed`: calls were resumed, so the baton is lent. `sentHeld`:
+        /// held requests took freed slots and wait in the outbox.
+        case read(resumed: Bool, sentHeld: Bool)
+        /// Nothing there yet (or interrupted).
+        case nothing
+        /// The connection is over (`ReadState.failure` says why).
+        case ended
+    }
+
+    func readLoop() {
+        executor.readerStarted()
+        let r = reading
         var socketFull = false
         var sentHeld = false   // finishAll sent held requests (queued from this thread)
-        var direct: DirectBody?   // a large body being read straight into its call's buffer
-        var afterDirect = false   // the last frame was read so: the next read is short
+        var idle = false       // the last wait for a lent baton timed out
         reading: while true {
             credit.waitForRoom(orElse: { executor.hasJobs })
             // Tasks resumed by the last read that prefer this thread run now; what they sent is written at once,
             // with any held requests the read let go.
             if executor.runJobs() > 0 || sentHeld {
                 sentHeld = false
-                let flushed = outbox.flushAvailable()
-                if flushed == .lost { break }
-                socketFull = flushed == .socketFull
+                // A lost socket is not the end yet: only the baton's holder may end the loop (it reads the end
+                // of the stream), so that nothing else is reading the state this loop lets go of.
+                socketFull = outbox.flushAvailable() == .socketFull
                 // They may have taken what a stream held; if not, wait for room again before reading.
                 if !credit.mayRead { continue }
+            }
+            switch baton.withLock({ $0.threadTurn(afterIdleWait: idle) }) {
+            case .closed: break reading
+            case .wait:
+                idle = waitForBaton()
+                continue
+            case .read:
+                if idle {
+                    // Taken back from calls that did not run: what they queued leaves now.
+                    idle = false
+                    if outbox.holdsFrames { socketFull = outbox.flushAvailable() == .socketFull }
+                }
             }
             switch waitForReplies(socketFull: &socketFull) {
             case .lost: break reading
             case .later: continue
             case .readable: break
             }
-            var count: Int32 = 0
-            let n: Int
-            if let d = direct {
-                // The rest of a large body, straight into its call's buffer: exactly the bytes still owed at most,
-                // so never a byte of the next frame (nor its descriptor, which comes with its first byte).
-                n = d.buffer.receive(upTo: d.left) { to, max in
-                    ferry_recv_with_fds(fd, to, max, &received, Int32(received.count), &count)
-                }
-            } else {
-                // After a direct body the next frame is likely another chunk: a short read takes its envelope and
-                // leaves its body to a direct read, not to this buffer.
-                let space = decoder.buffer.writableSpace(minimum: 64 * 1024)
-                let want = afterDirect ? min(space.count, 4096) : space.count
-                n = ferry_recv_with_fds(fd, space.baseAddress, want, &received, Int32(received.count), &count)
-            }
-            if n == -Int(EINTR) || n == -Int(EAGAIN) { continue }
-            if n <= 0 { break }
-            if count < 0 {
-                failure = FerryError(.resourceExhausted, "a descriptor ferryd sent was dropped by the kernel (this process is out of descriptors)")
-                break
-            }
-            for k in 0..<Int(count) { descriptors.push(received[k]) }
-            defer { if finishAll(&finals, &waiters) { sentHeld = true } }
-            if direct != nil {
-                if directBodyReceived(n, &direct!, finals: &finals) { direct = nil }
-                continue
-            }
-            decoder.buffer.didWrite(n)
-            (decoder.maxFrameBytes, decoder.maxJSONBytes) = frameLimits
-            do {
-                // Views into the read buffer: a chunk's body is copied once, into its call's buffer.
-                while let outcome = try decoder.nextView({ dispatch($0, descriptors: &descriptors, finals: &finals) }) {
-                    if let lost = outcome {
-                        failure = lost
-                        break reading
-                    }
-                }
-                direct = try decoder.openFrameView(minimumLeft: ClientConnection.directBodyBytes) { openDirectBody($0) }
-                afterDirect = direct != nil
-            } catch {
-                failure = FerryError(.protocolError, "ferryd sent a bad frame: \(error)")
-                break reading
+            switch readReplies(r) {
+            case .ended: break reading
+            case .nothing: continue
+            case .read(_, let held): sentHeld = held
             }
         }
-        descriptors.closeAll()
-        connectionLost(failure)
+        baton.withLock { $0.close() }
+        r.descriptors.closeAll()
+        connectionLost(r.failure ?? FerryError.connection("ferryd closed the connection"))
         executor.readerEnded()
+    }
+
+    /// The reader thread's wait while a call holds the baton or may take it: for its wake-up pipe (jobs for
+    /// `executor`, the baton given back), at most one stale interval. Returns whether it timed out.
+    private func waitForBaton() -> Bool {
+        var p = pollfd(fd: executor.wakeFD, events: Int16(POLLIN), revents: 0)
+        let ready = poll(&p, 1, executor.hasJobs ? 0 : Outbox.staleAfterMs)
+        if ready > 0 { executor.drainWake() }
+        return ready == 0
+    }
+
+    /// One read of the socket by the baton's holder, and the frames it completed. Never waits (`MSG_DONTWAIT`):
+    /// the reader thread polled first, and a call reading in its place must not block. The read state is not
+    /// touched after `finishAll` resumes calls: the last of them may already be reading.
+    func readReplies(_ r: ReadState) -> ReadOutcome {
+        if r.failure != nil { return .ended }
+        let flags = Int32(MSG_DONTWAIT)
+        var count: Int32 = 0
+        let n: Int
+        if let d = r.direct {
+            // The rest of a large body, straight into its call's buffer: exactly the bytes still owed at most,
+            // so never a byte of the next frame (nor its descriptor, which comes with its first byte).
+            n = d.buffer.receive(upTo: d.left) { to, max in
+                ferry_recv_with_fds(fd, to, max, &r.received, Int32(r.received.count), &count, flags)
+            }
+        } else {
+            // After a direct body the next frame is likely another chunk: a short read takes its envelope and
+            // leaves its body to a direct read, not to this buffer.
+            let space = r.decoder.buffer.writableSpace(minimum: 64 * 1024)
+            let want = r.afterDirect ? min(space.count, 4096) : space.count
+            n = ferry_recv_with_fds(fd, space.baseAddress, want, &r.received, Int32(r.received.count), &count, flags)
+        }
+        if n == -Int(EINTR) || n == -Int(EAGAIN) { return .nothing }
+        if n <= 0 {
+            r.failure = FerryError.connection("ferryd closed the connection")
+            return .ended
+        }
+        if count < 0 {
+            r.failure = FerryError(.resourceExhausted, "a descriptor ferryd sent was dropped by the kernel (this process is out of descriptors)")
+            return .ended
+        }
+        for k in 0..<Int(count) { r.descriptors.push(r.received[k]) }
+        if r.direct != nil {
+            if directBodyReceived(n, &r.direct!, finals: &r.finals) { r.direct = nil }
+            return finishAll(r)
+        }
+        r.decoder.buffer.didWrite(n)
+        (r.decoder.maxFrameBytes, r.decoder.maxJSONBytes) = frameLimits
+        do {
+            // Views into the read buffer: a chunk's body is copied once, into its call's buffer.
+            while let outcome = try r.decoder.nextView({ dispatch($0, descriptors: &r.descriptors, finals: &r.finals) }) {
+                if let lost = outcome {
+                    r.failure = lost
+                    break
+                }
+            }
+            if r.failure == nil {
+                r.direct = try r.decoder.openFrameView(minimumLeft: ClientConnection.directBodyBytes) { openDirectBody($0) }
+                r.afterDirect = r.direct != nil
+            }
+        } catch {
+            r.failure = FerryError(.protocolError, "ferryd sent a bad frame: \(error)")
+        }
+        // Replies read before a bad frame still reach their calls (the rest fail with the connection).
+        let outcome = finishAll(r)
+        return r.failure == nil ? outcome : .ended
     }
 
     enum Wait { case readable, later, lost }
@@ -120,26 +182,30 @@ extension ClientConnection {
 
     /// Ends the waiters of the final replies of one read: removed under one lock, counted as pending in the
     /// outbox at once, resumed outside the lock. Why together: the tasks they resume take the same lock to send,
-    /// and a lock taken once a reply was the reader's most contended cost (its spinning, measured).
-    /// Returns whether held requests were sent (queued in the outbox from this thread).
-    private func finishAll(_ finals: inout [Final], _ waiters: inout [Waiter?]) -> Bool {
-        guard !finals.isEmpty else { return false }
+    /// and a lock taken once a reply was the reader's most contended cost (its spinning, measured). Resuming calls
+    /// lends the baton first (the last of them may read next), so nothing of `r` is touched after that.
+    private func finishAll(_ r: ReadState) -> ReadOutcome {
+        guard !r.finals.isEmpty else { return .read(resumed: false, sentHeld: false) }
+        let finals = r.finals
+        r.finals.removeAll(keepingCapacity: true)
         var freed = 0
-        state.withLock { s in
-            for final in finals {
-                waiters.append(s.waiters.removeValue(forKey: final.id))
+        let waiters = state.withLock { s -> [Waiter?] in
+            finals.map { final in
                 if s.cancelIDs.isEmpty || s.cancelIDs.remove(final.id) == nil { freed += 1 }
+                return s.waiters.removeValue(forKey: final.id)
             }
         }
         let calls = waiters.reduce(0) { n, w in if case .call? = w { n + 1 } else { n } }
-        if calls > 0 { outbox.resuming(calls) }
+        if calls > 0 {
+            outbox.resuming(calls)
+            // Not once the connection is ending: nobody reads again, and its end is the holder's to handle.
+            if lendsBaton && r.failure == nil { baton.withLock { $0.lend() } }
+        }
         for k in finals.indices {
             if let waiter = waiters[k] { deliver(finals[k].outcome, to: waiter, counted: true) }
         }
-        finals.removeAll(keepingCapacity: true)
-        waiters.removeAll(keepingCapacity: true)
         // Held requests take the freed slots; queued from this thread, they are written at the loop's next turn.
-        return freed > 0 && slotsFreed(freed) > 0
+        return .read(resumed: calls > 0, sentHeld: freed > 0 && slotsFreed(freed) > 0)
     }
 
     /// Reads one frame: a final reply joins `finals`, an event goes to its waiter now. Returns the error that ends
@@ -189,7 +255,7 @@ extension ClientConnection {
                     }
                 }
                 return nil
-            case .stream(let c, let account)?: return (c, account)
+            case .stream(let w)?: return (w.continuation, w.account)
             case nil: return nil
             }
         }

@@ -103,6 +103,9 @@ final class ConnectionExecutor: TaskExecutor, @unchecked Sendable {
         while withUnsafeMutableBytes(of: &bytes, { read(wakeFD, $0.baseAddress, $0.count) }) == 32 {}
     }
 
+    /// Wakes the reader thread wherever it waits (its poll, read credit): a baton given back, the connection closed.
+    func wakeReader() { wake() }
+
     private func wake() {
         var one: UInt8 = 1
         _ = write(wakeWriteFD, &one, 1)

@@ -131,7 +131,7 @@ public final class FerryClient: Sendable {
                 if case .cancelled = termination { connection.cancel(id) }
             }
             let envelope = RequestEnvelope(id: id, op: op, args: args, timeoutMs: timeout.map(FerryClient.milliseconds))
-            if let error = connection.start(envelope, body: body, waiter: .stream(continuation, account)) {
+            if let error = connection.start(envelope, body: body, waiter: .stream(.init(continuation, account))) {
                 continuation.finish(throwing: error)
             }
         }
@@ -167,6 +167,9 @@ public final class FerryClient: Sendable {
     /// }
     /// ```
     public var executor: any TaskExecutor { connection.executor }
+
+    /// Who reads the connection's replies, and how often calls read them in the reader thread's place (tests).
+    var readBaton: ReadBaton { connection.baton.withLock { $0 } }
 
     /// Closes the connection; calls in flight fail with `unavailable`.
     public func close() { connection.close() }

@@ -17,7 +17,7 @@ import Darwin
 ///
 /// ```swift
 /// outbox.resuming(3)                        // reader: three calls' continuations are about to resume
-/// outbox.resumed()                          // that call runs again (writes the batch when it was the last)
+/// if outbox.resumed() { outbox.flush() }    // that call runs again; the last writes the batch
 /// outbox.send(frames, if: { stillWanted })  // a call's request: queued or written
 /// ```
 final class Outbox: Sendable {
@@ -75,13 +75,13 @@ final class Outbox: Sendable {
         state.withLock { $0.resumedPending += calls }
     }
 
-    /// A resumed call runs again. The last of a batch writes what the others queued. False when the socket is gone.
-    func resumed(blocking: Bool = true) -> Bool {
-        let writeNow = state.withLock { s -> Bool in
+    /// A resumed call runs again. True when it was the last of those pending: it then writes what they queued
+    /// (`flush`; `flushAvailable` on a thread that reads the socket, which must never wait for ferryd to read).
+    func resumed() -> Bool {
+        state.withLock { s in
             s.resumedPending -= 1
-            return blocking && s.resumedPending == 0 && !s.bytes.isEmpty
+            return s.resumedPending == 0
         }
-        return writeNow ? flush() : true
     }
 
     /// Whether frames are queued or may be soon: the reader then waits for replies with a timeout.

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import FerryClient
+@testable import FerryClient
 import FerryProtocol
 
 /// The client's request batching (`Outbox`) against a real ferryd: requests queued while resumed calls are still to
@@ -27,6 +27,41 @@ extension IntegrationTests {
             }
             try await group.waitForAll()
         }
+    }
+
+    /// Calls in flight on the global executor read their replies themselves: the last call of a batch reads the
+    /// next one in the reader thread's place (`ReadBaton`), and every call still gets its own reply, also with
+    /// large replies read straight into their buffers and streams consumed meanwhile.
+    @Test func theLastCallOfABatchReadsTheNextRepliesAndEveryCallGetsItsOwn() async throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let client = try await FerryClient.connect(path: daemon.socket)
+        defer { client.close() }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for task in 0..<50 {
+                group.addTask {
+                    for round in 0..<200 {
+                        let size = (task + round) % 151 == 0 ? 200_000 : (task &* 7 + round) % 13
+                        let body = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 3 &+ task &+ round) }
+                        let echoed = try await client.call("ping", body: body).body
+                        #expect(echoed == body)
+                    }
+                }
+            }
+            group.addTask {
+                for _ in 0..<20 {
+                    var events = 0
+                    for try await item in client.stream("ping", ["events": 3]) {
+                        if case .event = item { events += 1 }
+                    }
+                    #expect(events == 3)
+                }
+            }
+            try await group.waitForAll()
+        }
+        let baton = client.readBaton
+        #expect(baton.takes > 0, "no call read in the reader thread's place")
+        #expect(baton.holder == .thread || baton.holder == .lent)
     }
 
     /// A call resumed onto an executor that does not run it keeps its place among the calls a batch waits for; the

@@ -11,11 +11,11 @@
 /// 0 when the socket takes nothing now (nothing was sent, the descriptor neither), or -errno.
 ssize_t ferry_send_with_fd(int sock, const void *buf, size_t len, int fd);
 
-/// Receives like recv(2) into `buf`, and the descriptors that came with those bytes into `fds` (close-on-exec; at
+/// Receives like recv(2) into `buf` (`flags` as recv's: MSG_DONTWAIT), and the descriptors that came with those bytes into `fds` (close-on-exec; at
 /// most `max_fds`, any beyond are closed), their number in `*nfds`, or -1 in `*nfds` when the kernel dropped some
 /// (MSG_CTRUNC: the process is out of descriptors), after which the pairing of descriptors and frames is lost.
 /// Returns the bytes read, 0 at end of stream, or -errno (-EINTR included: the caller retries).
-ssize_t ferry_recv_with_fds(int sock, void *buf, size_t len, int *fds, int max_fds, int *nfds);
+ssize_t ferry_recv_with_fds(int sock, void *buf, size_t len, int *fds, int max_fds, int *nfds, int flags);
 
 /// A memory file (memfd) holding a copy of `len` bytes of `data`, sealed so that nobody (not the daemon, not a
 /// client that reopens it through /proc) can write, grow or shrink it, or remove the seals: a reader sees these
