@@ -40,7 +40,7 @@ final class ClientConnection: Sendable {
     }
 
     struct State {
-        var waiters: [UInt64: Waiter] = [:]
+        var waiters = IDTable<Waiter>()
         /// Requests sent whose final reply has not come, `cancel`s left out (the server exempts them from its
         /// `max_in_flight`, and so does this count).
         var onWire = 0
@@ -342,18 +342,17 @@ final class ClientConnection: Sendable {
     /// Fails every waiter and wakes the reader thread. The descriptor itself is closed only in `deinit`: closing it
     /// earlier would let the number be reused while a late `send` or `shutdown` could still reach it.
     func connectionLost(_ error: FerryError) {
-        let waiters = state.withLock { s -> [UInt64: Waiter] in
+        let waiters = state.withLock { s -> [Waiter] in
             if s.closedError == nil { s.closedError = error }
             (s.held, s.heldHead) = ([], 0)
-            defer { s.waiters.removeAll() }
-            return s.waiters
+            return s.waiters.removeAll()
         }
         credit.open()
         shutdown(fd, Int32(SHUT_RDWR))
         // The reader may be waiting for a lent baton, not on the socket: it takes it back and reads the end.
         baton.withLock { $0.connectionClosing() }
         executor.wakeReader()
-        for (_, w) in waiters {
+        for w in waiters {
             switch w {
             case .call(let c, _): resume(c, with: .failure(error), counted: false)
             case .stream(let w): w.continuation.finish(throwing: error)
