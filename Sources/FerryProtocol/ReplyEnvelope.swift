@@ -1,3 +1,4 @@
+import FerryBytes
 /// A reply envelope as a client reads it.
 public enum ReplyEnvelope: Sendable, Equatable {
     case result(id: UInt64, JSONObject)
@@ -74,7 +75,7 @@ public enum ReplyEnvelope: Sendable, Equatable {
     /// json.withUnsafeBytes { ReplyEnvelope.resultInServerOrder($0) }   // (7, 30..<43): {"pong":true}
     /// ```
     public static func resultInServerOrder(_ bytes: UnsafeRawBufferPointer) -> (id: UInt64, result: Range<Int>)? {
-        guard bytes.count > idPrefix.count + resultPrefix.count + 3, bytes.starts(with: idPrefix),
+        guard bytes.count > idPrefix.count + resultPrefix.count + 3, matches(bytes, at: 0, idPrefix),
               bytes[bytes.count - 1] == UInt8(ascii: "}") else { return nil }
         // The id: 1 to 16 digits, no leading zero (the server's integers), at most 2^53 - 1 as every id is.
         var at = idPrefix.count
@@ -85,10 +86,15 @@ public enum ReplyEnvelope: Sendable, Equatable {
         }
         let digits = at - idPrefix.count
         guard digits > 0, digits == 1 || bytes[idPrefix.count] != UInt8(ascii: "0"), id <= RequestEnvelope.maxID,
-              bytes.count - at > resultPrefix.count, UnsafeRawBufferPointer(rebasing: bytes[at..<at + resultPrefix.count]).elementsEqual(resultPrefix),
+              bytes.count - at > resultPrefix.count, matches(bytes, at: at, resultPrefix),
               bytes[at + resultPrefix.count] == UInt8(ascii: "{")
         else { return nil }
         return (id, at + resultPrefix.count..<bytes.count - 1)
+    }
+
+    /// Whether `bytes` holds `expected` at `offset` (the caller checked there is room).
+    private static func matches(_ bytes: UnsafeRawBufferPointer, at offset: Int, _ expected: [UInt8]) -> Bool {
+        expected.withUnsafeBytes { UTF8Bytes.equal(UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + expected.count]), $0) }
     }
 
     /// The envelope as the server writes it: fields in PROTOCOL.md's order.

@@ -42,6 +42,22 @@ import Testing
         #expect(UTF8Bytes.equal(bridged, "non-contiguous?"))
     }
 
+    /// Raw ranges: equal as arrays are, for every length around the eight-byte steps and a difference at every
+    /// place (the word loop and the byte tail both decide).
+    @Test func rawByteEqualityAgreesWithArrayEquality() {
+        for n in 0...40 {
+            let a = (0..<n).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+            for k in -1..<n {
+                var b = a
+                if k >= 0 { b[k] ^= 0x20 }
+                let same = a.withUnsafeBytes { x in b.withUnsafeBytes { y in UTF8Bytes.equal(x, y) } }
+                #expect(same == (a == b))
+            }
+            let shorter = a.withUnsafeBytes { x in a.dropLast().withUnsafeBytes { y in UTF8Bytes.equal(x, y) } }
+            #expect(shorter == (n == 0))
+        }
+    }
+
     /// `compare` orders as the bytes do (memcmp, then length), for every pair of a set with prefixes, equal
     /// strings, bytes past 0x7f and long common heads; a substring (not contiguous from its start) too.
     @Test func utf8CompareIsTheBytesOrder() {
