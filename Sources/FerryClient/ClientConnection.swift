@@ -122,13 +122,30 @@ final class ClientConnection: Sendable {
     /// `Task.isCancelled` after.
     func start(_ envelope: RequestEnvelope, body: [UInt8], waiter: Waiter) -> FerryError? {
         let limit = maxInFlight.load(ordering: .relaxed)
-        let outcome = state.withLock { s -> (FerryError?, sendNow: Bool) in
-            if let e = s.closedError { return (e, false) }
+        let outcome = state.withLock { s -> (FerryError?, sendNow: Bool, dropped: UInt64) in
+            if let e = s.closedError { return (e, false, 0) }
             s.waiters[envelope.id] = waiter
-            return (nil, s.admit(envelope, body, limit: limit))
+            return (nil, s.admit(envelope, body, limit: limit), waitersDropped.load(ordering: .sequentiallyConsistent))
         }
-        if outcome.sendNow && !transmit(envelope, body: body) { slotsFreed(1) }
+        if outcome.sendNow && !transmit(envelope, body: body, droppedAtStart: outcome.dropped) { slotsFreed(1) }
         return outcome.0
+    }
+
+    /// Waiters ended before their reply (cancelled, failed here, the connection closed), counted up under the
+    /// state lock as they are removed. Why: a request is sent only if its waiter is still there (a cancelled call's
+    /// request must not follow its `cancel`), and looking that up took the state lock again inside the outbox's for
+    /// every request. A request whose call registered its waiter when this count was what it still is when the
+    /// request is queued has not lost it: any removal since would have raised the count first, and the `cancel`
+    /// that follows a removal is queued after (the outbox lock is held meanwhile).
+    private let waitersDropped = Atomic<UInt64>(0)
+
+    /// Removes the waiter of `id` before its reply (`waitersDropped`).
+    private func dropWaiter(_ id: UInt64) -> Waiter? {
+        state.withLock { s in
+            let waiter = s.waiters.removeValue(forKey: id)
+            if waiter != nil { waitersDropped.add(1, ordering: .sequentiallyConsistent) }
+            return waiter
+        }
     }
 
     /// Tells the daemon to drop request `id`. A `cancel` is exempt from `max_in_flight` (here as in the daemon),
@@ -167,7 +184,8 @@ final class ClientConnection: Sendable {
 
     /// Writes (or queues) one request's frames; false when nothing was sent. A request the server would refuse as
     /// a protocol error (too large, too deep) fails here instead, so it cannot take the shared connection down.
-    private func transmit(_ envelope: RequestEnvelope, body: [UInt8]) -> Bool {
+    /// `droppedAtStart`: `waitersDropped` when the call registered its waiter (nil: look the waiter up).
+    private func transmit(_ envelope: RequestEnvelope, body: [UInt8], droppedAtStart: UInt64? = nil) -> Bool {
         let nesting = maxNesting.load(ordering: .relaxed), limits = frameLimits
         if envelope.depth > nesting {
             finish(envelope.id, with: .failure(FerryError(.invalidArgument, "arguments nested deeper than the server's limit of \(nesting)")))
@@ -177,7 +195,8 @@ final class ClientConnection: Sendable {
         let id = envelope.id, isCancel = envelope.op == "cancel", blocking = !readsSocket
         var wanted = false
         let stillWanted = {
-            wanted = isCancel || self.state.withLock { $0.waiters[id] != nil }
+            wanted = isCancel || droppedAtStart == self.waitersDropped.load(ordering: .sequentiallyConsistent)
+                || self.state.withLock { $0.waiters[id] != nil }
             return wanted
         }
         // The common case, one small frame, is encoded straight into the outbox.
@@ -304,7 +323,7 @@ final class ClientConnection: Sendable {
 
     /// The calling task was cancelled: fail the waiter now and tell the server to stop the work.
     func cancel(_ id: UInt64) {
-        guard let waiter = state.withLock({ $0.waiters.removeValue(forKey: id) }) else { return }
+        guard let waiter = dropWaiter(id) else { return }
         deliver(.failure(ClientConnection.cancelled), to: waiter, counted: false)
         sendCancel(for: id)
     }
@@ -314,7 +333,7 @@ final class ClientConnection: Sendable {
     /// Ends the waiter of `id` (if still there) with an error, from any thread but the reader's (which ends its
     /// replies' waiters in batches, `finishAll`).
     func finish(_ id: UInt64, with outcome: Result<FerryReply, FerryError>) {
-        guard let waiter = state.withLock({ $0.waiters.removeValue(forKey: id) }) else { return }
+        guard let waiter = dropWaiter(id) else { return }
         deliver(outcome, to: waiter, counted: false)
     }
 
@@ -345,6 +364,7 @@ final class ClientConnection: Sendable {
         let waiters = state.withLock { s -> [Waiter] in
             if s.closedError == nil { s.closedError = error }
             (s.held, s.heldHead) = ([], 0)
+            waitersDropped.add(1, ordering: .sequentiallyConsistent)
             return s.waiters.removeAll()
         }
         credit.open()

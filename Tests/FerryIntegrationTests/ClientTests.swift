@@ -130,6 +130,29 @@ extension IntegrationTests {
         #expect(stats["requests"]?["in_flight"]?.intValue == 0, "nothing is left in flight")
     }
 
+    /// Calls cancelled at every moment around their sending (before their waiter is there, between it and the
+    /// write, after): none reaches the daemon after its `cancel`, which would leave it running there for seconds.
+    @Test func callsCancelledAroundTheirSendingLeaveNothingRunning() async throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let client = try await FerryClient.connect(path: daemon.socket)
+        defer { client.close() }
+        for round in 0..<300 {
+            let task = Task { try await client.call("ping", ["delay_ms": 5000]) }
+            for _ in 0..<(round % 9) { await Task.yield() }
+            task.cancel()
+            await #expect(throws: FerryError.self) { _ = try await task.value }
+        }
+        var inFlight: Int64?
+        for _ in 0..<100 {
+            inFlight = try await client.stats()["requests"]?["in_flight"]?.intValue
+            if inFlight == 0 { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(inFlight == 0, "a request sent after its cancel is still running")
+        _ = try await client.ping()
+    }
+
     /// A task already cancelled when it calls: the cancellation handler ran before the call had a waiter, so the
     /// call itself sees it and ends, unsent.
     @Test func aCallFromACancelledTaskEndsAtOnce() async throws {
