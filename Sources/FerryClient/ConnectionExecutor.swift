@@ -9,10 +9,11 @@ import Synchronization
 /// Runs tasks on the connection's reader thread, between its reads (`FerryClient.executor`).
 ///
 /// Why: a call resumed by the reader thread otherwise goes to the global executor: the reader queues the task
-/// there, wakes a worker thread, and the worker runs it and sends the next request, each a hop between threads
-/// (measured: half of what a pipelined call costs the client). A task that prefers this executor is resumed where
+/// there and a worker thread runs it and sends the next request. A task that prefers this executor is resumed where
 /// its reply was read: the reader runs it right after the read, and writes every request those tasks sent in one
-/// go before it reads again — the loop of a hand-written pipelined client.
+/// go before it reads again — the loop of a hand-written pipelined client. (When this was written the hop cost half
+/// of a pipelined call; since the last call of a batch reads the next replies itself, `ReadBaton`, plain tasks are
+/// as fast: BENCHMARKS.md.)
 ///
 /// The rule is an event loop's: a job that blocks the thread (blocking I/O, a long computation) stops the
 /// connection's replies for everyone. Await, don't block.

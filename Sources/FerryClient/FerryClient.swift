@@ -153,10 +153,11 @@ public final class FerryClient: Sendable {
     public func stats() async throws -> JSONObject { try await call(.stats).result }
 
     /// Runs tasks on the thread that reads this connection's replies: a call made from such a task resumes right
-    /// where its reply was read, and the requests such tasks send after a read leave together — no hop to another
-    /// thread per call (about half of what a pipelined call costs otherwise, measured in BENCHMARKS.md). Its rule
-    /// is an event loop's: a task on it that blocks the thread (blocking I/O, long computation) holds up every
-    /// reply on the connection; await instead.
+    /// where its reply was read, and the requests such tasks send after a read leave together. Plain tasks batch
+    /// as well since the last call of a batch reads the next replies itself (`ReadBaton`): measured, this executor
+    /// is no longer faster than the global one (BENCHMARKS.md); it stays for code that wants its calls to resume on
+    /// the connection's thread. Its rule is an event loop's: a task on it that blocks the thread (blocking I/O, long
+    /// computation) holds up every reply on the connection; await instead.
     ///
     /// ```swift
     /// let values = try await withTaskExecutorPreference(client.executor) {
