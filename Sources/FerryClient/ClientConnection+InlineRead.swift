@@ -43,8 +43,8 @@ extension ClientConnection {
         // credit: the reader thread's to wait for. (Another thread writing: reading is what lets it finish.)
         let flushed = outbox.flushAvailable()
         guard flushed == .done || flushed == .writerBusy, credit.mayRead else { return }
-        guard case .read(let resumed, let sentHeld) = readReplies(reading) else { return }
-        lentOn = resumed
+        guard case .read(let lent, let sentHeld) = readReplies(reading) else { return }
+        lentOn = lent
         // Held requests let go by this read: written now, as the reader thread would at its next turn (what the
         // socket does not take waits for the next holder, or the reader's stale timeout).
         if sentHeld { _ = outbox.flushAvailable() }

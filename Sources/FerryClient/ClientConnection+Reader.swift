@@ -32,9 +32,9 @@ extension ClientConnection {
 
     /// What one read of the socket came to.
     enum ReadOutcome: Equatable {
-        /// Replies read (maybe none whole yet). `resumed`: calls were resumed, so the baton is lent. `sentHeld`:
+        /// Replies read (maybe none whole yet). `lent`: calls were resumed and the baton lent to them. `sentHeld`:
         /// held requests took freed slots and wait in the outbox.
-        case read(resumed: Bool, sentHeld: Bool)
+        case read(lent: Bool, sentHeld: Bool)
         /// Nothing there yet (or interrupted).
         case nothing
         /// The connection is over (`ReadState.failure` says why).
@@ -185,27 +185,29 @@ extension ClientConnection {
     /// and a lock taken once a reply was the reader's most contended cost (its spinning, measured). Resuming calls
     /// lends the baton first (the last of them may read next), so nothing of `r` is touched after that.
     private func finishAll(_ r: ReadState) -> ReadOutcome {
-        guard !r.finals.isEmpty else { return .read(resumed: false, sentHeld: false) }
+        guard !r.finals.isEmpty else { return .read(lent: false, sentHeld: false) }
         let finals = r.finals
         r.finals.removeAll(keepingCapacity: true)
-        var freed = 0
+        var freed = 0, stillOnWire = 0
         let waiters = state.withLock { s -> [Waiter?] in
-            finals.map { final in
+            defer { stillOnWire = s.onWire - freed }
+            return finals.map { final in
                 if s.cancelIDs.isEmpty || s.cancelIDs.remove(final.id) == nil { freed += 1 }
                 return s.waiters.removeValue(forKey: final.id)
             }
         }
         let calls = waiters.reduce(0) { n, w in if case .call? = w { n + 1 } else { n } }
-        if calls > 0 {
-            outbox.resuming(calls)
-            // Not once the connection is ending: nobody reads again, and its end is the holder's to handle.
-            if lendsBaton && r.failure == nil { baton.withLock { $0.lend() } }
-        }
+        // Lent only while other requests are on the wire, whose replies the last call may find: with none (one
+        // call at a time), its read could only come back empty and wake the reader thread for nothing, a thread
+        // switch more per call (measured). Nor once the connection is ending: its end is the holder's to handle.
+        let lends = calls > 0 && lendsBaton && stillOnWire > 0 && r.failure == nil
+        if calls > 0 { outbox.resuming(calls) }
+        if lends { baton.withLock { $0.lend() } }
         for k in finals.indices {
             if let waiter = waiters[k] { deliver(finals[k].outcome, to: waiter, counted: true) }
         }
         // Held requests take the freed slots; queued from this thread, they are written at the loop's next turn.
-        return .read(resumed: calls > 0, sentHeld: freed > 0 && slotsFreed(freed) > 0)
+        return .read(lent: lends, sentHeld: freed > 0 && slotsFreed(freed) > 0)
     }
 
     /// Reads one frame: a final reply joins `finals`, an event goes to its waiter now. Returns the error that ends
