@@ -197,10 +197,13 @@ extension ClientConnection {
             }
         }
         let calls = waiters.reduce(0) { n, w in if case .call? = w { n + 1 } else { n } }
-        // Lent only while other requests are on the wire, whose replies the last call may find: with none (one
-        // call at a time), its read could only come back empty and wake the reader thread for nothing, a thread
-        // switch more per call (measured). Nor once the connection is ending: its end is the holder's to handle.
-        let lends = calls > 0 && lendsBaton && stillOnWire > 0 && r.failure == nil
+        // Lent only when the last call may find replies: other requests are on the wire, or the batch is larger
+        // than the outbox's, so that its first requests leave (`Outbox.batchRequests`) well before its last call
+        // reads. Otherwise (one call at a time, a few) every request of the batch leaves with the last call's own
+        // write, its read could only come back empty and wake the reader thread for nothing: a thread switch more
+        // per call (measured). Nor once the connection is ending: its end is the holder's to handle.
+        let mayFindReplies = stillOnWire > 0 || calls > Outbox.batchRequests
+        let lends = calls > 0 && mayFindReplies && lendsBaton && r.failure == nil
         if calls > 0 { outbox.resuming(calls) }
         if lends { baton.withLock { $0.lend() } }
         for k in finals.indices {
