@@ -65,6 +65,9 @@ extension ClientConnection {
                 idle = waitForBaton()
                 continue
             case .read:
+                // A call reading in this thread's place found the connection over (a bad frame, a descriptor
+                // dropped): end here, not wait on a socket that may stay quiet.
+                if r.failure != nil { break reading }
                 if idle {
                     // Taken back from calls that did not run: what they queued leaves now.
                     idle = false

@@ -91,6 +91,36 @@ extension IntegrationTests {
         let pong = try await stalled.value.result["pong"]
         #expect(pong == true)
     }
+
+
+    /// A bad frame ends the connection whoever reads it, the reader thread or a call in its place: every call still
+    /// waiting fails with `protocol_error` at once, not left waiting on a socket the peer keeps open and silent.
+    @Test(.timeLimit(.minutes(1))) func aBadFrameEndsTheConnectionWhoeverReadsIt() async throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let daemon = try BadFrameDaemon(path: dir.path + "/bad.sock", badAfter: 5_000)
+        defer { daemon.stop() }
+        let client = try await FerryClient.connect(path: daemon.path)
+        defer { client.close() }
+        let started = ContinuousClock.now
+        let (answered, errors) = try await withThrowingTaskGroup(of: (Int, FerryError?).self) { group in
+            for _ in 0..<40 {
+                group.addTask {
+                    var ok = 0
+                    while ContinuousClock.now - started < .seconds(20) {
+                        do { _ = try await client.call("ping") } catch let e as FerryError { return (ok, e) }
+                        ok += 1
+                    }
+                    return (ok, nil)
+                }
+            }
+            return try await group.reduce(into: (0, [FerryError?]())) { $0.0 += $1.0; $0.1.append($1.1) }
+        }
+        #expect(answered == 5_000)
+        let codes = errors.map { $0?.code }
+        #expect(codes == Array(repeating: .protocolError, count: 40), "every call ends with the bad frame's error")
+        #expect(ContinuousClock.now - started < .seconds(10), "calls waited on a connection already known bad")
+    }
 }
 }
 
