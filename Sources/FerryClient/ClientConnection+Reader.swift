@@ -46,32 +46,41 @@ extension ClientConnection {
         let r = reading
         var socketFull = false
         var sentHeld = false   // finishAll sent held requests (queued from this thread)
-        var idle = false       // the last wait for a lent baton timed out
+        var waited = false     // the last turn waited for a lent baton
         reading: while true {
             credit.waitForRoom(orElse: { executor.hasJobs })
             // Tasks resumed by the last read that prefer this thread run now; what they sent is written at once,
             // with any held requests the read let go.
             if executor.runJobs() > 0 || sentHeld {
                 sentHeld = false
-                // A lost socket is not the end yet: only the baton's holder may end the loop (it reads the end
-                // of the stream), so that nothing else is reading the state this loop lets go of.
-                socketFull = outbox.flushAvailable() == .socketFull
+                // A lost socket ends the loop through its holder, who reads the end of the stream (only the
+                // holder may touch the read state): shutting it down makes sure that end comes.
+                let flushed = outbox.flushAvailable()
+                if flushed == .lost { connectionLost(closed) }
+                socketFull = flushed == .socketFull
                 // They may have taken what a stream held; if not, wait for room again before reading.
                 if !credit.mayRead { continue }
             }
-            switch baton.withLock({ $0.threadTurn(afterIdleWait: idle) }) {
+            let now = Platform.monotonicNanos()
+            switch baton.withLock({ $0.threadTurn(nowNs: now) }) {
             case .closed: break reading
             case .wait:
-                idle = waitForBaton()
+                waitForBaton(ms: baton.withLock { $0.waitMs(nowNs: now) })
+                waited = true
                 continue
             case .read:
                 // A call reading in this thread's place found the connection over (a bad frame, a descriptor
                 // dropped): end here, not wait on a socket that may stay quiet.
                 if r.failure != nil { break reading }
-                if idle {
-                    // Taken back from calls that did not run: what they queued leaves now.
-                    idle = false
-                    if outbox.holdsFrames { socketFull = outbox.flushAvailable() == .socketFull }
+                if waited {
+                    // Back from calls (given back, or taken back from calls that did not run): what they queued
+                    // leaves now.
+                    waited = false
+                    if outbox.holdsFrames {
+                        let flushed = outbox.flushAvailable()
+                        if flushed == .lost { connectionLost(closed) }
+                        socketFull = flushed == .socketFull
+                    }
                 }
             }
             switch waitForReplies(socketFull: &socketFull) {
@@ -92,12 +101,10 @@ extension ClientConnection {
     }
 
     /// The reader thread's wait while a call holds the baton or may take it: for its wake-up pipe (jobs for
-    /// `executor`, the baton given back), at most one stale interval. Returns whether it timed out.
-    private func waitForBaton() -> Bool {
+    /// `executor`, the baton given back), at most `ms` (until the loan goes stale).
+    private func waitForBaton(ms: Int32) {
         var p = pollfd(fd: executor.wakeFD, events: Int16(POLLIN), revents: 0)
-        let ready = poll(&p, 1, executor.hasJobs ? 0 : Outbox.staleAfterMs)
-        if ready > 0 { executor.drainWake() }
-        return ready == 0
+        if poll(&p, 1, executor.hasJobs ? 0 : ms) > 0 { executor.drainWake() }
     }
 
     /// One read of the socket by the baton's holder, and the frames it completed. Never waits (`MSG_DONTWAIT`):
@@ -152,9 +159,11 @@ extension ClientConnection {
         } catch {
             r.failure = FerryError(.protocolError, "ferryd sent a bad frame: \(error)")
         }
-        // Replies read before a bad frame still reach their calls (the rest fail with the connection).
+        // Replies read before a bad frame still reach their calls (the rest fail with the connection). Whether it
+        // failed is read before `finishAll`: once it lends the baton, `r` is the next holder's.
+        let failed = r.failure != nil
         let outcome = finishAll(r)
-        return r.failure == nil ? outcome : .ended
+        return failed ? .ended : outcome
     }
 
     enum Wait { case readable, later, lost }
@@ -167,6 +176,9 @@ extension ClientConnection {
     /// `socketFull`: the last write from here left frames the socket did not take; the wait then also ends when
     /// it takes more.
     private func waitForReplies(socketFull: inout Bool) -> Wait {
+        // Frames another thread wrote meanwhile (a call reading in this thread's place): nothing waits for POLLOUT,
+        // which would otherwise end every wait at once.
+        if socketFull && !outbox.holdsFrames { socketFull = false }
         var p = (pollfd(fd: fd, events: Int16(POLLIN) | (socketFull ? Int16(POLLOUT) : 0), revents: 0),
                  pollfd(fd: executor.wakeFD, events: Int16(POLLIN), revents: 0))
         let timeout: Int32 = executor.hasJobs ? 0 : outbox.mayHoldFrames ? Outbox.staleAfterMs : -1
@@ -213,7 +225,8 @@ extension ClientConnection {
             if let waiter = waiters[k] { deliver(finals[k].outcome, to: waiter, counted: true) }
         }
         // Held requests take the freed slots; queued from this thread, they are written at the loop's next turn.
-        return .read(lent: lends, sentHeld: freed > 0 && slotsFreed(freed) > 0)
+        // Never waiting on a write: this is the baton's holder (or was, a moment ago), whom ferryd may wait for.
+        return .read(lent: lends, sentHeld: freed > 0 && slotsFreed(freed, blocking: false) > 0)
     }
 
     /// Reads one frame: a final reply joins `finals`, an event goes to its waiter now. Returns the error that ends

@@ -77,8 +77,6 @@ final class ClientConnection: Sendable {
     let reading = ReadState()
     /// Whether the baton is ever lent: not without the executor's wake-up pipe, through which a call gives it back.
     let lendsBaton: Bool
-    /// The thread reading in the reader's place now (`pthread_t` as an integer; 0 when none).
-    let inlineReader = Atomic<UInt>(0)
 
     init(path: String) throws(FerryError) {
         self.path = path
@@ -159,7 +157,9 @@ final class ClientConnection: Sendable {
     /// `count` requests got their final replies (or were never sent): held requests take their slots. Returns how
     /// many were sent.
     @discardableResult
-    func slotsFreed(_ count: Int) -> Int {
+    /// `blocking`: whether the sends may wait for the socket (not on the reader thread, nor from the baton's
+    /// holder: ferryd may be waiting for them to read).
+    func slotsFreed(_ count: Int, blocking: Bool? = nil) -> Int {
         var free = count, sent = 0
         while free > 0 {
             let limit = maxInFlight.load(ordering: .relaxed)
@@ -176,7 +176,7 @@ final class ClientConnection: Sendable {
                 return taken
             }
             // A held request no longer wanted (cancelled meanwhile) or refused is not sent: its slot frees again.
-            free = next.reduce(0) { n, r in transmit(r.envelope, body: r.body) ? n : n + 1 }
+            free = next.reduce(0) { n, r in transmit(r.envelope, body: r.body, blocking: blocking) ? n : n + 1 }
             sent += next.count - free
         }
         return sent
@@ -185,14 +185,16 @@ final class ClientConnection: Sendable {
     /// Writes (or queues) one request's frames; false when nothing was sent. A request the server would refuse as
     /// a protocol error (too large, too deep) fails here instead, so it cannot take the shared connection down.
     /// `droppedAtStart`: `waitersDropped` when the call registered its waiter (nil: look the waiter up).
-    private func transmit(_ envelope: RequestEnvelope, body: [UInt8], droppedAtStart: UInt64? = nil) -> Bool {
+    /// `blocking`: whether the write may wait for the socket; by default, unless on the reader thread.
+    private func transmit(_ envelope: RequestEnvelope, body: [UInt8], droppedAtStart: UInt64? = nil,
+                          blocking: Bool? = nil) -> Bool {
         let nesting = maxNesting.load(ordering: .relaxed), limits = frameLimits
         if envelope.depth > nesting {
             finish(envelope.id, with: .failure(FerryError(.invalidArgument, "arguments nested deeper than the server's limit of \(nesting)")))
             return false
         }
         // A call cancelled between registering and sending is not sent at all (cancel requests have no waiter).
-        let id = envelope.id, isCancel = envelope.op == "cancel", blocking = !readsSocket
+        let id = envelope.id, isCancel = envelope.op == "cancel", blocking = blocking ?? !executor.onReaderThread
         var wanted = false
         let stillWanted = {
             wanted = isCancel || droppedAtStart == self.waitersDropped.load(ordering: .sequentiallyConsistent)

@@ -33,6 +33,13 @@ enum Platform {
 
     static func close(_ fd: Int32) { _ = Glibc.close(fd) }
 
+    /// A monotonic clock's nanoseconds (the reader thread's `ReadBaton` turns).
+    static func monotonicNanos() -> Int64 {
+        var t = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &t)
+        return Int64(t.tv_sec) * 1_000_000_000 + Int64(t.tv_nsec)
+    }
+
     /// Starts a detached thread running `body` (no Foundation: it would add milliseconds to every CLI start).
     static func startThread(_ body: @escaping @Sendable () -> Void) {
         final class Box: @unchecked Sendable {

@@ -7,7 +7,7 @@
 /// wake-up interrupts: about a quarter of FerryClient's time at 50 calls in flight (perf, BENCHMARKS.md). By the
 /// time the last call of a batch has run, the next replies are usually there, so that call reads them itself
 /// (without waiting: `MSG_DONTWAIT`) and the reader thread sleeps. It takes the baton back when a holder finds
-/// nothing to read, or when a lent baton went a whole wait without being used (a resumed call that never runs
+/// nothing to read, or when a lent baton went `staleAfterNs` without being used (a resumed call that never runs
 /// must not stop the replies of every other call).
 ///
 /// Only the holder touches the read state (decoder, descriptors); the states below say who that is.
@@ -17,7 +17,7 @@
 /// baton.lend()                                   // the reader resumes calls: the last of them may read
 /// baton.take()                                   // true: that call (not the reader thread) reads now
 /// baton.lend()                                   // its read resumed more calls
-/// baton.threadTurn(afterIdleWait: false)         // .wait: the reader thread leaves the socket to them
+/// baton.threadTurn(nowNs: 10)                    // .wait: the reader thread leaves the socket to them
 /// ```
 struct ReadBaton: Equatable {
     enum Holder: Equatable {
@@ -36,8 +36,9 @@ struct ReadBaton: Equatable {
     private(set) var lends: UInt64 = 0
     /// Times a call took it to read in the reader thread's place.
     private(set) var takes: UInt64 = 0
-    /// `lends` when the reader thread began its last wait for a lent baton.
+    /// `lends` when the reader thread first saw the current loan, and when (`threadTurn`'s clock).
     private var lendsSeen: UInt64?
+    private var seenAtNs: Int64 = 0
     /// Set by `connectionClosing`.
     private var closing = false
 
@@ -85,9 +86,13 @@ struct ReadBaton: Equatable {
         case closed
     }
 
-    /// The reader thread's question before each read. `afterIdleWait`: its last `wait` ran to its timeout, woken
-    /// by nothing.
-    mutating func threadTurn(afterIdleWait: Bool) -> Turn {
+    /// A lent baton the same for this long (1 ms) comes back to the reader thread: the calls it went to are not
+    /// running.
+    static let staleAfterNs: Int64 = 1_000_000
+
+    /// The reader thread's question before each read, at `nowNs` (a monotonic clock's nanoseconds). While the
+    /// answer is `wait`, `waitMs` says how long to wait at most before asking again.
+    mutating func threadTurn(nowNs: Int64) -> Turn {
         switch holder {
         case .thread:
             lendsSeen = nil
@@ -98,15 +103,27 @@ struct ReadBaton: Equatable {
             lendsSeen = nil
             return .wait
         case .lent:
-            // Unused for a whole idle wait (no lend since it began): the calls it went to are not running.
-            if closing || (afterIdleWait && lendsSeen == lends) {
+            // Not lent again for `staleAfterNs` since the reader first saw this loan: nobody is using it. Measured
+            // by the clock, not by a wait that ran out, so that wake-ups (jobs, a pipe) neither hold it off nor
+            // hurry it.
+            if closing || (lendsSeen == lends && nowNs - seenAtNs >= ReadBaton.staleAfterNs) {
                 holder = .thread
                 lendsSeen = nil
                 return .read
             }
-            if lendsSeen != lends { lendsSeen = lends }
+            if lendsSeen != lends {
+                lendsSeen = lends
+                seenAtNs = nowNs
+            }
             return .wait
         }
+    }
+
+    /// How long (ms, for `poll`) the reader thread may wait before its next `threadTurn` at `nowNs`, once that said
+    /// `wait`: until the loan it saw goes stale, at least 1 ms (`poll` counts whole milliseconds).
+    func waitMs(nowNs: Int64) -> Int32 {
+        let left = holder == .lent && lendsSeen == lends ? seenAtNs + ReadBaton.staleAfterNs - nowNs : ReadBaton.staleAfterNs
+        return Int32(max(1, (left + 999_999) / 1_000_000))
     }
 
     /// The connection is being closed: a lent baton comes back at the reader thread's next turn (it then reads the

@@ -13,18 +13,19 @@ import Testing
         func take() -> Bool { value.take() }
         func giveBack() { value.giveBack() }
         func returnedOnThread() { value.returnedOnThread() }
-        func threadTurn(afterIdleWait: Bool) -> ReadBaton.Turn { value.threadTurn(afterIdleWait: afterIdleWait) }
+        func threadTurn(at ms: Int64) -> ReadBaton.Turn { value.threadTurn(nowNs: ms * 1_000_000) }
+        func waitMs(at ms: Int64) -> Int32 { value.waitMs(nowNs: ms * 1_000_000) }
         func connectionClosing() { value.connectionClosing() }
         func close() { value.close() }
     }
 
     @Test func theReaderThreadReadsUntilItLendsTheBaton() {
         let baton = Baton()
-        #expect(baton.threadTurn(afterIdleWait: false) == .read)
+        #expect(baton.threadTurn(at: 0) == .read)
         #expect(!baton.take(), "nothing lent: a returning call writes and leaves the reading to the thread")
         baton.lend()
         #expect(baton.holder == .lent)
-        #expect(baton.threadTurn(afterIdleWait: false) == .wait)
+        #expect(baton.threadTurn(at: 0) == .wait)
     }
 
     @Test func onlyOneCallTakesALentBaton() {
@@ -46,19 +47,21 @@ import Testing
         #expect(baton.take())
         baton.giveBack()
         #expect(baton.holder == .thread)
-        #expect(baton.threadTurn(afterIdleWait: false) == .read)
+        #expect(baton.threadTurn(at: 0) == .read)
     }
 
-    /// A lent baton nobody used for a whole idle wait comes back; one that keeps being passed on does not.
-    @Test func aLentBatonUnusedForAWholeIdleWaitComesBack() {
+    /// A lent baton unused for 1 ms by the clock comes back; one that keeps being passed on does not, however
+    /// often the reader thread wakes.
+    @Test func aLentBatonUnusedForAMillisecondComesBack() {
         let baton = Baton()
         baton.lend()
-        #expect(baton.threadTurn(afterIdleWait: false) == .wait, "the wait begins")
+        #expect(baton.threadTurn(at: 10) == .wait, "the loan is seen")
+        #expect(baton.waitMs(at: 10) == 1)
         #expect(baton.take())
         baton.lend()
-        #expect(baton.threadTurn(afterIdleWait: true) == .wait, "used during the wait: the calls are running")
-        #expect(baton.threadTurn(afterIdleWait: false) == .wait, "woken early (jobs): not a whole wait")
-        #expect(baton.threadTurn(afterIdleWait: true) == .read, "a whole idle wait without a lend")
+        #expect(baton.threadTurn(at: 11) == .wait, "passed on meanwhile: the calls are running")
+        #expect(baton.threadTurn(at: 11) == .wait, "woken again at once: not stale yet")
+        #expect(baton.threadTurn(at: 12) == .read, "the same loan for 1 ms")
         #expect(baton.holder == .thread)
         #expect(!baton.take(), "the call that finally runs leaves the reading to the thread")
     }
@@ -67,10 +70,10 @@ import Testing
         let baton = Baton()
         baton.lend()
         #expect(baton.take())
-        #expect(baton.threadTurn(afterIdleWait: true) == .wait)
-        #expect(baton.threadTurn(afterIdleWait: true) == .wait)
+        #expect(baton.threadTurn(at: 5) == .wait)
+        #expect(baton.threadTurn(at: 5) == .wait)
         baton.connectionClosing()
-        #expect(baton.threadTurn(afterIdleWait: true) == .wait, "only its holder gives it back")
+        #expect(baton.threadTurn(at: 5) == .wait, "only its holder gives it back")
         #expect(baton.holder == .inline)
     }
 
@@ -78,7 +81,7 @@ import Testing
         let baton = Baton()
         baton.lend()
         baton.connectionClosing()
-        #expect(baton.threadTurn(afterIdleWait: false) == .read)
+        #expect(baton.threadTurn(at: 0) == .read)
         #expect(baton.holder == .thread)
         baton.lend()
         #expect(baton.holder == .thread && baton.lends == 1)
@@ -91,7 +94,7 @@ import Testing
         baton.connectionClosing()
         baton.lend()
         #expect(baton.holder == .thread)
-        #expect(baton.threadTurn(afterIdleWait: false) == .read)
+        #expect(baton.threadTurn(at: 0) == .read)
     }
 
     /// Tasks preferring the reader's executor: the last call returns on the reader thread, which reads on.
@@ -112,6 +115,6 @@ import Testing
         baton.giveBack()
         baton.returnedOnThread()
         #expect(baton.holder == .closed)
-        #expect(baton.threadTurn(afterIdleWait: true) == .closed)
+        #expect(baton.threadTurn(at: 5) == .closed)
     }
 }
