@@ -73,13 +73,11 @@ extension ClientConnection {
         case .joined: break
         case .final(let id, let result): finals.append((id, .success(FerryReply(result: result))))
         case .event(let id, let name, let data):
-            let stream = state.withLock { s -> (AsyncThrowingStream<FerryStreamItem, any Error>.Continuation, StreamAccount)? in
-                if case .stream(let w)? = s.waiters[id] { return (w.continuation, w.account) }
+            let stream = state.withLock { s -> StreamWaiter? in
+                if case .stream(let w)? = s.waiters[id] { return w }
                 return nil
             }
-            if let (continuation, account) = stream {
-                yield(.event(name: name, data: data, body: direct.buffer.take()), to: continuation, account)
-            }
+            if let stream { yield(.event(name: name, data: data, body: direct.buffer.take()), to: stream) }
         }
         return true
     }

@@ -32,15 +32,22 @@ extension ClientConnection {
             }
         }
         // A socket that takes no more (its rest needs a wait for POLLOUT), or streams holding more than their read
-        // credit: the reader thread's to wait for. (Another thread writing: reading is what lets it finish.) A lost
-        // one is shut down, so that the reader thread reads its end and ends the connection.
-        let flushed = outbox.flushAvailable()
-        if flushed == .lost { connectionLost(closed) }
+        // credit: the reader thread's to wait for. (Another thread writing: reading is what lets it finish.)
+        let flushed = writeQueued()
         guard flushed == .done || flushed == .writerBusy, credit.mayRead else { return }
         guard case .read(let lent, let sentHeld) = readReplies(reading) else { return }
         lentOn = lent
         // Held requests let go by this read: written now, as the reader thread would at its next turn (what the
         // socket does not take waits for the next holder, or the reader's stale timeout).
-        if sentHeld && outbox.flushAvailable() == .lost { connectionLost(closed) }
+        if sentHeld { _ = writeQueued() }
+    }
+
+    /// Writes what the outbox holds as far as the socket takes it now, never waiting (the way of whoever reads the
+    /// socket). A lost write shuts the socket down, so that the baton's holder reads its end and the connection ends
+    /// through the one thread that may touch the read state.
+    func writeQueued() -> Outbox.Flush {
+        let flushed = outbox.flushAvailable()
+        if flushed == .lost { connectionLost(closed) }
+        return flushed
     }
 }

@@ -53,11 +53,8 @@ extension ClientConnection {
             // with any held requests the read let go.
             if executor.runJobs() > 0 || sentHeld {
                 sentHeld = false
-                // A lost socket ends the loop through its holder, who reads the end of the stream (only the
-                // holder may touch the read state): shutting it down makes sure that end comes.
-                let flushed = outbox.flushAvailable()
-                if flushed == .lost { connectionLost(closed) }
-                socketFull = flushed == .socketFull
+                // A lost socket ends the loop through the baton's holder, who reads its end (`writeQueued`).
+                socketFull = writeQueued() == .socketFull
                 // They may have taken what a stream held; if not, wait for room again before reading.
                 if !credit.mayRead { continue }
             }
@@ -76,11 +73,7 @@ extension ClientConnection {
                     // Back from calls (given back, or taken back from calls that did not run): what they queued
                     // leaves now.
                     waited = false
-                    if outbox.holdsFrames {
-                        let flushed = outbox.flushAvailable()
-                        if flushed == .lost { connectionLost(closed) }
-                        socketFull = flushed == .socketFull
-                    }
+                    if outbox.holdsFrames { socketFull = writeQueued() == .socketFull }
                 }
             }
             switch waitForReplies(socketFull: &socketFull) {
@@ -262,7 +255,7 @@ extension ClientConnection {
     private func bytes(_ raw: UnsafeRawBufferPointer) -> [UInt8] { Array(raw.assumingMemoryBound(to: UInt8.self)) }
 
     private func deliverEvent(id: UInt64, name: String, data: JSONObject, body: UnsafeRawBufferPointer) {
-        let stream = state.withLock { s -> (AsyncThrowingStream<FerryStreamItem, any Error>.Continuation, StreamAccount)? in
+        let stream = state.withLock { s -> StreamWaiter? in
             switch s.waiters[id] {
             case .call(let c, let chunks)?:
                 // A plain call joins chunk events into the final body and drops other events.
@@ -276,20 +269,19 @@ extension ClientConnection {
                     }
                 }
                 return nil
-            case .stream(let w)?: return (w.continuation, w.account)
+            case .stream(let w)?: return w
             case nil: return nil
             }
         }
-        guard let (continuation, account) = stream else { return }
-        yield(.event(name: name, data: data, body: bytes(body)), to: continuation, account)
+        guard let stream else { return }
+        yield(.event(name: name, data: data, body: bytes(body)), to: stream)
     }
 
     /// A stream's event, its body counted against the connection's read credit until the stream's reader takes it.
-    func yield(_ event: FerryStreamItem, to continuation: AsyncThrowingStream<FerryStreamItem, any Error>.Continuation,
-               _ account: StreamAccount) {
+    func yield(_ event: FerryStreamItem, to stream: StreamWaiter) {
         guard case .event(_, _, let body) = event else { return }
-        account.delivered(body.count)
-        if case .terminated = continuation.yield(event) { account.consumed(body.count) }
+        stream.account.delivered(body.count)
+        if case .terminated = stream.continuation.yield(event) { stream.account.consumed(body.count) }
     }
 }
 

@@ -32,7 +32,7 @@ struct ReadBaton: Equatable {
     }
 
     private(set) var holder: Holder = .thread
-    /// Times the baton was lent; the reader thread takes a lent baton back when this did not move during its wait.
+    /// Times the baton was lent; the reader thread takes a lent baton back when this did not move for `staleAfterNs`.
     private(set) var lends: UInt64 = 0
     /// Times a call took it to read in the reader thread's place.
     private(set) var takes: UInt64 = 0
@@ -86,9 +86,9 @@ struct ReadBaton: Equatable {
         case closed
     }
 
-    /// A lent baton the same for this long (1 ms) comes back to the reader thread: the calls it went to are not
-    /// running.
-    static let staleAfterNs: Int64 = 1_000_000
+    /// A lent baton the same for this long comes back to the reader thread: the calls it went to are not running.
+    /// The outbox's interval for frames such calls queued (1 ms): one notion of a call that does not run.
+    static let staleAfterNs = Int64(Outbox.staleAfterMs) * 1_000_000
 
     /// The reader thread's question before each read, at `nowNs` (a monotonic clock's nanoseconds). While the
     /// answer is `wait`, `waitMs` says how long to wait at most before asking again.
