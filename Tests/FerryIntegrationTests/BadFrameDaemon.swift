@@ -11,15 +11,8 @@ final class BadFrameDaemon: @unchecked Sendable {
 
     init(path: String, badAfter: Int) throws {
         self.path = path
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = try bindListener(path)
         listener = fd
-        var addr = sockaddr_un()
-        addr.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &addr.sun_path) { p in for (k, b) in path.utf8.enumerated() { p[k] = b } }
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard rc == 0, listen(fd, 4) == 0 else { throw HarnessError("bind \(path)") }
         Thread { BadFrameDaemon.serve(fd, badAfter: badAfter) }.start()
     }
 

@@ -214,3 +214,16 @@ func freeTCPPort() throws -> Int {
     guard bound else { throw HarnessError("no free port") }
     return Int(UInt16(bigEndian: addr.sin_port))
 }
+
+/// A Unix socket bound to `path` and listening (a stand-in for ferryd, or a path ferryd must not take).
+func bindListener(_ path: String) throws -> Int32 {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    var addr = sockaddr_un()
+    addr.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &addr.sun_path) { p in for (k, b) in path.utf8.enumerated() { p[k] = b } }
+    let rc = withUnsafePointer(to: &addr) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+    }
+    guard rc == 0, listen(fd, 8) == 0 else { throw HarnessError("bind \(path)") }
+    return fd
+}
