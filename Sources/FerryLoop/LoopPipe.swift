@@ -31,6 +31,8 @@ public protocol LoopPipeDelegate: AnyObject {
 public final class LoopPipe {
     /// The `nread` of a clean end of stream.
     public static let endOfFile = Int(UV_EOF.rawValue)
+    /// The `pipeDidWrite` status of a queued write the pipe closed before it was written.
+    public static let cancelled = Int32(UV_ECANCELED.rawValue)
     /// The `tryWrite` result when the kernel takes nothing now.
     static let wouldBlock = Int(UV_EAGAIN.rawValue)
 

@@ -214,6 +214,73 @@ final class LoopOnly<T>: @unchecked Sendable {
         let got = received.withLock { $0 } ?? []
         #expect(got.count == sent.count && got == sent)
     }
+    /// What `Connection` relies on: an end of stream is told once and reading stops there (the socket stays
+    /// readable at its end, and libuv's poll is level-triggered); a write the kernel refused is queued, and nothing
+    /// written with `tryWrite` overtakes it; closing cancels what is still queued, with `LoopPipe.cancelled`, and
+    /// lets its owner go.
+    @Test func anEndOfStreamIsToldOnceAndClosingCancelsQueuedWrites() throws {
+        let loop = EventLoop()
+        let path = NSTemporaryDirectory() + "ferry-loop-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+        defer { unlink(path) }
+        let listener = LoopPipeListener(loop: loop)
+        try listener.bind(path: path)
+        final class Owner {}
+        final class Recorder: LoopPipeDelegate {
+            let pipe: LoopPipe
+            var reads: [Int] = []
+            var writes: [(count: Int, status: Int32)] = []
+            var space = [UInt8](repeating: 0, count: 64)
+            weak var owner: Owner?
+            var overtaking = -1
+            let loop: EventLoop
+            init(_ pipe: LoopPipe, loop: EventLoop) { (self.pipe, self.loop) = (pipe, loop) }
+            func pipeReadSpace() -> UnsafeMutableRawBufferPointer { space.withUnsafeMutableBytes { $0 } }
+            func pipeDidRead(_ n: Int) {
+                reads.append(n)
+                guard n == LoopPipe.endOfFile else { return }
+                // The peer reads nothing: 4 MB cannot all go, so the write stays queued.
+                let body = [UInt8](repeating: 7, count: 4 << 20)
+                let owner = Owner()
+                self.owner = owner
+                let queued = Array("head".utf8).withUnsafeBytes { head in
+                    body.withUnsafeBytes { pipe.write(copying: head, thenKeeping: $0, owner: BodyOwner(body, owner)) }
+                }
+                #expect(queued)
+                let wait = LoopTimer(loop: loop) { [self] timer in
+                    timer.close()
+                    overtaking = Array("late".utf8).withUnsafeBytes { pipe.tryWrite($0) }
+                    pipe.close()
+                }
+                wait.start(afterMs: 100)
+            }
+            func pipeDidWrite(count: Int, status: Int32) { writes.append((count, status)) }
+        }
+        final class BodyOwner { let body: [UInt8]; let owner: Owner; init(_ b: [UInt8], _ o: Owner) { (body, owner) = (b, o) } }
+        let recorder = LoopOnly<Recorder?>(nil)
+        try listener.listen(backlog: 8) { status in
+            guard status == 0, let pipe = listener.accept() else { return }
+            listener.close()
+            let r = Recorder(pipe, loop: loop)
+            pipe.delegate = r
+            recorder.value = r
+            pipe.startReading()
+        }
+        let done = Mutex(false)
+        Thread.detachNewThread {
+            let fd = connectUnix(path)
+            _ = "abc".withCString { write(fd, $0, 3) }
+            shutdown(fd, Int32(SHUT_WR))
+            while !done.withLock({ $0 }) { usleep(1000) }
+            close(fd)
+        }
+        loop.run()
+        done.withLock { $0 = true }
+        let r = try #require(recorder.value)
+        #expect(r.reads == [3, LoopPipe.endOfFile], "the end of stream once, though the socket stayed readable 100 ms")
+        #expect(r.overtaking == 0, "nothing goes ahead of a queued write")
+        #expect(r.writes.count == 1 && r.writes.first?.count == 4 + (4 << 20) && r.writes.first?.status == LoopPipe.cancelled)
+        #expect(r.owner == nil, "the cancelled write let its owner go")
+    }
 }
 
 /// A plain client socket connected to `path` (the peer of a `LoopPipe` under test).
