@@ -11,7 +11,10 @@ import FerryStore
 /// asks to be woken (`whenGrows`), and the spool wakes it once enough is new (`announce`) or the body ends.
 ///
 /// Once complete, the file is handed to the store (`takeFile`) — renamed, not copied; readers still holding the
-/// spool keep reading through its open descriptor. Loop thread only.
+/// spool keep reading through its open descriptor. A body nothing keeps and one reader follows (`streamThrough`)
+/// skips the file while that reader keeps up: past `memoryBytes` it stays in memory in reply-sized pieces, each
+/// let go once read (`StreamWindow`), and only a reader that falls `windowBytes` behind sends the rest to a file.
+/// Loop thread only.
 ///
 /// ```swift
 /// let spool = BodySpool(config: .init(directory: "/var/cache/ferry/spool"))
@@ -29,6 +32,10 @@ public final class BodySpool {
         public var memoryBytes = 256 * 1024
         /// Bytes gathered before one write to the file.
         public var writeBytes = 128 * 1024
+        /// How far the one reader of a body nothing keeps (`streamThrough`) may fall behind: the transfer then
+        /// waits for it (`isWindowFull`, libcurl paused) until it has read half of that. Bytes appended past
+        /// twice this (by a feeder that does not wait) go to a file after all: memory stays bounded either way.
+        public var windowBytes = 2 * 1024 * 1024
         /// Spooling stops (the transfer fails `resource_exhausted`) rather than leave the file system less free
         /// than this: the store, the journal and other programs keep room. Checked every `checkEvery` bytes.
         public var keepFree = 256 * 1024 * 1024
@@ -58,6 +65,16 @@ public final class BodySpool {
     public private(set) var length = 0
     private var memory: [UInt8] = []
     private var pending: [UInt8] = []
+    /// Asked by `streamThrough`: once past `memoryBytes`, the body goes to `window` rather than to a file.
+    private var streams = false
+    /// The unread part of a streamed body (nil unless streaming past `memoryBytes`).
+    private var window: StreamWindow?
+    /// The body offset of the file's first byte: 0, or where a window that fell behind went to the file.
+    private var fileBase = 0
+    /// Nobody reads a streamed body any more (`discardUnread`): its bytes are counted, not kept.
+    private var discarding = false
+    /// Runs once the reader has made room in a full window (`whenRoom`).
+    private var onRoom: (() -> Void)?
     private var fd: Int32 = -1
     /// The spool file while the spool owns it (nil once handed to the store).
     private(set) var path: String?
@@ -80,10 +97,38 @@ public final class BodySpool {
     /// Everything received, written to the file or not.
     public var receivedBytes: Int { length + pending.count }
     /// The memory this body holds now (what the transfer budget counts).
-    public var memoryBytes: Int { memory.count + pending.count }
+    public var memoryBytes: Int { memory.count + pending.count + (window?.heldBytes ?? 0) }
     public var isSpilled: Bool { fd >= 0 }
-    /// The whole body, when it is complete and never left memory.
-    public var completeInMemory: ArraySlice<UInt8>? { state == .complete && fd < 0 ? (shared ?? memory[...]) : nil }
+    /// Whether the body streams through memory past `memoryBytes` now (`streamThrough`).
+    public var isStreamingThrough: Bool { window != nil }
+    /// The one reader of a streamed body is `windowBytes` behind: the feeder waits (`whenRoom`) before appending.
+    public var isWindowFull: Bool { !discarding && (window?.unreadBytes ?? 0) >= config.windowBytes }
+
+    /// Runs `resume` once, when the reader of a full window has read half of it (or nobody reads any more).
+    public func whenRoom(_ resume: @escaping () -> Void) {
+        guard isWindowFull, state == .receiving else { return resume() }
+        onRoom = resume
+    }
+
+    private func roomMade() {
+        guard let resume = onRoom, !isWindowFull, discarding || (window?.unreadBytes ?? 0) <= config.windowBytes / 2 else { return }
+        onRoom = nil
+        resume()
+    }
+
+    /// The one reader of a streamed body will not read it (its job follows a redirect instead): what is held goes,
+    /// what comes is only counted, and a feeder waiting for room goes on. A body that does not stream is kept.
+    public func discardUnread() {
+        guard streams || window != nil, state == .receiving else { return }
+        discarding = true
+        window = nil
+        memory = []
+        roomMade()
+    }
+    /// The whole body, when it is complete and never left memory (a streamed body lets its read pieces go).
+    public var completeInMemory: ArraySlice<UInt8>? {
+        state == .complete && fd < 0 && window == nil ? (shared ?? memory[...]) : nil
+    }
     /// A complete in-memory body's bytes inside the store's record, once the store keeps them (`share`).
     private var shared: ArraySlice<UInt8>?
 
@@ -92,7 +137,7 @@ public final class BodySpool {
     /// tier) and the store's memory tier then hold one copy of it, not two. Ignored unless `bytes` has this body's
     /// length.
     public func share(_ bytes: ArraySlice<UInt8>) {
-        guard state == .complete, fd < 0, shared == nil, bytes.count == memory.count else { return }
+        guard state == .complete, fd < 0, window == nil, shared == nil, bytes.count == memory.count else { return }
         shared = bytes
         memory = []
     }
@@ -107,6 +152,17 @@ public final class BodySpool {
     /// given the file anyway reads it once to make one). About a tenth of ferryd's time on a large download that
     /// is not stored (perf).
     public func forgoChecksum() { sum = nil }
+
+    /// Nothing keeps this body and one reader follows it from its start, in order (a transfer of its own whose
+    /// response is not stored): past `memoryBytes` the body stays in memory, each piece let go once that reader
+    /// has read past it, instead of being written to a file and read back. Why: a 1 GiB download nothing keeps
+    /// spent a quarter of ferryd's time writing the file and another twentieth unlinking it (perf). A reader more
+    /// than `windowBytes` behind sends the rest to a file as before; a second reader, or one going back, fails.
+    /// Before the body leaves memory; later it changes nothing.
+    public func streamThrough() {
+        guard state == .receiving, fd < 0, prefilled == 0 else { return }
+        streams = true
+    }
 
     // MARK: Resuming
 
@@ -164,7 +220,7 @@ public final class BodySpool {
     /// What a download that ended early has (the bytes written to its file), or a complete part of a body (a
     /// range from 0), handed over to be kept as a partial body: nil when it never left memory or holds nothing.
     public func takePartialFile() -> (path: String, size: Int)? {
-        guard let path, fd >= 0, length > 0 else { return nil }
+        guard let path, fd >= 0, fileBase == 0, length > 0 else { return nil }
         self.path = nil
         return (path, length)
     }
@@ -174,7 +230,14 @@ public final class BodySpool {
         if let failure { return failure }
         guard state == .receiving else { return .internalError("bytes after the body ended") }
         sum?.add(bytes)
+        if discarding {
+            length += bytes.count
+            return nil
+        }
         if fd < 0 {
+            if streams && (window != nil || memory.count + bytes.count > config.memoryBytes) {
+                return appendToWindow(bytes)
+            }
             if memory.count + bytes.count <= config.memoryBytes || config.directory == nil {
                 memory.append(contentsOf: bytes)
                 length = memory.count
@@ -237,12 +300,24 @@ public final class BodySpool {
             }
         }
         if case .failed = state { return .failed(failure ?? .internalError("the body failed")) }
+        if discarding { return .failed(.internalError("the body was let go: its one reader was not going to read it")) }
+        if let start = window?.start {
+            guard offset >= start else {
+                return .failed(.internalError("the body streams through memory to one reader: bytes before \(start) are gone"))
+            }
+            let piece = window!.read(at: offset, max: max)
+            roomMade()
+            return .bytes(piece)
+        }
+        guard offset >= fileBase else {
+            return .failed(.internalError("the body streamed through memory to one reader: bytes before \(fileBase) are gone"))
+        }
         let want = min(max, length - offset)
         guard fd >= 0 else {
             let source = shared ?? memory[...], from = source.startIndex + offset
             return .bytes(Array(source[from..<from + want]))
         }
-        guard let out = FileRead.exactly(fd, count: want, at: offset) else {
+        guard let out = FileRead.exactly(fd, count: want, at: offset - fileBase) else {
             return .failed(.spoolFailed("the spooled body could not be read back (\(String(cString: strerror(errno))))"))
         }
         return .bytes(out)
@@ -257,15 +332,40 @@ public final class BodySpool {
     /// Hands the complete spool file over (to the store, which renames it): its path, size and checksum (nil when
     /// the body was not the length announced). The spool keeps its descriptor for the readers still on it.
     public func takeFile() -> (path: String, size: Int, checksum: Int64?)? {
-        guard state == .complete, let path else { return nil }
+        guard state == .complete, fileBase == 0, let path else { return nil }
         self.path = nil
         let checksum = prefilled > 0 ? nil : sum.flatMap { $0.finish(count: length) }
         return (path, length, checksum)
     }
 
+    // MARK: Streaming through memory
+
+    private func appendToWindow(_ bytes: UnsafeRawBufferPointer) -> FetchFailure? {
+        if window == nil {
+            window = StreamWindow(start: 0, pieceBytes: config.memoryBytes, first: memory)
+            memory = []
+        }
+        window!.append(bytes)
+        length = window!.end
+        guard window!.unreadBytes > 2 * config.windowBytes, config.directory != nil else { return nil }
+        // The reader fell behind: what it has not read goes to a file, and the body continues there.
+        let unread = window!.takeUnread()
+        window = nil
+        streams = false
+        fileBase = unread.start
+        if let failure = spill(writing: unread.pieces) { return fail(failure) }
+        roomMade()
+        return nil
+    }
+
     // MARK: The file
 
     private func spill() -> FetchFailure? {
+        spill(writing: [memory])
+    }
+
+    /// Creates the file with `pieces` (the body from `fileBase`) in it, and empties memory.
+    private func spill(writing pieces: [[UInt8]]) -> FetchFailure? {
         guard let directory = config.directory else { return .internalError("no spool directory") }
         let name = "\(directory)/body-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
         let opened = open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
@@ -273,8 +373,8 @@ public final class BodySpool {
         fd = opened
         path = name
         if let failure = roomProblem() { return failure }
-        if let failure = writeAll(memory) { return failure }
-        length = memory.count
+        for piece in pieces { if let failure = writeAll(piece) { return failure } }
+        length = fileBase + pieces.reduce(0) { $0 + $1.count }
         memory = []
         pending.reserveCapacity(config.writeBytes + 64 * 1024)
         return nil
@@ -320,6 +420,7 @@ public final class BodySpool {
         }
         pending = []
         memory = []
+        window = nil
         return f
     }
 

@@ -29,6 +29,10 @@ final class CurlMulti {
     /// Transfers whose spool held a wake back: announced again 10 ms on, so readers never wait for the next bytes.
     private var heldBack: [UInt: Transfer] = [:]
     private var wakeTimer: LoopTimer!
+    /// Paused transfers whose readers made room: unpaused from the loop (`resumeTimer`), never from inside a
+    /// reader's read or a libcurl callback (unpausing runs the write callback at once).
+    private var resuming: [Transfer] = []
+    private var resumeTimer: LoopTimer!
 
     init(loop: EventLoop, maxPerHost: Int, maxTotal: Int) throws(FetchFailure) {
         try CurlMulti.globalInit()
@@ -56,6 +60,7 @@ final class CurlMulti {
             for t in again where transfers[t.key] != nil { touch(t) }
             deliverTouched()
         }
+        resumeTimer = LoopTimer(loop: loop) { [unowned self] _ in unpauseResuming() }
     }
 
     /// `curl_global_init` once per process, before any other thread could call libcurl.
@@ -73,6 +78,10 @@ final class CurlMulti {
         guard !isClosed else { return transfer.finish(CURLE_ABORTED_BY_CALLBACK, message: "the daemon is stopping") }
         transfers[transfer.key] = transfer
         transfer.onTouched = { [unowned self] t in touch(t) }
+        transfer.onResume = { [unowned self] t in
+            if resuming.isEmpty { resumeTimer.start(afterMs: 0) }
+            resuming.append(t)
+        }
         let rc = curl_multi_add_handle(handle, transfer.easy)
         if rc != CURLM_OK {
             transfers[transfer.key] = nil
@@ -86,6 +95,17 @@ final class CurlMulti {
         guard transfers.removeValue(forKey: transfer.key) != nil else { return }
         curl_multi_remove_handle(handle, transfer.easy)
         ended(transfer)
+    }
+
+    /// Unpauses the transfers whose readers made room. libcurl hands over the bytes it kept (the write callback
+    /// runs inside `curl_easy_pause`) and asks to be called again at once, so the origin is read again.
+    private func unpauseResuming() {
+        guard !isClosed else { return }
+        let batch = resuming
+        resuming.removeAll()
+        for t in batch where transfers[t.key] != nil { curl_easy_pause(t.easy, Int32(CURLPAUSE_CONT)) }
+        collectFinished()
+        deliverTouched()
     }
 
     private func touch(_ t: Transfer) {
@@ -129,6 +149,7 @@ final class CurlMulti {
         polls.removeAll()
         timer.close()
         wakeTimer.close()
+        resumeTimer.close()
         curl_multi_cleanup(handle)
     }
 

@@ -154,6 +154,9 @@ public final class FetchJob {
         self.waiter = waiter
         group = engine.join(waiter, request: outgoing, coalescingKey: key, fleetKey: fleetKey(creq, stored, conditional, resume != nil),
                             resuming: resume.map { ($0.spool, $0.stored) })
+        // A no-store request's transfer is its own and nothing keeps its body: it streams through memory from the
+        // first byte (at the head would be late: libcurl may bring a fast origin's first megabytes with it).
+        if key == nil, resume == nil, !creq.mode.storesResponses, let group, group.waiters.count == 1 { group.spool.streamThrough() }
         group?.catchUp(waiter)
     }
 
@@ -220,7 +223,11 @@ public final class FetchJob {
                 }
                 if !shared, group?.resumes == nil, let plan = partPlan(for: head, creq) { group?.partPlan = plan }
                 // A body nothing will keep (no-store, uncacheable) needs no checksum: it is only read as it comes.
-                if !shared, let group, group.storePlan == nil, group.partPlan == nil { arrival.body.forgoChecksum() }
+                if !shared, let group, group.storePlan == nil, group.partPlan == nil {
+                    arrival.body.forgoChecksum()
+                    // A transfer of its own (no key: nobody joins it) has this job as its one reader, in order.
+                    if group.key == nil { arrival.body.streamThrough() }
+                }
                 if let refreshed = absorbed.refreshed {
                     leaveTransfer()
                     engine.stats.revalidated += 1
@@ -245,9 +252,11 @@ public final class FetchJob {
         [301, 302, 303, 307, 308].contains(status) && spec.redirect != .manual && headers.first("location") != nil
     }
 
-    /// Runs `next` once the body has ended (complete or failed), unless this job ended meanwhile.
+    /// Runs `next` once the body has ended (complete or failed), unless this job ended meanwhile. A body streamed
+    /// to this job alone is let go: nobody will read it, and its transfer would otherwise wait for a reader.
     private func afterBody(_ body: BodySpool, _ next: @escaping () -> Void) {
         guard body.state == .receiving else { return next() }
+        body.discardUnread()
         body.whenGrows { [weak self] in
             guard let self, !finished else { return }
             afterBody(body, next)

@@ -42,6 +42,8 @@ final class Transfer {
     private var headDelivered = false
     /// Called by libcurl's callbacks when there is something to announce after libcurl returns (`CurlMulti`).
     var onTouched: (Transfer) -> Void = { _ in }
+    /// Called when a transfer the write callback paused (its spool's window was full) may go on (`CurlMulti`).
+    var onResume: (Transfer) -> Void = { _ in }
     /// Called with (received, total if known) as the body arrives.
     var onProgress: ((Int, Int?) -> Void)?
 
@@ -198,6 +200,17 @@ final class Transfer {
         if spool.receivedBytes + bytes.count > request.maxBytes {
             exceeded = true
             return 0  // libcurl stops the transfer with CURLE_WRITE_ERROR
+        }
+        if spool.isWindowFull {
+            // The one reader of a body nothing keeps is a window behind: libcurl keeps these bytes and stops
+            // reading the origin until the reader has made room (TCP's own backpressure, as curl piped to a slow
+            // reader). Readers are told of what is there, so that they make it.
+            spool.whenRoom { [weak self] in
+                guard let self else { return }
+                onResume(self)
+            }
+            onTouched(self)
+            return Int(CURL_WRITEFUNC_PAUSE)
         }
         if let failure = spool.append(bytes) {
             spoolFailure = failure

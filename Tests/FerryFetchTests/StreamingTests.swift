@@ -24,6 +24,83 @@ import FerryBytes
         return out
     }
 
+    /// A body nothing keeps and one reader follows (`streamThrough`) never touches the disk while the reader keeps up:
+    /// what it has read is let go; a reader `windowBytes` behind makes the feeder wait (`isWindowFull`) until it
+    /// has read half; a feeder that does not wait sends the unread bytes to a file past twice that, and the reader
+    /// goes on from there (the bytes before are gone: a read there fails clearly; the file is nobody's to keep).
+    @Test func aBodyStreamedToOneReaderSkipsTheFileUnlessTheReaderFallsBehind() throws {
+        let dir = BodySpoolTests.directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var config = BodySpool.Config(directory: dir)
+        config.memoryBytes = 1000
+        config.windowBytes = 5000
+        let kept = BodySpool(config: config)
+        kept.streamThrough()
+        var read: [UInt8] = []
+        for i in 0..<100 {
+            #expect(kept.append(BodySpoolTests.pattern(300, from: i * 300)) == nil)
+            while case .bytes(let b) = kept.read(at: read.count, max: 1000) { read += b }
+        }
+        kept.finish(.success(()))
+        #expect(kept.read(at: read.count, max: 1000) == .end)
+        #expect(read == BodySpoolTests.pattern(30_000))
+        #expect(!kept.isSpilled && kept.isStreamingThrough && kept.memoryBytes <= 2000, "read pieces let go")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == [])
+        #expect(kept.completeInMemory == nil && kept.takeFile() == nil, "no whole body to hand to anyone")
+
+        // A reader a window behind: the feeder is told to wait, and told once the reader has read half of it.
+        let waits = BodySpool(config: config)
+        waits.streamThrough()
+        #expect(waits.append(BodySpoolTests.pattern(2500)) == nil)
+        var got: [UInt8] = []
+        if case .bytes(let b) = waits.read(at: 0, max: 1000) { got += b }
+        var fed = 2500
+        while !waits.isWindowFull {
+            #expect(waits.append(BodySpoolTests.pattern(500, from: fed)) == nil)
+            fed += 500
+        }
+        #expect(fed - got.count == 5000, "full at one window unread")
+        var resumed = 0
+        waits.whenRoom { resumed += 1 }
+        if case .bytes(let b) = waits.read(at: got.count, max: 1000) { got += b }
+        #expect(resumed == 0 && !waits.isWindowFull, "not before half the window is read")
+        while resumed == 0, case .bytes(let b) = waits.read(at: got.count, max: 1000) { got += b }
+        #expect(resumed == 1 && fed - got.count <= 2500)
+        #expect(got == BodySpoolTests.pattern(got.count) && !waits.isSpilled)
+
+        // A feeder that does not wait: past twice the window, the unread bytes go to a file.
+        let behind = BodySpool(config: config)
+        behind.streamThrough()
+        #expect(behind.append(BodySpoolTests.pattern(2500)) == nil)
+        guard case .bytes(let first) = behind.read(at: 0, max: 1000) else { Issue.record("bytes"); return }
+        for i in 0..<20 { #expect(behind.append(BodySpoolTests.pattern(500, from: 2500 + i * 500)) == nil) }
+        #expect(behind.isSpilled && !behind.isStreamingThrough, "10,000 unread bytes went to a file")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).count == 1)
+        #expect(behind.append(BodySpoolTests.pattern(1000, from: 12_500)) == nil)
+        behind.finish(.success(()))
+        var rest = first
+        while case .bytes(let b) = behind.read(at: rest.count, max: 700) { rest += b }
+        #expect(rest == BodySpoolTests.pattern(13_500), "the reader goes on from the file where it was")
+        guard case .failed(let failure) = behind.read(at: 0, max: 10) else { Issue.record("a read before the file fails"); return }
+        #expect("\(failure)".contains("gone"))
+        #expect(behind.takeFile() == nil && behind.takePartialFile() == nil, "the file does not start the body")
+
+        // The one reader will not read after all (its job follows a redirect): the bytes are counted, not kept.
+        let dropped = BodySpool(config: config)
+        dropped.streamThrough()
+        for i in 0..<20 { #expect(dropped.append(BodySpoolTests.pattern(500, from: i * 500)) == nil) }
+        var released = 0
+        dropped.whenRoom { released += 1 }
+        dropped.discardUnread()
+        #expect(released == 1 && !dropped.isWindowFull && dropped.memoryBytes == 0)
+        #expect(dropped.append(BodySpoolTests.pattern(500)) == nil && dropped.length == 10_500 && dropped.memoryBytes == 0)
+
+        let notFirst = BodySpool(config: config)
+        #expect(notFirst.append(BodySpoolTests.pattern(1500)) == nil)
+        notFirst.streamThrough()
+        #expect(notFirst.isSpilled && !notFirst.isStreamingThrough, "asked too late: the body is already in its file")
+    }
+
     @Test func aSmallBodyStaysInMemoryAndALargeOneMovesToAFile() throws {
         let dir = BodySpoolTests.directory()
         var config = BodySpool.Config(directory: dir)
@@ -295,6 +372,33 @@ import FerryBytes
 }
 
 @Suite struct SpoolCleanupTests {
+    /// A no-store request has a transfer of its own, and a response nothing keeps streams to it through memory:
+    /// no spool file at any moment; a response the cache keeps still goes through its file to the store.
+    @Test func aNoStoreRequestStreamsItsBodyWithoutAFile() throws {
+        let (h, dir) = StreamingFetchTests.harness()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let a = h.fetch("http://o.test/stream") { $0.cacheMode = .noStore }
+        h.origin.exchanges[0].sendHead(200, [("Cache-Control", "max-age=600")])
+        guard case .spool(let spool)? = a.outcome?.body else { Issue.record("streams"); return }
+        var read: [UInt8] = []
+        for i in 0..<20 {
+            h.origin.exchanges[0].send(BodySpoolTests.pattern(500, from: i * 500))
+            while case .bytes(let b) = spool.read(at: read.count, max: 1024) { read += b }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == [])
+        }
+        h.origin.exchanges[0].end()
+        while case .bytes(let b) = spool.read(at: read.count, max: 1024) { read += b }
+        #expect(read == BodySpoolTests.pattern(10_000) && spool.isStreamingThrough)
+
+        let b = h.fetch("http://o.test/kept")
+        h.origin.exchanges[1].sendHead(200, [("Cache-Control", "max-age=600")])
+        h.origin.exchanges[1].send(BodySpoolTests.pattern(5000))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).count == 1, "a body the cache keeps has its file")
+        h.origin.exchanges[1].end()
+        guard case .spool(let kept)? = b.outcome?.body else { Issue.record("streams"); return }
+        #expect(!kept.isStreamingThrough)
+    }
+
     @Test func aSpooledBodyNobodyKeepsLeavesNoFileOnceItsReadersAreDone() throws {
         let (h, dir) = StreamingFetchTests.harness()
         do {
