@@ -48,7 +48,7 @@ extension ClientConnection {
         var sentHeld = false   // finishAll sent held requests (queued from this thread)
         var waited = false     // the last turn waited for a lent baton
         reading: while true {
-            credit.waitForRoom(orElse: { executor.hasJobs })
+            credit.waitForRoom(orElse: { executor.hasJobs }, othersWait: { state.withLock { $0.waiters.count > 1 } })
             // Tasks resumed by the last read that prefer this thread run now; what they sent is written at once,
             // with any held requests the read let go.
             if executor.runJobs() > 0 || sentHeld {

@@ -28,6 +28,9 @@ final class ReadCredit: @unchecked Sendable {
     private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     /// A wait that saw no consumer take anything for this long reads on: the consumer may be waiting for another
     /// reply on this same connection (one socket carries every call), and holding the reader would deadlock it.
+    /// Only while another reply could be waited for (`othersWait`): with one request in flight, its consumer
+    /// waits for nothing else here, and reading on would pile its whole body up in memory (a 1 GiB `ferry fetch`
+    /// piped into a reader that paused held the gibibyte).
     static let stuckAfterMs = 1000
 
     init(limit: Int) {
@@ -44,9 +47,9 @@ final class ReadCredit: @unchecked Sendable {
     }
 
     /// Blocks while streams hold more than `limit` unconsumed bytes and their consumers are taking them (never
-    /// after `open`; not past a second without progress).
+    /// after `open`; not past a second without progress while `othersWait`, asked under no lock of this one).
     /// Also returns when `orElse` is true (checked at each wake-up: `nudge` wakes it).
-    func waitForRoom(orElse: () -> Bool = { false }) {
+    func waitForRoom(orElse: () -> Bool = { false }, othersWait: () -> Bool = { true }) {
         pthread_mutex_lock(mutex)
         while outstanding > limit && !isOpen && !stuck && !orElse() {
             let seen = consumed
@@ -54,7 +57,12 @@ final class ReadCredit: @unchecked Sendable {
             clock_gettime(CLOCK_REALTIME, &deadline)
             deadline.tv_sec += ReadCredit.stuckAfterMs / 1000
             _ = pthread_cond_timedwait(cond, mutex, &deadline)
-            if consumed == seen && outstanding > limit { stuck = true }  // nobody consumed: read on, not deadlock
+            guard consumed == seen && outstanding > limit else { continue }
+            pthread_mutex_unlock(mutex)
+            let mayDeadlock = othersWait()
+            pthread_mutex_lock(mutex)
+            // Nobody consumed, and a reply behind the held bytes may be what a consumer waits for: read on.
+            if mayDeadlock && consumed == seen { stuck = true }
         }
         pthread_mutex_unlock(mutex)
     }
