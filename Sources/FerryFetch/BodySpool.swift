@@ -28,7 +28,8 @@ public final class BodySpool {
         /// Where bodies larger than `memoryBytes` are written; nil keeps every body in memory.
         public var directory: String?
         /// One reply piece: a body that fits one frame never touches the disk; with 64 transfers at once, bodies
-        /// hold at most 64 × (this + `writeBytes`) of memory, whatever their sizes.
+        /// hold at most 64 × (this + `writeBytes`) of memory, whatever their sizes (a body streamed through
+        /// memory: up to twice `windowBytes` while its transfer runs, this once it has ended).
         public var memoryBytes = 256 * 1024
         /// Bytes gathered before one write to the file.
         public var writeBytes = 128 * 1024
@@ -36,6 +37,10 @@ public final class BodySpool {
         /// waits for it (`isWindowFull`, libcurl paused) until it has read half of that. Bytes appended past
         /// twice this (by a feeder that does not wait) go to a file after all: memory stays bounded either way.
         public var windowBytes = 2 * 1024 * 1024
+        /// How long a transfer may wait for the reader of its streamed body (libcurl paused): past it, what is
+        /// unread goes to a file and the transfer goes on at the origin's pace (`stopStreaming`). A paused
+        /// transfer holds one of the origin's connections, and its time limit runs on.
+        public var maxPauseMs: Int64 = 2000
         /// Spooling stops (the transfer fails `resource_exhausted`) rather than leave the file system less free
         /// than this: the store, the journal and other programs keep room. Checked every `checkEvery` bytes.
         public var keepFree = 256 * 1024 * 1024
@@ -127,7 +132,7 @@ public final class BodySpool {
     }
     /// The whole body, when it is complete and never left memory (a streamed body lets its read pieces go).
     public var completeInMemory: ArraySlice<UInt8>? {
-        state == .complete && fd < 0 && window == nil ? (shared ?? memory[...]) : nil
+        state == .complete && fd < 0 && window == nil && !discarding ? (shared ?? memory[...]) : nil
     }
     /// A complete in-memory body's bytes inside the store's record, once the store keeps them (`share`).
     private var shared: ArraySlice<UInt8>?
@@ -278,6 +283,10 @@ public final class BodySpool {
         if case .failure(let f) = result {
             _ = flush()  // what arrived stays a valid prefix (kept as a partial body to resume from)
             _ = fail(f)
+        } else if let unread = window?.unreadBytes, unread > config.memoryBytes, let failure = stopStreaming() {
+            // A streamed body's reader is behind as its transfer ends: the rest waits in a file, not in memory
+            // nobody counts any more.
+            _ = fail(failure)
         } else if let failure = flush() {
             _ = fail(failure)
         } else {
@@ -347,9 +356,18 @@ public final class BodySpool {
         }
         window!.append(bytes)
         length = window!.end
-        guard window!.unreadBytes > 2 * config.windowBytes, config.directory != nil else { return nil }
-        // The reader fell behind: what it has not read goes to a file, and the body continues there.
-        let unread = window!.takeUnread()
+        guard window!.unreadBytes > 2 * config.windowBytes else { return nil }
+        return stopStreaming()
+    }
+
+    /// The reader of a streamed body fell behind (a feeder that does not wait filled twice the window, or the
+    /// transfer waited `maxPauseMs`), or the transfer ended with more than `memoryBytes` unread: what it has not
+    /// read goes to a file, the body continues there (the reader reads on from where it is), and a paused feeder
+    /// goes on. Nothing without a spool directory.
+    @discardableResult
+    public func stopStreaming() -> FetchFailure? {
+        guard var unreadWindow = window, config.directory != nil else { return nil }
+        let unread = unreadWindow.takeUnread()
         window = nil
         streams = false
         fileBase = unread.start

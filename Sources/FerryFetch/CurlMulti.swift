@@ -33,6 +33,10 @@ final class CurlMulti {
     /// reader's read or a libcurl callback (unpausing runs the write callback at once).
     private var resuming: [Transfer] = []
     private var resumeTimer: LoopTimer!
+    /// Paused transfers and when each paused: one waiting longer than its spool's `maxPauseMs` stops streaming
+    /// (its reader's unread bytes go to a file) and goes on (`pauseTimer`).
+    private var pausedSince: [UInt: (transfer: Transfer, ms: Int64)] = [:]
+    private var pauseTimer: LoopTimer!
 
     init(loop: EventLoop, maxPerHost: Int, maxTotal: Int) throws(FetchFailure) {
         try CurlMulti.globalInit()
@@ -61,6 +65,7 @@ final class CurlMulti {
             deliverTouched()
         }
         resumeTimer = LoopTimer(loop: loop) { [unowned self] _ in unpauseResuming() }
+        pauseTimer = LoopTimer(loop: loop) { [unowned self] _ in endLongPauses() }
     }
 
     /// `curl_global_init` once per process, before any other thread could call libcurl.
@@ -81,6 +86,10 @@ final class CurlMulti {
         transfer.onResume = { [unowned self] t in
             if resuming.isEmpty { resumeTimer.start(afterMs: 0) }
             resuming.append(t)
+        }
+        transfer.onPause = { [unowned self] t in
+            if pausedSince.isEmpty { pauseTimer.start(afterMs: UInt64(max(1, t.spool.config.maxPauseMs))) }
+            pausedSince[t.key] = (t, Int64(loop.nowMs))
         }
         let rc = curl_multi_add_handle(handle, transfer.easy)
         if rc != CURLM_OK {
@@ -103,9 +112,39 @@ final class CurlMulti {
         guard !isClosed else { return }
         let batch = resuming
         resuming.removeAll()
-        for t in batch where transfers[t.key] != nil { curl_easy_pause(t.easy, Int32(CURLPAUSE_CONT)) }
+        for t in batch where transfers[t.key] != nil {
+            pausedSince[t.key] = nil
+            let rc = curl_easy_pause(t.easy, Int32(CURLPAUSE_CONT))
+            if rc != CURLE_OK, transfers.removeValue(forKey: t.key) != nil {
+                // The bytes libcurl kept could not be handed over: the transfer fails with libcurl's reason.
+                curl_multi_remove_handle(handle, t.easy)
+                ended(t)
+                t.finish(rc, message: nil)
+            }
+        }
         collectFinished()
         deliverTouched()
+    }
+
+    /// Transfers paused longer than their spool allows stop streaming (the unread bytes to a file), which
+    /// unpauses them; the timer is armed again for the next one due.
+    private func endLongPauses() {
+        let now = Int64(loop.nowMs)
+        var nextDue: Int64?
+        for (key, entry) in pausedSince {
+            guard transfers[key] != nil else {
+                pausedSince[key] = nil
+                continue
+            }
+            let due = entry.ms + entry.transfer.spool.config.maxPauseMs
+            if due <= now {
+                pausedSince[key] = nil
+                entry.transfer.spool.stopStreaming()
+            } else {
+                nextDue = min(nextDue ?? due, due)
+            }
+        }
+        if let nextDue { pauseTimer.start(afterMs: UInt64(max(1, nextDue - now))) }
     }
 
     private func touch(_ t: Transfer) {
@@ -116,6 +155,7 @@ final class CurlMulti {
     private func ended(_ transfer: Transfer) {
         bodyBytes -= counted.removeValue(forKey: transfer.key) ?? 0
         heldBack[transfer.key] = nil
+        pausedSince[transfer.key] = nil
     }
 
     /// Announces what libcurl's callbacks gathered (heads, body growth), now that libcurl has returned, and counts
@@ -150,6 +190,7 @@ final class CurlMulti {
         timer.close()
         wakeTimer.close()
         resumeTimer.close()
+        pauseTimer.close()
         curl_multi_cleanup(handle)
     }
 

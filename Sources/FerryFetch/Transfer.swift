@@ -44,6 +44,17 @@ final class Transfer {
     var onTouched: (Transfer) -> Void = { _ in }
     /// Called when a transfer the write callback paused (its spool's window was full) may go on (`CurlMulti`).
     var onResume: (Transfer) -> Void = { _ in }
+    /// Called when the write callback pauses the transfer (`CurlMulti` bounds how long).
+    var onPause: (Transfer) -> Void = { _ in }
+    /// Whether the write callback may pause the transfer: over HTTP/1.x, with a body libcurl does not decode.
+    /// Why not otherwise: libcurl 7.88 keeps what a paused decoder still produces (a 128 KiB read of a gzip body
+    /// may inflate to megabytes) in a buffer outside every limit here, and pausing one stream of a shared HTTP/2
+    /// connection has had bugs there; such a body's window goes to a file past twice its size instead.
+    private lazy var pausable: Bool = {
+        let version = ferry_info_long(easy, CURLINFO_HTTP_VERSION)
+        let decoding = request.decodes && headers.contains { $0.0.lowercased() == "content-encoding" }
+        return (version == CURL_HTTP_VERSION_1_0 || version == CURL_HTTP_VERSION_1_1) && !decoding
+    }()
     /// Called with (received, total if known) as the body arrives.
     var onProgress: ((Int, Int?) -> Void)?
 
@@ -201,15 +212,17 @@ final class Transfer {
             exceeded = true
             return 0  // libcurl stops the transfer with CURLE_WRITE_ERROR
         }
-        if spool.isWindowFull {
+        if spool.isWindowFull && pausable {
             // The one reader of a body nothing keeps is a window behind: libcurl keeps these bytes and stops
             // reading the origin until the reader has made room (TCP's own backpressure, as curl piped to a slow
-            // reader). Readers are told of what is there, so that they make it.
+            // reader), for at most `maxPauseMs` (`CurlMulti`). Readers are told of what is there, so that they
+            // make it.
             spool.whenRoom { [weak self] in
                 guard let self else { return }
                 onResume(self)
             }
             onTouched(self)
+            onPause(self)
             return Int(CURL_WRITEFUNC_PAUSE)
         }
         if let failure = spool.append(bytes) {

@@ -67,6 +67,11 @@ import FerryBytes
         while resumed == 0, case .bytes(let b) = waits.read(at: got.count, max: 1000) { got += b }
         #expect(resumed == 1 && fed - got.count <= 2500)
         #expect(got == BodySpoolTests.pattern(got.count) && !waits.isSpilled)
+        // The transfer ends with more than `memoryBytes` unread: the rest waits in a file, not in memory.
+        waits.finish(.success(()))
+        #expect(waits.isSpilled && waits.memoryBytes == 0 && waits.state == .complete)
+        while case .bytes(let b) = waits.read(at: got.count, max: 1000) { got += b }
+        #expect(got == BodySpoolTests.pattern(fed))
 
         // A feeder that does not wait: past twice the window, the unread bytes go to a file.
         let behind = BodySpool(config: config)
@@ -75,7 +80,7 @@ import FerryBytes
         guard case .bytes(let first) = behind.read(at: 0, max: 1000) else { Issue.record("bytes"); return }
         for i in 0..<20 { #expect(behind.append(BodySpoolTests.pattern(500, from: 2500 + i * 500)) == nil) }
         #expect(behind.isSpilled && !behind.isStreamingThrough, "10,000 unread bytes went to a file")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).count == 1)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).count == 2, "this file and the last one's")
         #expect(behind.append(BodySpoolTests.pattern(1000, from: 12_500)) == nil)
         behind.finish(.success(()))
         var rest = first

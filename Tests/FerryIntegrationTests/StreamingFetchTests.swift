@@ -83,40 +83,47 @@ extension IntegrationTests {
         #expect(bytes == size && status == .hit && count == 2, "a hit (curl's copy was the second)")
     }
 
-    /// A no-store download nothing keeps streams through memory to its one client: no spool file at any moment,
-    /// and a client that stops reading holds the origin back (libcurl paused) instead of filling memory or the
-    /// disk: while it sleeps, ferryd holds about one window of the body (`BodySpool.Config.windowBytes`, 2 MiB).
-    /// Then it reads on, and every byte arrives, in order.
-    @Test func aNoStoreDownloadStreamsThroughMemoryAndWaitsForASlowReader() async throws {
+    /// A no-store download nothing keeps streams through memory to its one client: no spool file while the client
+    /// reads, and a client that stops reading holds the origin back (libcurl paused) instead of filling memory or
+    /// the disk: asleep, it has ferryd hold about one window of the body (`BodySpool.Config.windowBytes`, 2 MiB).
+    /// Asleep longer than a pause may last (`maxPauseMs`, 2 s), its unread bytes go to a file and the download
+    /// goes on without it. Then it reads on, and every byte arrives, in order.
+    @Test func aNoStoreDownloadStreamsThroughMemoryAndWaitsForASlowReaderAWhile() async throws {
         let rig = try await FetchRig()
         defer { rig.stop() }
         let origin = rig.origin, client = rig.client, daemon = rig.daemon
         let size = 64 << 20
         let url = origin.url("/r?size=\(size)&cc=max-age%3D600")
         let spoolDir = daemon.dir.path + "/cache/spool"
+        func spoolFiles() -> [String] { (try? FileManager.default.contentsOfDirectory(atPath: spoolDir)) ?? [] }
         let watcher = try await FerryClient.connect(path: daemon.socket)
         defer { watcher.close() }
         var received = 0
         var mismatch: Int?
         var heldWhileAsleep: Int64?
-        var spoolFiles: Set<String> = []
+        var filesWhileStreaming: Set<String> = []
+        var filesAfterLongSleep: [String] = []
         for try await event in client.fetchStream(FetchRequest(url, cache: .noStore)) {
             guard case .chunk(let bytes) = event else { continue }
             for (i, b) in bytes.enumerated() where mismatch == nil && b != UInt8((received + i) % 251) { mismatch = received + i }
             received += bytes.count
-            spoolFiles.formUnion((try? FileManager.default.contentsOfDirectory(atPath: spoolDir)) ?? [])
+            if heldWhileAsleep == nil { filesWhileStreaming.formUnion(spoolFiles()) }
             if heldWhileAsleep == nil && received >= 8 << 20 {
                 // The reader sleeps: the client's read-ahead and the socket fill, then ferryd's window, then it waits.
-                try await Task.sleep(for: .seconds(1))
+                try await Task.sleep(for: .milliseconds(700))
                 let stats = try await watcher.stats()
                 heldWhileAsleep = stats["memory"]?["accounts"]?["fetch_bodies"]?.intValue
-                spoolFiles.formUnion((try? FileManager.default.contentsOfDirectory(atPath: spoolDir)) ?? [])
+                filesWhileStreaming.formUnion(spoolFiles())
+                // Asleep past the longest pause: the transfer stops waiting for it.
+                try await Task.sleep(for: .milliseconds(3500))
+                filesAfterLongSleep = spoolFiles()
             }
         }
         #expect(received == size && mismatch == nil, "\(received) bytes, first wrong at \(String(describing: mismatch))")
-        #expect(spoolFiles.isEmpty, "no spool file: \(spoolFiles)")
+        #expect(filesWhileStreaming.isEmpty, "no spool file while the reader keeps up or waits briefly: \(filesWhileStreaming)")
         let held = try #require(heldWhileAsleep)
         #expect(held > 0 && held <= (2 << 20) + (512 << 10), "ferryd held \(held) bytes of the body while the reader slept")
+        #expect(filesAfterLongSleep.count == 1, "after the longest pause the unread bytes went to a file")
         #expect(try origin.count(path: "/r") == 1)
     }
 
