@@ -53,6 +53,9 @@ final class LoopImageFetcher: ImageFetching, @unchecked Sendable {
         let job = FetchJob(engine: engine, spec: spec) { result in
             // The body may still be arriving (or be in the store's file): the image needs all of it, bounded.
             guard case .success(let outcome) = result, (200..<300).contains(outcome.status) else {
+                // An error status's body is not read: the job leaves its transfer (the last to leave stops it),
+                // which would otherwise go on for nobody, holding an image slot's connection until it ends.
+                handle.job?.cancel()
                 return handle.resume(LoopImageFetcher.image(from: result, body: []))
             }
             outcome.body.collect(limit: maxBytes) { body in

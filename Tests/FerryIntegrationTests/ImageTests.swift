@@ -85,6 +85,24 @@ extension IntegrationTests {
             #expect(try s.origin.count(path: "/file/png-37x21.png") == 1)
         }
 
+        /// An error status is the answer as soon as its head comes: the body behind it (4 MB over 4 s here) is not
+        /// downloaded for nobody, its transfer stops.
+        @Test func anErrorStatusStopsItsTransferAtItsHead() async throws {
+            let s = try await Setup()
+            defer { s.stop() }
+            let url = s.origin.url("/slow?status=404&size=4000000&chunks=40&interval_ms=100")
+            let start = ContinuousClock.now
+            #expect(await Self.code { _ = try await s.client.image(url) } == "not_found")
+            #expect(ContinuousClock.now - start < .seconds(3), "answered at the head")
+            var left: Int?
+            for _ in 0..<50 {
+                left = try await s.client.stats()["fetch"]?["in_flight"]?.arrayValue?.count
+                if left == 0 { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(left == 0, "the transfer of the unread body stopped (\(String(describing: left)) in flight a second on)")
+        }
+
         @Test func bodiesThatAreNotImagesAreRefusedAndNotKept() async throws {
             let s = try await Setup()
             defer { s.stop() }

@@ -29,7 +29,7 @@ Endpoints:
   /redirect/N chain of N redirects ending at `to` (default /r): /redirect/N -> /redirect/N-1 ... -> to
   /redirect-loop   redirects to itself (status as above)
   /slow       size (default 1024), chunks (default 4), interval_ms (default 100), chunked=1 -> chunked
-              transfer coding; a client hanging up marks its log entry "aborted": true
+              transfer coding, status (default 200); a client hanging up marks its log entry "aborted": true
   /gzip       size (default 1024) or body; gzip when Accept-Encoding allows it; always Vary: Accept-Encoding
   /bytes      size (default 1024), application/octet-stream
   /bigheader  bytes (default 200000) of response header: `lines` (default 1) X-Big-<n> fields sharing them, body "ok"
@@ -551,7 +551,7 @@ class OriginHandler(BaseHTTPRequestHandler):
         chunked, headers = p.flag("chunked"), [("Content-Type", "application/octet-stream")]
         if self.command in ("GET", "HEAD") and is_not_modified(self.headers, p):
             return self.reply(200, headers, size, conditional=True)
-        self.start(200, headers + common_headers(p), length=size, chunked=chunked)
+        self.start(p.int("status", 200, 200, 599), headers + common_headers(p), length=size, chunked=chunked)
         if self.command == "HEAD":
             return
         offset = 0
