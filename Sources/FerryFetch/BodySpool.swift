@@ -66,21 +66,23 @@ public final class BodySpool {
     /// The exchange's times, once it completed.
     public internal(set) var timing: OriginTiming?
     private(set) var failure: FetchFailure?
+    // Internal rather than private where `BodySpool+Streaming` reaches them: `length`, `memory`, `fd`, the
+    // streaming state below, `spill(writing:)` and `fail`. Nothing else in the module touches them.
     /// Bytes readers may read now (in memory, or written to the file).
-    public private(set) var length = 0
-    private var memory: [UInt8] = []
+    public internal(set) var length = 0
+    var memory: [UInt8] = []
     private var pending: [UInt8] = []
     /// Asked by `streamThrough`: once past `memoryBytes`, the body goes to `window` rather than to a file.
-    private var streams = false
+    var streams = false
     /// The unread part of a streamed body (nil unless streaming past `memoryBytes`).
-    private var window: StreamWindow?
+    var window: StreamWindow?
     /// The body offset of the file's first byte: 0, or where a window that fell behind went to the file.
-    private var fileBase = 0
+    var fileBase = 0
     /// Nobody reads a streamed body any more (`discardUnread`): its bytes are counted, not kept.
-    private var discarding = false
+    var discarding = false
     /// Runs once the reader has made room in a full window (`whenRoom`).
-    private var onRoom: (() -> Void)?
-    private var fd: Int32 = -1
+    var onRoom: (() -> Void)?
+    var fd: Int32 = -1
     /// The spool file while the spool owns it (nil once handed to the store).
     private(set) var path: String?
     private var sum: ChecksumBuilder?
@@ -106,30 +108,6 @@ public final class BodySpool {
     public var isSpilled: Bool { fd >= 0 }
     /// Whether the body streams through memory past `memoryBytes` now (`streamThrough`).
     public var isStreamingThrough: Bool { window != nil }
-    /// The one reader of a streamed body is `windowBytes` behind: the feeder waits (`whenRoom`) before appending.
-    public var isWindowFull: Bool { !discarding && (window?.unreadBytes ?? 0) >= config.windowBytes }
-
-    /// Runs `resume` once, when the reader of a full window has read half of it (or nobody reads any more).
-    public func whenRoom(_ resume: @escaping () -> Void) {
-        guard isWindowFull, state == .receiving else { return resume() }
-        onRoom = resume
-    }
-
-    private func roomMade() {
-        guard let resume = onRoom, !isWindowFull, discarding || (window?.unreadBytes ?? 0) <= config.windowBytes / 2 else { return }
-        onRoom = nil
-        resume()
-    }
-
-    /// The one reader of a streamed body will not read it (its job follows a redirect instead): what is held goes,
-    /// what comes is only counted, and a feeder waiting for room goes on. A body that does not stream is kept.
-    public func discardUnread() {
-        guard streams || window != nil, state == .receiving else { return }
-        discarding = true
-        window = nil
-        memory = []
-        roomMade()
-    }
     /// The whole body, when it is complete and never left memory (a streamed body lets its read pieces go).
     public var completeInMemory: ArraySlice<UInt8>? {
         state == .complete && fd < 0 && window == nil && !discarding ? (shared ?? memory[...]) : nil
@@ -157,17 +135,6 @@ public final class BodySpool {
     /// given the file anyway reads it once to make one). About a tenth of ferryd's time on a large download that
     /// is not stored (perf).
     public func forgoChecksum() { sum = nil }
-
-    /// Nothing keeps this body and one reader follows it from its start, in order (a transfer of its own whose
-    /// response is not stored): past `memoryBytes` the body stays in memory, each piece let go once that reader
-    /// has read past it, instead of being written to a file and read back. Why: a 1 GiB download nothing keeps
-    /// spent a quarter of ferryd's time writing the file and another twentieth unlinking it (perf). A reader more
-    /// than `windowBytes` behind sends the rest to a file as before; a second reader, or one going back, fails.
-    /// Before the body leaves memory; later it changes nothing.
-    public func streamThrough() {
-        guard state == .receiving, fd < 0, prefilled == 0 else { return }
-        streams = true
-    }
 
     // MARK: Resuming
 
@@ -347,35 +314,6 @@ public final class BodySpool {
         return (path, length, checksum)
     }
 
-    // MARK: Streaming through memory
-
-    private func appendToWindow(_ bytes: UnsafeRawBufferPointer) -> FetchFailure? {
-        if window == nil {
-            window = StreamWindow(start: 0, pieceBytes: config.memoryBytes, first: memory)
-            memory = []
-        }
-        window!.append(bytes)
-        length = window!.end
-        guard window!.unreadBytes > 2 * config.windowBytes else { return nil }
-        return stopStreaming()
-    }
-
-    /// The reader of a streamed body fell behind (a feeder that does not wait filled twice the window, or the
-    /// transfer waited `maxPauseMs`), or the transfer ended with more than `memoryBytes` unread: what it has not
-    /// read goes to a file, the body continues there (the reader reads on from where it is), and a paused feeder
-    /// goes on. Nothing without a spool directory.
-    @discardableResult
-    public func stopStreaming() -> FetchFailure? {
-        guard var unreadWindow = window, config.directory != nil else { return nil }
-        let unread = unreadWindow.takeUnread()
-        window = nil
-        streams = false
-        fileBase = unread.start
-        if let failure = spill(writing: unread.pieces) { return fail(failure) }
-        roomMade()
-        return nil
-    }
-
     // MARK: The file
 
     private func spill() -> FetchFailure? {
@@ -383,7 +321,7 @@ public final class BodySpool {
     }
 
     /// Creates the file with `pieces` (the body from `fileBase`) in it, and empties memory.
-    private func spill(writing pieces: [[UInt8]]) -> FetchFailure? {
+    func spill(writing pieces: [[UInt8]]) -> FetchFailure? {
         guard let directory = config.directory else { return .internalError("no spool directory") }
         let name = "\(directory)/body-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
         let opened = open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
@@ -431,7 +369,7 @@ public final class BodySpool {
                             + "and it keeps \(config.keepFree) free")
     }
 
-    private func fail(_ f: FetchFailure) -> FetchFailure {
+    func fail(_ f: FetchFailure) -> FetchFailure {
         if state == .receiving {
             state = .failed
             failure = f
@@ -453,45 +391,5 @@ public final class BodySpool {
         let e = errno
         let why = e == ENOSPC || e == EDQUOT ? "its disk is full" : String(cString: strerror(e))
         return .spoolFailed("ferryd could not keep the body on disk (\(what): \(why))")
-    }
-}
-
-/// `StripedChecksum.Running` over pieces of any length: bytes are fed in whole 32-byte stripes, the last few kept
-/// until more come. Striped, not `Checksum64`: one lane was 20 % of ferryd streaming a 1 GiB download (perf), four
-/// overlap their multiplies (`ValueSum`); a body adopted by the store is checked with the sum it arrived with.
-struct ChecksumBuilder {
-    private var running: StripedChecksum.Running
-    private let count: Int
-    private var fed = 0
-    private var carry: [UInt8] = []
-
-    init(count: Int) {
-        self.count = count
-        running = StripedChecksum.Running(count: count)
-    }
-
-    mutating func add(_ bytes: UnsafeRawBufferPointer) {
-        fed += bytes.count
-        guard fed <= count else { return }  // longer than announced: the checksum is the store's to make
-        var rest = bytes[...]
-        if !carry.isEmpty {
-            let take = min(32 - carry.count, rest.count)
-            carry.append(contentsOf: rest.prefix(take))
-            rest = rest.dropFirst(take)
-            guard carry.count == 32 else { return }
-            running.add(carry)
-            carry.removeAll(keepingCapacity: true)
-        }
-        let whole = rest.count & ~31
-        running.add(UnsafeRawBufferPointer(rebasing: rest.prefix(whole)))
-        carry.append(contentsOf: rest.dropFirst(whole))
-    }
-
-    /// The checksum, when exactly `count` bytes were fed.
-    func finish(count actual: Int) -> Int64? {
-        guard actual == count, fed == count else { return nil }
-        var r = running
-        if !carry.isEmpty { r.add(carry) }
-        return Int64(bitPattern: r.finish())
     }
 }

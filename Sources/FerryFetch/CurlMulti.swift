@@ -115,12 +115,8 @@ final class CurlMulti {
         for t in batch where transfers[t.key] != nil {
             pausedSince[t.key] = nil
             let rc = curl_easy_pause(t.easy, Int32(CURLPAUSE_CONT))
-            if rc != CURLE_OK, transfers.removeValue(forKey: t.key) != nil {
-                // The bytes libcurl kept could not be handed over: the transfer fails with libcurl's reason.
-                curl_multi_remove_handle(handle, t.easy)
-                ended(t)
-                t.finish(rc, message: nil)
-            }
+            // The bytes libcurl kept could not be handed over: the transfer fails with libcurl's reason.
+            if rc != CURLE_OK, transfers.removeValue(forKey: t.key) != nil { finishRemoved(t, rc) }
         }
         collectFinished()
         deliverTouched()
@@ -248,10 +244,18 @@ final class CurlMulti {
             guard ferry_msg_is_done(msg) != 0, let easy = ferry_msg_easy(msg) else { continue }
             let code = ferry_msg_result(msg)
             let key = UInt(bitPattern: ferry_info_private(easy))
-            curl_multi_remove_handle(handle, easy)
-            guard let transfer = transfers.removeValue(forKey: key) else { continue }
-            ended(transfer)
-            transfer.finish(code, message: nil)
+            guard let transfer = transfers.removeValue(forKey: key) else {
+                curl_multi_remove_handle(handle, easy)
+                continue
+            }
+            finishRemoved(transfer, code)
         }
+    }
+
+    /// A transfer that ended, already out of `transfers`: out of the multi, then its result.
+    private func finishRemoved(_ transfer: Transfer, _ code: CURLcode) {
+        curl_multi_remove_handle(handle, transfer.easy)
+        ended(transfer)
+        transfer.finish(code, message: nil)
     }
 }
