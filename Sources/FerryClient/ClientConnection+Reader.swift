@@ -16,7 +16,7 @@ extension ClientConnection {
     /// What reading the socket keeps from one read to the next. Touched only by the holder of the `ReadBaton`: the
     /// reader thread, or the call reading in its place (`readInline`).
     final class ReadState: @unchecked Sendable {
-        var decoder = FrameDecoder(maxFrameBytes: 65536, maxJSONBytes: 65536)
+        let decoder = FrameDecoder(maxFrameBytes: 65536, maxJSONBytes: 65536)
         /// Descriptors that came with reply frames (`body_fd`), oldest first: each arrives with the first byte of
         /// its frame, so by the time a frame is whole its descriptor is the oldest one here.
         var descriptors = DescriptorQueue()

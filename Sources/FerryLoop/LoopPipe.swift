@@ -48,14 +48,17 @@ public final class LoopPipe {
 
     public func startReading() {
         guard !isClosed else { return }
+        // The pipe borrowed, not retained (`_withUnsafeGuaranteedRef`): the handle's data is valid until the close
+        // callback, and each read cost two retains and releases of it (callgrind).
         uv_read_start(handle.asStream, { h, _, buf in
-            let me = Unmanaged<LoopPipe>.fromOpaque(h!.pointee.data).takeUnretainedValue()
-            let space = me.delegate?.pipeReadSpace() ?? UnsafeMutableRawBufferPointer(start: nil, count: 0)
+            let space = Unmanaged<LoopPipe>.fromOpaque(h!.pointee.data)._withUnsafeGuaranteedRef { me in
+                me.delegate?.pipeReadSpace() ?? UnsafeMutableRawBufferPointer(start: nil, count: 0)
+            }
             buf!.pointee = uv_buf_init(space.baseAddress?.assumingMemoryBound(to: CChar.self), UInt32(space.count))
         }, { s, nread, _ in
-            let me = Unmanaged<LoopPipe>.fromOpaque(s!.pointee.data).takeUnretainedValue()
             // libuv may report 0 (EAGAIN) after handing out space: nothing happened.
-            if nread != 0 { me.delegate?.pipeDidRead(nread) }
+            guard nread != 0 else { return }
+            Unmanaged<LoopPipe>.fromOpaque(s!.pointee.data)._withUnsafeGuaranteedRef { me in me.delegate?.pipeDidRead(nread) }
         })
     }
 

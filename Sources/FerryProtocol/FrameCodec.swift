@@ -70,12 +70,15 @@ public struct Frame: Sendable, Equatable {
 /// An incremental frame decoder: feed it bytes as they arrive, in pieces of any size, and take whole frames out one
 /// step at a time. Limits can change between frames (the handshake limit is lifted after `hello`).
 ///
+/// A class: its state is the buffer, shared anyway, and a daemon's connection reaches its decoder through a `let`
+/// with no reference counting (as a struct in a `var`, every frame retained and released its buffer, callgrind).
+///
 /// ```swift
-/// var decoder = FrameDecoder(maxFrameBytes: 65536, maxJSONBytes: 65536)
+/// let decoder = FrameDecoder(maxFrameBytes: 65536, maxJSONBytes: 65536)
 /// decoder.append(bytesFromSocket)
 /// while let frame = try decoder.next() { handle(frame) }
 /// ```
-public struct FrameDecoder {
+public final class FrameDecoder {
     public var maxFrameBytes: Int
     public var maxJSONBytes: Int
     public let buffer: ByteBuffer

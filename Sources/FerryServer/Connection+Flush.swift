@@ -38,7 +38,8 @@ extension Connection {
     func writeOutput() -> Bool {
         var written = 0
         if queuedWriteBytes == 0 {
-            written = out.withUnsafeBytes { pipe.tryWrite($0) }
+            // Mutable access, in place: a read of the array from this object retained and released its storage.
+            written = out.withUnsafeMutableBytes { pipe.tryWrite(UnsafeRawBufferPointer($0)) }
             if written < 0 {
                 table.log.debug("conn=\(id) write error: \(loopErrorText(Int32(written)))")
                 close()

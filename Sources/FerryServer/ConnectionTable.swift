@@ -21,8 +21,9 @@ final class ConnectionTable {
     let loop: EventLoop
     /// Large reply bodies as descriptors, for clients that ask (`body_fd`); nil when the daemon hands none out.
     let descriptors: BodyDescriptors?
-    /// One line per request (`AccessLog`), written at the end of each loop iteration.
-    var access: AccessLog?
+    /// One line per request (`AccessLog`), written at the end of each loop iteration. A `let`: every request asks
+    /// it, and a `var` was retained and released at each asking (callgrind).
+    let access: AccessLog?
     private(set) var deadlines: RequestDeadlines!
     private var connections: [UInt64: Connection] = [:]
     /// What the closed connections of each uid did (the open ones count their own until they close).
@@ -66,8 +67,9 @@ final class ConnectionTable {
     var onEmpty: () -> Void = {}
 
     init(loop: EventLoop, config: ServerConfig, log: Logger, stats: ServerStats, router: Router, budget: MemoryBudget,
-         descriptors: BodyDescriptors? = nil) {
+         descriptors: BodyDescriptors? = nil, access: AccessLog? = nil) {
         self.loop = loop
+        self.access = access
         self.descriptors = descriptors
         self.config = config
         maxConnectionInFlight = config.limits.maxInFlight

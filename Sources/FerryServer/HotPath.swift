@@ -41,26 +41,39 @@ struct HotRequest {
 
 /// How a hot operation answers: one final frame, written straight into the connection's output.
 struct HotReply {
-    /// Neither retained nor checked: the reply lives only while `answerHot` runs, inside a call on this very
-    /// connection, which holds both (a strong reference cost a retain and a release a request, `unowned` a check).
-    unowned(unsafe) let connection: Connection
+    /// Borrowed, neither retained nor checked: the reply lives only while `answerHot` runs, inside a call on this
+    /// very connection. A strong reference cost a retain and a release a request, `unowned` a check, and even an
+    /// `unowned(unsafe)` one was retained around each call made on it (callgrind); `_withUnsafeGuaranteedRef` is not.
+    private let connectionRef: Unmanaged<Connection>
+    /// The connection, for a reply that keeps it (a set waiting for its journal write).
+    var connection: Connection { connectionRef.takeUnretainedValue() }
     let id: UInt64
     /// The operation's counters (a reply written later counts its error there).
     unowned(unsafe) let counters: OperationCounters
 
     /// The largest body a hot reply carries in its one frame (a larger one is streamed: the general path's work).
-    var maxBody: Int { connection.pieceBytes }
+    var maxBody: Int { connectionRef._withUnsafeGuaranteedRef { $0.pieceBytes } }
+
+    init(connection: Connection, id: UInt64, counters: OperationCounters) {
+        connectionRef = Unmanaged.passUnretained(connection)
+        self.id = id
+        self.counters = counters
+    }
 
     /// The same for a request that may ask for its body as a descriptor (`body_fd`): a body the general path would
     /// hand out as one is the general path's.
     func maxBody(bodyFD: Bool?) -> Int {
-        guard bodyFD == true, let descriptors = connection.table.descriptors else { return maxBody }
-        return min(maxBody, descriptors.minBytes - 1)
+        guard bodyFD == true else { return maxBody }
+        return connectionRef._withUnsafeGuaranteedRef { connection in
+            guard let descriptors = connection.table.descriptors else { return connection.pieceBytes }
+            return min(connection.pieceBytes, descriptors.minBytes - 1)
+        }
     }
 
     /// Writes `{"id":…,"final":true,"result":` + what `result` writes + `}` and the body.
     func succeed(body: UnsafeRawBufferPointer, result: (inout ByteCursor) -> Void) {
-        connection.writeHotFrame(id: id, body: body, result: result)
+        let id = id
+        connectionRef._withUnsafeGuaranteedRef { $0.writeHotFrame(id: id, body: body, result: result) }
     }
 }
 
@@ -75,18 +88,20 @@ extension Connection {
     }
 
     private func answerHot(_ hot: HotEnvelope, _ frame: FrameView, _ entry: Router.Entry) -> Bool {
-        guard let handler = entry.hot else { return false }
+        // The handler is used where the entry holds it (`guard let` made a copy: a retain and a release).
+        guard entry.hot != nil else { return false }
         // A body on an operation that takes none: the general path refuses it.
         if !frame.body.isEmpty && !entry.takesBody { return false }
         let situation = gateSituation(id: hot.id, operationKnown: true)
         guard case .admit = RequestGate.decide(op: entry.name, situation) else { return false }
         let request = HotRequest(envelope: hot, json: frame.json, body: frame.body)
-        guard handler.answerHot(request, HotReply(connection: self, id: hot.id, counters: entry.counters)) else { return false }
+        guard entry.hot.unsafelyUnwrapped.answerHot(request, HotReply(connection: self, id: hot.id, counters: entry.counters)) else { return false }
         table.stats.requestsTotal += 1
         usage.requests += 1
         entry.counters.requests += 1
         entry.counters.latency.recordInstant()
-        if let access = table.access, access.wants(nanoseconds: 0) {
+        // Asked where the table holds it (`if let` made a copy: a retain and a release a request).
+        if table.access?.wants(nanoseconds: 0) == true, let access = table.access {
             // A set is acknowledged at the end of the iteration: its line says what was taken, the body it stored.
             let isSet = entry.name == OperationName.cacheSet.rawValue
             access.request(AccessEntry(op: entry.name, connection: id, uid: peerUID,

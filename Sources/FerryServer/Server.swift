@@ -119,9 +119,9 @@ public final class Server {
                               checks: store.blobChecks, checkLimit: config.bodyDescriptorCheckLimit)
             : nil
         let table = ConnectionTable(loop: loop, config: config, log: log, stats: stats, router: router, budget: budget,
-                                    descriptors: descriptors)
+                                    descriptors: descriptors,
+                                    access: AccessLog(sink: log.sink, format: config.logFormat, slowMs: config.slowMs))
         self.table = table
-        table.access = AccessLog(sink: log.sink, format: config.logFormat, slowMs: config.slowMs)
         let report = StatsReport(loop: loop, stats: stats, router: router, table: table, store: store, fetch: fetch, log: log)
         report.l2 = l2
         for op in Wiring.operations(config, loop: loop, log: log, store: store, fetch: fetch, images: images, report: report,

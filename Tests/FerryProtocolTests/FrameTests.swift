@@ -134,7 +134,7 @@ import Testing
     }
 
     @Test func limitsCanBeLiftedBetweenFrames() throws {
-        var d = FrameDecoder(maxFrameBytes: 100, maxJSONBytes: 100)
+        let d = FrameDecoder(maxFrameBytes: 100, maxJSONBytes: 100)
         let big = FrameEncoder.encode(json: ["id": 1, "op": "ping"], body: Array(repeating: 1, count: 500))
         d.append(big)
         #expect(throws: FrameError.self) { try d.next() }

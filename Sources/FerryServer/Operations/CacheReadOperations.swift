@@ -43,14 +43,16 @@ extension CacheGetOperation: HotOperation {
         guard e.ttlMs == nil, e.url == nil, let key = request.cacheKeyProbe,
               let entry = store.memoryHit(key, now: WallClock.nowMs(), maxBytes: reply.maxBody(bodyFD: e.bodyFD))
         else { return false }
+        // Read out first: a closure that captured the entry retained its value once more.
+        let (size, createdAt, expiresAt) = (entry.value.count, entry.createdAt, entry.expiresAt)
         entry.value.withUnsafeBytes { body in
             // The general path's reply, member for member: `size`, `created_at`, `expires_at` when set, `source`.
             reply.succeed(body: body) { out in
                 out.ascii("{\"size\":")
-                out.int(Int64(entry.value.count))
+                out.int(Int64(size))
                 out.ascii(",\"created_at\":")
-                out.int(entry.createdAt)
-                if let expires = entry.expiresAt {
+                out.int(createdAt)
+                if let expires = expiresAt {
                     out.ascii(",\"expires_at\":")
                     out.int(expires)
                 }
