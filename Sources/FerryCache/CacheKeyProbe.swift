@@ -7,8 +7,8 @@ import Darwin
 /// A cache key read where it lies — a request's bytes — for looking a value up without making the key's Strings.
 /// Why: a `CacheKey` of a 16-byte key is a heap allocation (Swift keeps up to 15 bytes inline) and a dozen
 /// retains and releases as it is passed down to the memory tier; on a memory hit that was a sixth of the
-/// daemon's instructions (callgrind, issue 12). The probe hashes as the key would (`hashValue` equals
-/// `CacheKey.hashValue` for the same bytes) and compares bytes with a stored key where it lies (`matches`).
+/// daemon's instructions (callgrind, issue 12). The probe hashes as the key would (`digest` equals
+/// `CacheKey.digest` for the same bytes) and compares bytes with a stored key where it lies (`matches`).
 ///
 /// Valid only while the bytes are (the fast path's: the request's frame, during its `answerHot`).
 ///
@@ -16,8 +16,8 @@ import Darwin
 /// let bytes = Array("user:1".utf8)
 /// bytes.withUnsafeBytes { key in
 ///     let probe = CacheKeyProbe(namespace: nil, key: key)!     // nil: refused as CacheKey(...) refuses it
-///     probe.hashValue == CacheKey(trusted: "default", "user:1").hashValue   // true
-///     lru.get(hash: probe.hashValue, image: probe.image, where: probe.matches)
+///     probe.digest == CacheKey(trusted: "default", "user:1").digest   // true
+///     lru.get(hash: probe.digest, image: probe.image, where: probe.matches)   // an LRU made with hashOf: { $0.digest }
 /// }
 /// ```
 public struct CacheKeyProbe {
@@ -38,9 +38,9 @@ public struct CacheKeyProbe {
         self.key = key
     }
 
-    /// As `CacheKey.hash(into:)` hashes the same key: the namespace only when not the default, each part's bytes
-    /// then its length (`UTF8Bytes.hash`).
-    public var hashValue: Int {
+    /// As `CacheKey.digest` hashes the same key: the namespace only when not the default, each part's bytes then
+    /// its length (`UTF8Bytes.hash`).
+    public var digest: Int {
         var h = Hasher()
         if let namespace {
             h.combine(bytes: namespace)

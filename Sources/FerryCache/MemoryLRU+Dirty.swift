@@ -27,7 +27,7 @@ extension MemoryLRU {
     @discardableResult
     public func markDirty(_ key: Key, seq: UInt64, holding: (Value) -> Bool) -> DirtyMarking {
         precondition(seq > 0)
-        guard let i = slot(of: key, hash: key.hashValue) else { return .notHeld }
+        guard let i = slot(of: key, hash: hashOf(key)) else { return .notHeld }
         let marking = withSlots { s -> DirtyMarking in
             guard holding(s[i].value.unsafelyUnwrapped) else { return .notHeld }
             let previous = s[i].dirty

@@ -60,17 +60,24 @@ public final class MemoryLRU<Key: Hashable, Value> {
 
     /// A key's image (`CacheKey.image`); nil: keys have none, and are compared with `==`.
     private let makeImage: ((Key) -> KeyImage)?
+    /// A key's hash for the index (`CacheKey.digest`, made once with the key); nil: its `hashValue`.
+    private let makeHash: ((Key) -> Int)?
 
     /// `imageOf`: the image of a key (`KeyImage`: its bytes by value, so a probe compares them where the slot
-    /// holds them); the default keeps none, and keys are compared with `==`.
-    public init(budget: Int, imageOf: ((Key) -> KeyImage)? = nil) {
+    /// holds them); the default keeps none, and keys are compared with `==`. `hashOf`: the hash the index files a
+    /// key under (equal keys, equal hashes), when the key carries one made already; the default is `hashValue`.
+    public init(budget: Int, imageOf: ((Key) -> KeyImage)? = nil, hashOf: ((Key) -> Int)? = nil) {
         precondition(budget >= 0)
         self.budget = budget
         self.makeImage = imageOf
+        self.makeHash = hashOf
     }
 
     @inline(__always)
     private func imageOf(_ key: Key) -> KeyImage { makeImage?(key) ?? .none }
+
+    @inline(__always)
+    func hashOf(_ key: Key) -> Int { makeHash?(key) ?? key.hashValue }
 
     public var count: Int { index.count }
 
@@ -85,15 +92,15 @@ public final class MemoryLRU<Key: Hashable, Value> {
 
     /// The value, marked most recently used (and, with `markAccess`, remembered for `takeAccessed`).
     public func get(_ key: Key, markAccess: Bool = false) -> Value? {
-        get(hash: key.hashValue, image: imageOf(key), markAccess: markAccess) { $0 == key }
+        get(hash: hashOf(key), image: imageOf(key), markAccess: markAccess) { $0 == key }
     }
 
-    /// `get` of the key whose `hashValue` is `hash`, whose image is `image` (ignored without `imageOf`) and which
+    /// `get` of the key whose hash (`hashOf`) is `hash`, whose image is `image` (ignored without `imageOf`) and which
     /// `matches` accepts (asked only when neither the probe nor a stored key has an image): a lookup by something
     /// that is not a `Key` but stands for one (`CacheKeyProbe`: a key's bytes where a request holds them).
     ///
     /// ```swift
-    /// lru.get(hash: probe.hashValue, image: probe.image, where: probe.matches)   // as lru.get(probe.cacheKey)
+    /// lru.get(hash: probe.digest, image: probe.image, where: probe.matches)   // as lru.get(probe.cacheKey)
     /// ```
     public func get(hash: Int, image: KeyImage, markAccess: Bool = false,
                     where matches: (borrowing Key) -> Bool) -> Value? {
@@ -117,11 +124,11 @@ public final class MemoryLRU<Key: Hashable, Value> {
 
     /// The value without touching recency.
     public func peek(_ key: Key) -> Value? {
-        guard let i = slot(of: key, hash: key.hashValue) else { return nil }
+        guard let i = slot(of: key, hash: hashOf(key)) else { return nil }
         return slots[i].value
     }
 
-    public func contains(_ key: Key) -> Bool { slot(of: key, hash: key.hashValue) != nil }
+    public func contains(_ key: Key) -> Bool { slot(of: key, hash: hashOf(key)) != nil }
 
     /// Keys read with `markAccess` since the last call, each once, if still present.
     public func takeAccessed() -> [Key] {
@@ -142,7 +149,7 @@ public final class MemoryLRU<Key: Hashable, Value> {
         precondition(cost >= 0)
         var evicted: [(key: Key, value: Value)] = []
         // Replacing a present key in place costs one lookup (a remove and an insert would cost three).
-        let hash = key.hashValue
+        let hash = hashOf(key)
         if cost <= budget, let i = slot(of: key, hash: hash) {
             usedBytes += cost - slots[i].cost
             let displaced = withSlots { s -> (Value, UInt64)? in
@@ -184,13 +191,13 @@ public final class MemoryLRU<Key: Hashable, Value> {
 
     /// Replaces the value of an existing entry in place, keeping its recency and cost.
     public func update(_ key: Key, _ body: (inout Value) -> Void) {
-        guard let i = slot(of: key, hash: key.hashValue) else { return }
+        guard let i = slot(of: key, hash: hashOf(key)) else { return }
         body(&slots[i].value!)
     }
 
     @discardableResult
     public func remove(_ key: Key) -> Value? {
-        let hash = key.hashValue
+        let hash = hashOf(key)
         guard let i = slot(of: key, hash: hash) else { return nil }
         index.remove(hash: hash) { $0 == i }
         let slot = withSlots { s -> Slot in

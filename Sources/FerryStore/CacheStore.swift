@@ -65,7 +65,7 @@ public final class CacheStore: @unchecked Sendable, SettledSets {
     /// A store on any tier (tests drive the memory tier's rules with a fake one).
     init(config: StoreConfig, tier: StoreTier, notices: [String] = []) {
         self.config = config
-        memory = MemoryLRU(budget: config.memoryBudget, imageOf: { $0.image })
+        memory = MemoryLRU(budget: config.memoryBudget, imageOf: { $0.image }, hashOf: { $0.digest })
         disk = tier
         self.notices = notices
         tier.settledSets = self
@@ -116,7 +116,7 @@ public final class CacheStore: @unchecked Sendable, SettledSets {
     /// `read` counts and marks it; nil otherwise, with nothing counted (the caller then goes through `read`).
     /// The key is known by its bytes (`CacheKeyProbe`, the fast path's): no `CacheKey` is made for a hit.
     public func memoryHit(_ probe: CacheKeyProbe, now: Int64, maxBytes: Int) -> CacheEntry? {
-        guard let entry = memory.get(hash: probe.hashValue, image: probe.image, markAccess: true, where: probe.matches),
+        guard let entry = memory.get(hash: probe.digest, image: probe.image, markAccess: true, where: probe.matches),
               !entry.isExpired(now: now), entry.value.count <= maxBytes else { return nil }
         own.memoryHits += 1
         return entry

@@ -19,7 +19,7 @@ import Testing
                 let stored = CacheKey(trusted: namespace ?? CacheKey.defaultNamespace, key)
                 Self.withProbe(namespace, key) { probe -> Void in
                     guard let probe else { Issue.record("refused \(key) in \(namespace ?? "nil")"); return }
-                    #expect(probe.hashValue == stored.hashValue, "\(key) \(namespace ?? "nil")")
+                    #expect(probe.digest == stored.digest, "\(key) \(namespace ?? "nil")")
                     #expect(probe.image == stored.image, "\(key) \(namespace ?? "nil")")
                     #expect(probe.matches(stored) && probe.cacheKey == stored)
                     #expect(!probe.matches(CacheKey(trusted: "other", key)))
@@ -45,18 +45,18 @@ import Testing
     /// With and without images (`KeyImage`), for keys that have one and keys too long for one.
     @Test(arguments: [false, true], ["key:", String(repeating: "long-key/", count: 5)])
     func findsInTheMemoryTierWhatTheKeyFinds(images: Bool, prefix: String) {
-        let lru = MemoryLRU<CacheKey, Int>(budget: 1 << 20, imageOf: images ? { $0.image } : nil)
+        let lru = MemoryLRU<CacheKey, Int>(budget: 1 << 20, imageOf: images ? { $0.image } : nil, hashOf: { $0.digest })
         for i in 0..<500 { lru.set(CacheKey(trusted: i % 2 == 0 ? "default" : "odd", "\(prefix)\(i)"), i, cost: 10) }
         var found = 0
         for i in 0..<520 {
             Self.withProbe(i % 2 == 0 ? nil : "odd", "\(prefix)\(i)") { probe -> Void in
-                let value = lru.get(hash: probe!.hashValue, image: probe!.image, where: probe!.matches)
+                let value = lru.get(hash: probe!.digest, image: probe!.image, where: probe!.matches)
                 #expect(value == (i < 500 ? i : nil), "\(prefix)\(i)")
                 if value != nil { found += 1 }
             }
         }
         #expect(found == 500)
         // The other namespace's key of the same name is not this one.
-        #expect(Self.withProbe("odd", "\(prefix)0") { lru.get(hash: $0!.hashValue, image: $0!.image, where: $0!.matches) } == nil)
+        #expect(Self.withProbe("odd", "\(prefix)0") { lru.get(hash: $0!.digest, image: $0!.image, where: $0!.matches) } == nil)
     }
 }

@@ -32,7 +32,7 @@ import Testing
 
     /// A key that counts its comparisons and hashes as its owner says (collisions on purpose).
     struct CountedKey: Hashable {
-        final class Counter { var compares = 0 }
+        final class Counter { var compares = 0, hashes = 0 }
         let name: String
         let hash: Int
         let counter: Counter
@@ -40,7 +40,10 @@ import Testing
             a.counter.compares += 1
             return a.name == b.name
         }
-        func hash(into h: inout Hasher) { h.combine(hash) }
+        func hash(into h: inout Hasher) {
+            counter.hashes += 1
+            h.combine(hash)
+        }
         var image: KeyImage { CacheKey(trusted: CacheKey.defaultNamespace, name).image }
     }
 
@@ -75,5 +78,37 @@ import Testing
             #expect(lru.get(hash: k.hashValue, image: k.image, where: { $0 == k }) == i)
         }
         #expect(counter.compares >= 10)
+    }
+
+    /// A map told each key's hash (`hashOf`, as the store passes `CacheKey.digest`) files keys under it and never
+    /// hashes a key itself; without it, every lookup does.
+    @Test func aGivenHashIsUsedAndTheKeyIsNeverHashed() {
+        let counter = CountedKey.Counter()
+        let lru = MemoryLRU<CountedKey, Int>(budget: 1 << 20, imageOf: { $0.image }, hashOf: { $0.hash })
+        let keys = (0..<50).map { CountedKey(name: "key:\($0)", hash: $0 % 7, counter: counter) }
+        for (i, k) in keys.enumerated() { lru.set(k, i, cost: 1) }
+        for (i, k) in keys.enumerated() { #expect(lru.get(k) == i) }
+        #expect(lru.get(hash: keys[9].hash, image: keys[9].image, where: { $0 == keys[9] }) == 9)
+        // Filed under the given hash: a probe asking under another finds nothing.
+        #expect(lru.get(hash: keys[9].hash + 1, image: keys[9].image, where: { $0 == keys[9] }) == nil)
+        #expect(lru.markDirty(keys[2], seq: 1, holding: { _ in true }) == .marked)
+        #expect(lru.remove(keys[3]) == 3 && lru.get(keys[3]) == nil)
+        lru.set(keys[4], 40, cost: 1)
+        #expect(lru.get(keys[4]) == 40)
+        #expect(counter.hashes == 0)
+
+        let plain = MemoryLRU<CountedKey, Int>(budget: 1 << 20, imageOf: { $0.image })
+        plain.set(keys[0], 0, cost: 1)
+        #expect(plain.get(keys[0]) == 0)
+        #expect(counter.hashes > 0)
+    }
+
+    /// A key's digest depends on its bytes alone, is what it hashes, and tells the parts apart.
+    @Test func aKeysDigestIsItsBytes() {
+        let a = CacheKey(trusted: "default", "user:1"), b = try! CacheKey(key: "user:" + "1")
+        #expect(a.digest == b.digest && a.hashValue == b.hashValue)
+        #expect(Set([a, b, CacheKey(trusted: "app", "user:1")]).count == 2)
+        #expect(CacheKey(trusted: "ab", "c").digest != CacheKey(trusted: "a", "bc").digest)
+        #expect(CacheKey(trusted: "default", "user:1").digest != CacheKey(trusted: "default", "user:2").digest)
     }
 }
