@@ -113,6 +113,13 @@ public final class FrameDecoder {
         return result
     }
 
+    /// `nextView` for a handler that returns nothing: true when a frame was handled. Not generic: a daemon calls it
+    /// for every frame, and the generic form, called from another module, handled its result through value
+    /// witnesses (callgrind).
+    public func nextFrame(_ body: (FrameView) throws -> Void) throws -> Bool {
+        try nextView(body) != nil
+    }
+
     /// The next whole frame as an owned copy; `nil` when none is buffered yet.
     public func next() throws(FrameError) -> Frame? {
         do {

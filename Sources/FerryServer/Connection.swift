@@ -168,7 +168,7 @@ final class Connection: LoopPipeDelegate {
         defer { isProcessing = false }
         while life == .open && !backpressure.isPaused {
             do {
-                guard try decoder.nextView({ handleFrame($0) }) != nil else { break }
+                guard try decoder.nextFrame({ handleFrame($0) }) else { break }
             } catch {
                 table.stats.countConnectionError(.protocolError)
                 protocolError(WireError(.protocolError, "\(error)"), id: 0)

@@ -24,6 +24,8 @@ final class ConnectionTable {
     /// One line per request (`AccessLog`), written at the end of each loop iteration. A `let`: every request asks
     /// it, and a `var` was retained and released at each asking (callgrind).
     let access: AccessLog?
+    /// The same, for the fast path's question (`wants`) without a retain and a release of the log (callgrind).
+    let accessRef: Unmanaged<AccessLog>?
     private(set) var deadlines: RequestDeadlines!
     private var connections: [UInt64: Connection] = [:]
     /// What the closed connections of each uid did (the open ones count their own until they close).
@@ -70,6 +72,7 @@ final class ConnectionTable {
          descriptors: BodyDescriptors? = nil, access: AccessLog? = nil) {
         self.loop = loop
         self.access = access
+        accessRef = access.map { Unmanaged.passUnretained($0) }
         self.descriptors = descriptors
         self.config = config
         maxConnectionInFlight = config.limits.maxInFlight

@@ -100,8 +100,8 @@ extension Connection {
         usage.requests += 1
         entry.counters.requests += 1
         entry.counters.latency.recordInstant()
-        // Asked where the table holds it (`if let` made a copy: a retain and a release a request).
-        if table.access?.wants(nanoseconds: 0) == true, let access = table.access {
+        // Asked of the log borrowed (`if let` made a copy: a retain and a release a request).
+        if let log = table.accessRef, log._withUnsafeGuaranteedRef({ $0.wants(nanoseconds: 0) }), let access = table.access {
             // A set is acknowledged at the end of the iteration: its line says what was taken, the body it stored.
             let isSet = entry.name == OperationName.cacheSet.rawValue
             access.request(AccessEntry(op: entry.name, connection: id, uid: peerUID,

@@ -93,7 +93,7 @@ public final class LogSink: Sendable {
     }
 
     public var level: LogLevel {
-        get { LogLevel(rawValue: levelRaw.load(ordering: .relaxed)) ?? .info }
+        @inline(__always) get { LogLevel(rawValue: levelRaw.load(ordering: .relaxed)) ?? .info }
         set { levelRaw.store(newValue.rawValue, ordering: .relaxed) }
     }
 
