@@ -43,6 +43,8 @@ final class ConnectionTable {
         return out
     }
     private var needFlush: [Connection] = []
+    /// The connections `flushPending` is writing (the spare of `needFlush`, which takes the next ones meanwhile).
+    private var flushing: [Connection] = []
     private var nextConnectionID: UInt64 = 1
     private var serialCounter: UInt64 = 0
     /// Requests in flight across connections.
@@ -127,9 +129,11 @@ final class ConnectionTable {
     /// Flushes every connection that has replies waiting (a flush may produce more: drained until none is left).
     func flushPending() {
         while !needFlush.isEmpty {
-            let batch = needFlush
-            needFlush.removeAll(keepingCapacity: true)
-            for connection in batch { connection.flush() }
+            // Swapped with a spare, not copied: emptying an array whose buffer a copy shared allocated a new one, and
+            // the old one was freed after the loop, once per loop iteration (perf: 2.5 % of ferryd at 50 pings).
+            swap(&needFlush, &flushing)
+            for connection in flushing { connection.flush() }
+            flushing.removeAll(keepingCapacity: true)
         }
     }
 
