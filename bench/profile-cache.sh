@@ -1,21 +1,29 @@
 #!/usr/bin/env bash
 # bench/profile-cache.sh — where ferryd's time goes under the cache load of `make bench`.
 #
-# Starts a private ferryd (server CPU 0, like bench/run.sh), drives it with `ferry-bench cache-set` or `cache-get`
-# (client CPU 1) and records ferryd with `perf record -g` (installed with apt-get as linux-perf when missing and
-# root; without perf, `valgrind --tool=callgrind` on a short run). Prints the shares by thread, by shared object
-# and by symbol, and keeps perf.data in OUT_DIR for `perf report -i`.
+# Starts a private ferryd (server CPU 0, like bench/run.sh), drives it with `ferry-bench cache-set`, `cache-get` or
+# `raw-conns` (pings; client CPU 1) and records ferryd with `perf record -g` (installed with apt-get as linux-perf
+# when missing and root). Prints the shares by thread, by shared object and by symbol, and keeps perf.data in
+# OUT_DIR for `perf report -i`.
 #
-#   bash bench/profile-cache.sh [set|get] [ferry-bench options...]    # default: set --conns 50
+# With PROFILER=callgrind (or without perf): the instructions of COUNT requests, counted after a warm-up of 5,000
+# (callgrind's instrumentation is switched on and off around them), printed per request with the retains and the
+# functions. Deterministic, where throughput moves by a tenth between runs: the way to see what a change saves.
+# `cache-get` stores its keys first, inside the counted run: give it few (`--keys 100`).
+#
+#   bash bench/profile-cache.sh [set|get|ping] [ferry-bench options...]    # default: set --conns 50
+#   PROFILER=callgrind bash bench/profile-cache.sh get --conns 50 --keys 100
 #
 # Environment: BUILD_DIR (.build; binaries must be built: `swift build -c release`), SECONDS_RECORDED (5),
-# OUT_DIR (bench-results/profile), PROFILER (perf | callgrind; default: perf when it works).
+# OUT_DIR (bench-results/profile), PROFILER (perf | callgrind; default: perf when it works), COUNT (50000).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OP=${1:-set}
 shift || true
-[[ $OP == set || $OP == get ]] || { echo "usage: $0 [set|get] [ferry-bench options...]" >&2; exit 2; }
+[[ $OP == set || $OP == get || $OP == ping ]] || { echo "usage: $0 [set|get|ping] [ferry-bench options...]" >&2; exit 2; }
+MODE=cache-$OP
+[[ $OP == ping ]] && MODE=raw-conns
 EXTRA=("$@")
 [[ ${#EXTRA[@]} -gt 0 ]] || EXTRA=(--conns 50)
 BUILD_DIR=${BUILD_DIR:-.build}
@@ -41,8 +49,9 @@ mkdir -p "$OUT_DIR"
 SOCK=$TMP/ferryd.sock
 ferryd_cmd=("$BIN/ferryd" --socket "$SOCK" --cache-dir "$TMP/cache" --log-level warn)
 if [[ $PROFILER == callgrind ]]; then
-    # Callgrind runs the daemon ~50× slower: a short, fixed-count run is enough to see the shares.
-    taskset -c 0 valgrind --tool=callgrind --callgrind-out-file="$OUT_DIR/callgrind.out" "${ferryd_cmd[@]}" &
+    # Callgrind runs the daemon ~50× slower: a fixed count of requests, counted alone (start-up and warm-up not).
+    rm -f "$OUT_DIR/callgrind.out"
+    taskset -c 0 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT_DIR/callgrind.out" "${ferryd_cmd[@]}" &
 else
     taskset -c 0 "${ferryd_cmd[@]}" &
 fi
@@ -51,9 +60,9 @@ PIDS+=("$FERRYD_PID")
 for ((k = 0; k < 600; k++)); do [[ -S $SOCK ]] && break; sleep 0.05; done
 [[ -S $SOCK ]] || { echo "ferryd did not come up" >&2; exit 1; }
 
-bench=(taskset -c 1 "$BIN/ferry-bench" --socket "$SOCK" --mode "cache-$OP" "${EXTRA[@]}")
+bench=(taskset -c 1 "$BIN/ferry-bench" --socket "$SOCK" --mode "$MODE" "${EXTRA[@]}")
 if [[ $PROFILER == perf ]]; then
-    log "ferry-bench cache-$OP ${EXTRA[*]}; perf record -g on ferryd (pid $FERRYD_PID) for ${SECONDS_RECORDED}s"
+    log "ferry-bench $MODE ${EXTRA[*]}; perf record -g on ferryd (pid $FERRYD_PID) for ${SECONDS_RECORDED}s"
     "${bench[@]}" --seconds "$((SECONDS_RECORDED + 2))" --warmup 1 &
     BENCH_PID=$!
     PIDS+=("$BENCH_PID")
@@ -66,9 +75,18 @@ if [[ $PROFILER == perf ]]; then
     echo "## by symbol"; report --sort dso,sym | head -40
     log "perf.data in $OUT_DIR: perf report -i $OUT_DIR/perf.data -g caller"
 else
-    log "ferry-bench cache-$OP ${EXTRA[*]} under callgrind (a fixed count of requests)"
-    "${bench[@]}" --count 20000 --warmup 0
+    COUNT=${COUNT:-50000}
+    log "ferry-bench $MODE ${EXTRA[*]} under callgrind: $COUNT requests counted after 5,000 uncounted"
+    "${bench[@]}" --count 5000 --warmup 0 >/dev/null
+    callgrind_control -i on "$FERRYD_PID" >/dev/null
+    "${bench[@]}" --count "$COUNT" --warmup 0
+    callgrind_control -i off "$FERRYD_PID" >/dev/null
     kill "$FERRYD_PID"
     wait "$FERRYD_PID" 2>/dev/null || true
-    callgrind_annotate --inclusive=no "$OUT_DIR/callgrind.out" 2>/dev/null | head -60
+    annotate() { callgrind_annotate --inclusive=no "$OUT_DIR/callgrind.out" 2>/dev/null; }
+    total=$(awk '/^totals:/ {print $2}' "$OUT_DIR/callgrind.out")
+    # swift_retain is about 22 instructions a call.
+    retains=$(annotate | awk '/:swift_retain / {gsub(",", "", $1); print $1}' | head -1)
+    echo "## per request: $((total / COUNT)) instructions, $(( ${retains:-0} / 22 / COUNT )) retains (every thread)"
+    annotate | sed -n '/file:function/,$p' | head -50
 fi

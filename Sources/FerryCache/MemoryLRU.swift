@@ -27,21 +27,23 @@ public final class MemoryLRU<Key: Hashable, Value> {
     public private(set) var budget: Int
     public private(set) var usedBytes = 0
     /// One slot per entry, its fields together: a `get` touches one array (one exclusivity check, one uniqueness
-    /// check, through `withSlots`), not six.
+    /// check, through `withSlots`), not six. In the order a `get` reads them (a struct keeps its fields in the order
+    /// declared): the image, the value and the referenced bit lie in the slot's first 80 bytes, two cache lines at
+    /// most, where with the key between them a hit touched three.
     struct Slot {
         /// The key's image (`KeyImage`), first: a probe reads it and the value, and compares the key only when
         /// neither has one.
         var image: KeyImage
-        /// Left in place when the slot is freed (until it is reused, or the map empties): a key that is never nil
-        /// is compared where it lies, where an optional one was copied — and retained — at every probe.
-        var key: Key
         var value: Value?
-        var cost = 0
-        var prev = -1
-        var next = -1
         var marked = false
         /// Used since it last reached the old end (CLOCK's referenced bit).
         var referenced = false
+        /// Left in place when the slot is freed (until it is reused, or the map empties): a key that is never nil
+        /// is compared where it lies, where an optional one was copied — and retained — at every probe.
+        var key: Key
+        var cost = 0
+        var prev = -1
+        var next = -1
         /// Nonzero: the value is dirty, with this sequence number (`markDirty`).
         var dirty: UInt64 = 0
     }
@@ -173,10 +175,10 @@ public final class MemoryLRU<Key: Hashable, Value> {
         let i: Int
         if let f = free.popLast() {
             i = f
-            slots[i] = Slot(image: imageOf(key), key: key, value: value, cost: cost)
+            slots[i] = Slot(image: imageOf(key), value: value, key: key, cost: cost)
         } else {
             i = slots.count
-            slots.append(Slot(image: imageOf(key), key: key, value: value, cost: cost))
+            slots.append(Slot(image: imageOf(key), value: value, key: key, cost: cost))
         }
         withSlots { s in
             s[i].next = head
