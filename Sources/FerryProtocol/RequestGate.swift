@@ -51,6 +51,10 @@ public enum RequestGate {
         if s.phase == .awaitingHello && op != OperationName.hello.rawValue {
             return .reject(WireError(.failedPrecondition, "send hello first"))
         }
+        // Every rule below refuses: with none of them true, any operation is admitted, and the name is not compared
+        // (a string comparison for every request, callgrind).
+        guard s.serverDraining || !s.operationKnown || s.connectionInFlight >= s.maxConnectionInFlight
+                || s.totalInFlight >= s.maxTotalInFlight else { return .admit }
         // `cancel` finishes at once and is how a client at a limit, or waiting on a drain, gets out of it.
         if op == OperationName.cancel.rawValue { return .admit }
         if s.serverDraining {
