@@ -141,6 +141,22 @@ import Testing
         d.maxFrameBytes = 1000
         #expect(try d.next()?.body.count == 500)
     }
+
+    /// `nextFrame`, the daemon's per-frame call: false (and nothing handled or consumed) until a frame is whole,
+    /// then true once per frame, each consumed after its handler ran.
+    @Test func nextFrameHandsOverEachWholeFrameOnce() throws {
+        let d = FrameDecoder(maxFrameBytes: 1000, maxJSONBytes: 1000)
+        let a = FrameEncoder.encode(json: ["id": 1, "op": "ping"]), b = FrameEncoder.encode(json: ["id": 2, "op": "ping"], body: [7, 8])
+        var seen: [[UInt8]] = []
+        d.append(Array(a.prefix(a.count - 1)))
+        #expect(try d.nextFrame { seen.append(Array($0.json)) } == false)
+        #expect(seen.isEmpty && d.pendingBytes == a.count - 1)
+        d.append(Array(a.suffix(1)) + b)
+        #expect(try d.nextFrame { seen.append(Array($0.json)) } == true)
+        #expect(try d.nextFrame { seen.append(Array($0.json) + Array($0.body)) } == true)
+        #expect(try d.nextFrame { _ in seen.append([]) } == false)
+        #expect(seen.count == 2 && seen[1].suffix(2) == [7, 8] && d.pendingBytes == 0)
+    }
 }
 
 @Suite struct ByteBufferTests {
