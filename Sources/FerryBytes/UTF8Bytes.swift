@@ -74,13 +74,4 @@ public enum UTF8Bytes {
         if a.utf8.elementsEqual(b.utf8) { return 0 }
         return a.utf8.lexicographicallyPrecedes(b.utf8) ? -1 : 1
     }
-
-    /// Hashes the bytes (consistent with `equal`), then their count, so that two strings hashed in a row do not
-    /// collide with another split of the same bytes.
-    @inlinable
-    public static func hash(_ s: String, into h: inout Hasher) {
-        let hashed: Void? = s.utf8.withContiguousStorageIfAvailable { h.combine(bytes: UnsafeRawBufferPointer($0)) }
-        if hashed == nil { Array(s.utf8).withUnsafeBytes { h.combine(bytes: $0) } }
-        h.combine(s.utf8.count)
-    }
 }

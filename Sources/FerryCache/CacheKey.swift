@@ -46,15 +46,30 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
         digest = CacheKey.digest(namespace: namespace, key: key)
     }
 
-    /// The bytes are hashed, as they are compared (a String's own hash works through its Unicode form: several
-    /// times the cost). The default namespace, the common one, is not hashed: keys compare both parts, so this
-    /// changes which keys share a bucket, never which are equal, and spares one of two SipHash rounds. Then the
-    /// key's bytes, each part followed by its length (`UTF8Bytes.hash`), through a seeded `Hasher` (so keys a
-    /// client chooses cannot be made to collide).
+    /// The digest of these parts: their bytes, as `digest(namespace:key:)` over bytes hashes them (the one rule
+    /// the probe of a request's bytes uses too, so both give the same digest for the same key).
     static func digest(namespace: String, key: String) -> Int {
+        var key = key
+        return key.withUTF8 { k in
+            if UTF8Bytes.equal(namespace, CacheKey.defaultNamespace) { return digest(namespace: nil, key: UnsafeRawBufferPointer(k)) }
+            var ns = namespace
+            return ns.withUTF8 { digest(namespace: UnsafeRawBufferPointer($0), key: UnsafeRawBufferPointer(k)) }
+        }
+    }
+
+    /// The bytes are hashed, as they are compared (a String's own hash works through its Unicode form: several
+    /// times the cost). The default namespace (`nil`), the common one, is not hashed: keys compare both parts, so
+    /// this changes which keys share a bucket, never which are equal, and spares one of two SipHash rounds. Each
+    /// part is followed by its length (two keys split another way differ), through a seeded `Hasher` (so keys a
+    /// client chooses cannot be made to collide).
+    static func digest(namespace: UnsafeRawBufferPointer?, key: UnsafeRawBufferPointer) -> Int {
         var h = Hasher()
-        if !UTF8Bytes.equal(namespace, CacheKey.defaultNamespace) { UTF8Bytes.hash(namespace, into: &h) }
-        UTF8Bytes.hash(key, into: &h)
+        if let namespace {
+            h.combine(bytes: namespace)
+            h.combine(namespace.count)
+        }
+        h.combine(bytes: key)
+        h.combine(key.count)
         return h.finalize()
     }
 

@@ -38,18 +38,8 @@ public struct CacheKeyProbe {
         self.key = key
     }
 
-    /// As `CacheKey.digest` hashes the same key: the namespace only when not the default, each part's bytes then
-    /// its length (`UTF8Bytes.hash`).
-    public var digest: Int {
-        var h = Hasher()
-        if let namespace {
-            h.combine(bytes: namespace)
-            h.combine(namespace.count)
-        }
-        h.combine(bytes: key)
-        h.combine(key.count)
-        return h.finalize()
-    }
+    /// The same as `CacheKey.digest` for the same key: one function hashes both (`CacheKey.digest(namespace:key:)`).
+    public var digest: Int { CacheKey.digest(namespace: namespace, key: key) }
 
     /// The key's image, as `CacheKey.image` makes it for the same key.
     public var image: KeyImage { KeyImage(namespace: namespace, key: key) }
