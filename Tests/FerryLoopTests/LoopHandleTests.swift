@@ -12,6 +12,14 @@ final class LoopOnly<T>: @unchecked Sendable {
 /// The loop's handles on a real libuv loop: each test counts what its callbacks did and checks that `run` returns
 /// once every handle is closed.
 @Suite struct LoopHandleTests {
+    /// A listener bound to a fresh socket path in the temporary directory; the caller unlinks the path.
+    static func boundListener(_ loop: EventLoop) throws -> (listener: LoopPipeListener, path: String) {
+        let path = NSTemporaryDirectory() + "ferry-loop-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+        let listener = LoopPipeListener(loop: loop)
+        try listener.bind(path: path)
+        return (listener, path)
+    }
+
     @Test func aTimerFiresOnceAndTheLoopEndsWhenItCloses() {
         let loop = EventLoop()
         var fired = 0
@@ -68,10 +76,8 @@ final class LoopOnly<T>: @unchecked Sendable {
 
     @Test func aPipeListenerAcceptsAndAPipeReadsAndWrites() throws {
         let loop = EventLoop()
-        let path = NSTemporaryDirectory() + "ferry-loop-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+        let (listener, path) = try Self.boundListener(loop)
         defer { unlink(path) }
-        let listener = LoopPipeListener(loop: loop)
-        try listener.bind(path: path)
         final class Echo: LoopPipeDelegate {
             let pipe: LoopPipe
             var buffer = [UInt8](repeating: 0, count: 64)
@@ -134,10 +140,8 @@ final class LoopOnly<T>: @unchecked Sendable {
     /// order queued, copied heads and kept bodies alike, and `pipeDidWrite` counts each write whole.
     @Test func keptWritesHoldTheirOwnerUntilWrittenAndArriveInOrder() throws {
         let loop = EventLoop()
-        let path = NSTemporaryDirectory() + "ferry-loop-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+        let (listener, path) = try Self.boundListener(loop)
         defer { unlink(path) }
-        let listener = LoopPipeListener(loop: loop)
-        try listener.bind(path: path)
         final class Owner {
             let bytes: [UInt8]
             init(_ bytes: [UInt8]) { self.bytes = bytes }
@@ -214,16 +218,15 @@ final class LoopOnly<T>: @unchecked Sendable {
         let got = received.withLock { $0 } ?? []
         #expect(got.count == sent.count && got == sent)
     }
+
     /// What `Connection` relies on: an end of stream is told once and reading stops there (the socket stays
     /// readable at its end, and libuv's poll is level-triggered); a write the kernel refused is queued, and nothing
     /// written with `tryWrite` overtakes it; closing cancels what is still queued, with `LoopPipe.cancelled`, and
     /// lets its owner go.
     @Test func anEndOfStreamIsToldOnceAndClosingCancelsQueuedWrites() throws {
         let loop = EventLoop()
-        let path = NSTemporaryDirectory() + "ferry-loop-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+        let (listener, path) = try Self.boundListener(loop)
         defer { unlink(path) }
-        let listener = LoopPipeListener(loop: loop)
-        try listener.bind(path: path)
         final class Owner {}
         final class Recorder: LoopPipeDelegate {
             let pipe: LoopPipe
