@@ -224,10 +224,16 @@ final class StoreEngine {
             // In the index's order (namespace, then key, byte-wise as SQLite compares them): consecutive rows land in
             // the same B-tree pages. In the dictionary's order, 20,000 sets to random keys of a large index each read
             // their own pages (perf: the worker in `pread` and SQLite's WAL lookups), an apply taking ~4 s.
-            // The keys alone are sorted: sorting the (key, entry) pairs retained and released both at every move.
-            for pendingKey in pending.keys.sorted(by: { StoreEngine.indexOrder($0.key, $1.key) }) {
-                guard let entry = pending[pendingKey] else { continue }
-                let key = pendingKey.key
+            // Sorted as plain words (`IndexOrder`): sorting the keys compared and moved Strings, 17 % of the daemon.
+            var keys: [CacheKey] = [], entries: [CacheEntry] = []
+            keys.reserveCapacity(pending.count)
+            entries.reserveCapacity(pending.count)
+            for (pendingKey, entry) in pending {
+                keys.append(pendingKey.key)
+                entries.append(entry)
+            }
+            for i in IndexOrder.positions(of: keys) {
+                let key = keys[i], entry = entries[i]
                 if let old = try index.replaced(key) {
                     replacedBytes += StoreEngine.cost(key, size: old.size)
                     replacedRows += 1

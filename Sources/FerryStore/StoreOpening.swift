@@ -170,7 +170,9 @@ enum StoreOpening {
             }
             try index.begin()
             do throws(SQLiteError) {
-                for key in newest.keys.sorted(by: StoreEngine.indexOrder) {
+                let keys = Array(newest.keys)
+                for i in IndexOrder.positions(of: keys) {
+                    let key = keys[i]
                     guard let entry = newest[key]?.entry else { continue }
                     try index.put(key, .inline(entry), accessedAt: entry.createdAt)
                 }
