@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import FerryBytes
 
 /// A cache entry's identity: a namespace and a key, both compared byte for byte.
@@ -46,15 +51,45 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
         digest = CacheKey.digest(namespace: namespace, key: key)
     }
 
+    /// A key whose digest was made from its bytes already (`CacheKeyProbe.cacheKey`: a set's key, hashed where the
+    /// request lies; hashing the Strings again was ~400 instructions a set).
+    init(trusted namespace: String, _ key: String, digest: Int) {
+        self.namespace = namespace
+        self.key = key
+        self.digest = digest
+    }
+
     /// The digest of these parts: their bytes, as `digest(namespace:key:)` over bytes hashes them (the one rule
     /// the probe of a request's bytes uses too, so both give the same digest for the same key).
     static func digest(namespace: String, key: String) -> Int {
-        var key = key
-        return key.withUTF8 { k in
-            if UTF8Bytes.equal(namespace, CacheKey.defaultNamespace) { return digest(namespace: nil, key: UnsafeRawBufferPointer(k)) }
-            var ns = namespace
-            return ns.withUTF8 { digest(namespace: UnsafeRawBufferPointer($0), key: UnsafeRawBufferPointer(k)) }
+        withBytes(namespace: namespace, key: key) { digest(namespace: $0, key: $1) }
+    }
+
+    /// `body` of the parts' bytes as a probe holds them: the namespace nil when it is the default one. Why here:
+    /// `digest` and `image` both start so, and a native String (every key's) hands out its bytes where they lie,
+    /// where `withUTF8` on a copy in a `var` retained and released it (~250 instructions an image, callgrind).
+    @inline(__always)
+    static func withBytes<R>(namespace: String, key: String,
+                             _ body: (UnsafeRawBufferPointer?, UnsafeRawBufferPointer) -> R) -> R {
+        let fast = key.utf8.withContiguousStorageIfAvailable { k in
+            namespace.utf8.withContiguousStorageIfAvailable { ns in
+                let ns = UnsafeRawBufferPointer(ns)
+                return body(isDefault(ns) ? nil : ns, UnsafeRawBufferPointer(k))
+            }
         }
+        if let fast, let fast { return fast }
+        var key = key, namespace = namespace   // bridged or shared Strings: made contiguous
+        return key.withUTF8 { k in namespace.withUTF8 { ns in
+            let ns = UnsafeRawBufferPointer(ns)
+            return body(isDefault(ns) ? nil : ns, UnsafeRawBufferPointer(k))
+        } }
+    }
+
+    /// Whether a namespace's bytes are the default namespace's.
+    @inline(__always)
+    static func isDefault(_ ns: UnsafeRawBufferPointer) -> Bool {
+        let d = defaultNamespaceBytes
+        return ns.count == d.count && memcmp(ns.baseAddress!, d.baseAddress!, d.count) == 0
     }
 
     /// The bytes are hashed, as they are compared (a String's own hash works through its Unicode form: several

@@ -36,10 +36,19 @@ public struct CacheKeyProbe {
             self.namespace = nil
         }
         self.key = key
+        digest = CacheKey.digest(namespace: self.namespace, key: key)
+    }
+
+    /// A probe of bytes a probe was made of before, with that probe's digest (`ReadBatch`: a request read ahead,
+    /// handled later): not checked or hashed again. The default namespace, named, is still counted as none.
+    public init(accepted namespace: UnsafeRawBufferPointer?, key: UnsafeRawBufferPointer, digest: Int) {
+        self.namespace = namespace.flatMap { Self.same($0, CacheKey.defaultNamespaceBytes) ? nil : $0 }
+        self.key = key
+        self.digest = digest
     }
 
     /// The same as `CacheKey.digest` for the same key: one function hashes both (`CacheKey.digest(namespace:key:)`).
-    public var digest: Int { CacheKey.digest(namespace: namespace, key: key) }
+    public let digest: Int
 
     /// The key's image, as `CacheKey.image` makes it for the same key.
     public var image: KeyImage { KeyImage(namespace: namespace, key: key) }
@@ -52,7 +61,7 @@ public struct CacheKeyProbe {
     /// The key as a `CacheKey` (for a path that needs one: a miss, a store).
     public var cacheKey: CacheKey {
         CacheKey(trusted: namespace.map { String(decoding: $0, as: UTF8.self) } ?? CacheKey.defaultNamespace,
-                 String(decoding: key, as: UTF8.self))
+                 String(decoding: key, as: UTF8.self), digest: digest)
     }
 
     static func equal(_ s: String, _ bytes: UnsafeRawBufferPointer) -> Bool {

@@ -1,4 +1,3 @@
-import FerryBytes
 
 /// A short cache key's bytes held by value, beside the memory tier's slot, so a lookup compares five words where
 /// they lie instead of reaching the key's own storage.
@@ -67,13 +66,6 @@ extension CacheKey {
     /// This key's image (`none` when namespace and key are longer than `KeyImage.capacity`); the default namespace
     /// counts as no namespace, as `CacheKeyProbe` counts it.
     public var image: KeyImage {
-        var key = self.key
-        return key.withUTF8 { k in
-            if UTF8Bytes.equal(namespace, CacheKey.defaultNamespace) {
-                return KeyImage(namespace: nil, key: UnsafeRawBufferPointer(k))
-            }
-            var ns = namespace
-            return ns.withUTF8 { KeyImage(namespace: UnsafeRawBufferPointer($0), key: UnsafeRawBufferPointer(k)) }
-        }
+        CacheKey.withBytes(namespace: namespace, key: key) { KeyImage(namespace: $0, key: $1) }
     }
 }

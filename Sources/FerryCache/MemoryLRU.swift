@@ -56,7 +56,7 @@ public final class MemoryLRU<Key: Hashable, Value> {
     private var markedSlots: [Int] = []
     private var free: [Int] = []
     /// Key hash → slot (`SlotIndex`: probes compare hashes, and only a matching one compares keys).
-    private var index = SlotIndex()
+    var index = SlotIndex()
     private var head = -1  // most recently used
     private var tail = -1  // least recently used
 
@@ -64,15 +64,22 @@ public final class MemoryLRU<Key: Hashable, Value> {
     private let makeImage: ((Key) -> KeyImage)?
     /// A key's hash for the index (`CacheKey.digest`, made once with the key); nil: its `hashValue`.
     private let makeHash: ((Key) -> Int)?
+    /// The platform's prefetch hint (`MemoryLRU+Prefetch`); nil: the prefetch calls do nothing. A C function: no
+    /// context to retain and no thunk, where a Swift closure cost both on every call (callgrind).
+    let prefetch: Prefetch?
+    public typealias Prefetch = @convention(c) (UnsafeRawPointer?) -> Void
 
     /// `imageOf`: the image of a key (`KeyImage`: its bytes by value, so a probe compares them where the slot
     /// holds them); the default keeps none, and keys are compared with `==`. `hashOf`: the hash the index files a
     /// key under (equal keys, equal hashes), when the key carries one made already; the default is `hashValue`.
-    public init(budget: Int, imageOf: ((Key) -> KeyImage)? = nil, hashOf: ((Key) -> Int)? = nil) {
+    /// `prefetch`: asks the CPU for the cache line at an address without waiting (`prefetchBucket`, `prefetchSlot`).
+    public init(budget: Int, imageOf: ((Key) -> KeyImage)? = nil, hashOf: ((Key) -> Int)? = nil,
+                prefetch: Prefetch? = nil) {
         precondition(budget >= 0)
         self.budget = budget
         self.makeImage = imageOf
         self.makeHash = hashOf
+        self.prefetch = prefetch
     }
 
     @inline(__always)
@@ -85,10 +92,10 @@ public final class MemoryLRU<Key: Hashable, Value> {
 
     /// The slot holding `key` (its image, when it has one, is what is compared).
     @inline(__always)
-    func slot(of key: Key, hash: Int) -> Int? {
-        let image = imageOf(key)
+    func slot(of key: Key, hash: Int, image: KeyImage? = nil) -> Int? {
+        let image = image ?? imageOf(key)
         return index.find(hash: hash) { i in
-            slots.withUnsafeBufferPointer { KeyImage.decide(stored: $0[i].image, probe: image) ?? ($0[i].key == key) }
+            withSlots { KeyImage.decide(stored: $0[i].image, probe: image) ?? ($0[i].key == key) }
         }
     }
 
@@ -107,8 +114,9 @@ public final class MemoryLRU<Key: Hashable, Value> {
     public func get(hash: Int, image: KeyImage, markAccess: Bool = false,
                     where matches: (borrowing Key) -> Bool) -> Value? {
         let image = makeImage == nil ? .none : image
+        // The slots reached in place (`withSlots`): a read of the array retained and released it.
         let found = index.find(hash: hash) { i in
-            slots.withUnsafeBufferPointer { KeyImage.decide(stored: $0[i].image, probe: image) ?? matches($0[i].key) }
+            withSlots { KeyImage.decide(stored: $0[i].image, probe: image) ?? matches($0[i].key) }
         }
         guard let i = found else { return nil }
         var newlyMarked = false
@@ -151,8 +159,9 @@ public final class MemoryLRU<Key: Hashable, Value> {
         precondition(cost >= 0)
         var evicted: [(key: Key, value: Value)] = []
         // Replacing a present key in place costs one lookup (a remove and an insert would cost three).
-        let hash = hashOf(key)
-        if cost <= budget, let i = slot(of: key, hash: hash) {
+        // The key's hash and image made once (a new key's slot keeps the image).
+        let hash = hashOf(key), image = imageOf(key)
+        if cost <= budget, let i = slot(of: key, hash: hash, image: image) {
             usedBytes += cost - slots[i].cost
             let displaced = withSlots { s -> (Value, UInt64)? in
                 let old = s[i].dirty == 0 ? nil : (s[i].value.unsafelyUnwrapped, s[i].dirty)
@@ -175,10 +184,10 @@ public final class MemoryLRU<Key: Hashable, Value> {
         let i: Int
         if let f = free.popLast() {
             i = f
-            slots[i] = Slot(image: imageOf(key), value: value, key: key, cost: cost)
+            slots[i] = Slot(image: image, value: value, key: key, cost: cost)
         } else {
             i = slots.count
-            slots.append(Slot(image: imageOf(key), value: value, key: key, cost: cost))
+            slots.append(Slot(image: image, value: value, key: key, cost: cost))
         }
         withSlots { s in
             s[i].next = head

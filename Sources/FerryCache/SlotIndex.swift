@@ -41,6 +41,28 @@ struct SlotIndex {
         }
     }
 
+    /// The address of `hash`'s home bucket, for `body` to prefetch (valid only during the call). `mutating`
+    /// though it changes nothing: the buckets are reached in place, where a read of them retained and released
+    /// them (a prefetch hint should cost next to nothing).
+    mutating func withHomeBucket<R>(hash: Int, _ body: (UnsafeRawPointer) -> R) -> R {
+        let home = Int(UInt32(truncatingIfNeeded: hash)) & mask
+        return buckets.withUnsafeMutableBufferPointer { b in body(UnsafeRawPointer(b.baseAddress! + home)) }
+    }
+
+    /// The first slot filed under `hash`'s 32 bits, without asking whose key it is: a guess, good for a prefetch.
+    /// (`mutating` as `withHomeBucket`.)
+    mutating func firstSlot(hash: Int) -> Int? {
+        let tag = UInt32(truncatingIfNeeded: hash), m = mask
+        return buckets.withUnsafeMutableBufferPointer { b -> Int? in
+            var i = Int(tag) & m
+            while b[i].slot >= 0 {
+                if b[i].tag == tag { return Int(b[i].slot) }
+                i = (i + 1) & m
+            }
+            return nil
+        }
+    }
+
     /// Adds a slot that is not in the index yet.
     mutating func insert(hash: Int, slot: Int) {
         if (count + 1) * 10 > buckets.count * 7 { grow() }

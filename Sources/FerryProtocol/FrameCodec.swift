@@ -92,6 +92,9 @@ public final class FrameDecoder {
     /// Bytes received but not yet part of a returned frame.
     public var pendingBytes: Int { buffer.readableCount }
 
+    /// Frames handed out so far: the next frame's number (a frame read ahead by `peekView` is known by it).
+    public private(set) var delivered = 0
+
     public func append(_ bytes: UnsafeRawBufferPointer) { buffer.append(bytes) }
     public func append(_ bytes: [UInt8]) { buffer.append(bytes) }
 
@@ -110,7 +113,27 @@ public final class FrameDecoder {
             body: UnsafeRawBufferPointer(rebasing: bytes[bodyStart..<header.frameLength]))
         let result = try body(view)
         buffer.consume(header.frameLength)
+        delivered += 1
         return result
+    }
+
+    /// Calls `body` with the next whole frame without consuming it (it is handed out again by `nextView`); false
+    /// when none is whole, or when its header breaks the limits (`nextView` throws for that). Not generic, as
+    /// `nextFrame`: the daemon peeks at most frames it reads (`ReadBatch`).
+    @discardableResult
+    public func peekFrame(_ body: (FrameView) -> Void) -> Bool {
+        peekView(body) != nil
+    }
+
+    /// `peekFrame` with a result: nil when no whole frame is there.
+    public func peekView<R>(_ body: (FrameView) -> R) -> R? {
+        let bytes = buffer.readable
+        guard let header = try? FrameHeader.parse(bytes, maxFrameBytes: maxFrameBytes, maxJSONBytes: maxJSONBytes),
+              bytes.count >= header.frameLength else { return nil }
+        let jsonStart = ProtocolLimits.headerBytes
+        let bodyStart = jsonStart + header.jsonLength
+        return body(FrameView(json: UnsafeRawBufferPointer(rebasing: bytes[jsonStart..<bodyStart]),
+                              body: UnsafeRawBufferPointer(rebasing: bytes[bodyStart..<header.frameLength])))
     }
 
     /// `nextView` for a handler that returns nothing: true when a frame was handled. Not generic: a daemon calls it
@@ -158,6 +181,7 @@ public final class FrameDecoder {
             bodyLength: header.bodyLength)
         guard let taken = try take(view) else { return nil }
         buffer.consume(bytes.count)
+        delivered += 1
         return taken
     }
 

@@ -34,6 +34,9 @@ public struct HotEnvelope: Sendable, Equatable {
     /// Whether `args` had any member.
     public var hasArgs = false
 
+    /// An empty envelope (a holder's starting value; `scan` makes real ones).
+    public init() {}
+
     /// The same envelope as `RequestEnvelope.parse` reads from these bytes (the ones scanned), for the general path
     /// of a request the fast path did not answer: it is spared the tree.
     public func requestEnvelope(_ json: UnsafeRawBufferPointer) -> RequestEnvelope {

@@ -31,7 +31,7 @@ final class Connection: LoopPipeDelegate {
     /// once per connection; the table lives as long as the daemon anyway.
     let table: ConnectionTable
     let pipe: LoopPipe
-    private let decoder: FrameDecoder
+    let decoder: FrameDecoder
     /// The decoder's buffer, held here too: what a read fills is reached in one step (through the decoder, a call
     /// on it retained and released it, callgrind).
     private let inbox: ByteBuffer
@@ -88,7 +88,7 @@ final class Connection: LoopPipeDelegate {
     /// backpressure like unsent output does.
     private var heldBodyBytes = 0
     /// Request bodies still arriving in continuation frames.
-    private var uploads = UploadTable()
+    private(set) var uploads = UploadTable()
     private var countedUploadBytes = 0
     var backpressure: Backpressure
     var isReading = false
@@ -96,6 +96,10 @@ final class Connection: LoopPipeDelegate {
     private var isProcessing = false
     /// Entered in the table's list of connections to flush this iteration.
     var needsFlush = false
+    /// Entered in the table's batch of connections to answer at the end of the poll phase (`ReadBatch`), and the
+    /// scan of its next frame, made as it was read.
+    var inBatch = false
+    var prescan = Prescan()
     var clientName = ""
 
     /// Read space handed to libuv per read: small enough that idle connections stay cheap.
@@ -146,8 +150,12 @@ final class Connection: LoopPipeDelegate {
             inbox.didWrite(nread)
             table.stats.bytesIn += UInt64(nread)
             usage.bytesIn += UInt64(nread)
+            // A few small requests wait for the rest of the poll phase's (`ReadBatch`); more is handled now.
+            if inbox.readableCount <= Connection.batchedReadBytes && !isProcessing { return joinBatch() }
             processFrames()
         } else if nread < 0 {
+            // What was read before the end is handled before it, as when every read was handled at once.
+            if inBatch { processFrames() }
             if nread == LoopPipe.endOfFile {
                 if decoder.hasPartialFrame {
                     table.log.info("conn=\(id) closed mid-frame (\(decoder.pendingBytes) bytes of a truncated frame dropped)")
@@ -183,8 +191,18 @@ final class Connection: LoopPipeDelegate {
         if !uploads.isEmpty, let part = ContinuationEnvelope.parse(frame.json, maxNesting: table.config.limits.maxNesting) {
             return handleContinuation(part, body: Array(frame.body))
         }
-        let hot = uploads.isEmpty ? HotEnvelope.scan(frame.json) : nil
-        if let hot, answerHot(hot, frame) { return }
+        // The scan made as the frame was read (`ReadBatch`), with its key's digest; else scanned now.
+        let hot: HotEnvelope?
+        var digest: Int?
+        if prescan.frame == decoder.delivered {
+            hot = prescan.isHot ? prescan.envelope : nil
+            digest = prescan.digest
+            prescan.frame = -1
+            prescan.digest = nil
+        } else {
+            hot = uploads.isEmpty ? HotEnvelope.scan(frame.json) : nil
+        }
+        if let hot, answerHot(hot, frame, digest: digest) { return }
         let envelope: RequestEnvelope
         do throws(RequestEnvelope.Invalid) {
             // A plain envelope the fast path did not answer (a set, a miss) is not read twice.
@@ -363,6 +381,7 @@ final class Connection: LoopPipeDelegate {
         guard life != .closed else { return }
         life = .closed
         isReading = false
+        leaveBatch()
         table.outputBytes -= out.count  // queued writes are subtracted as libuv cancels them
         out = []
         dropDescriptors()

@@ -1,6 +1,7 @@
 import FerryCache
 import FerryLoop
 import FerryProtocol
+import FerryStore
 
 /// Every open connection and what they share: the daemon-wide counts that admission and limits read (requests in
 /// flight, upload bytes), the list of connections with replies to flush this iteration, the request deadlines, and
@@ -42,6 +43,16 @@ final class ConnectionTable {
         }
         return out
     }
+    /// Connections whose reads wait for the end of the poll phase, and the spare that takes the next ones while
+    /// they are answered (`ReadBatch`). Unretained: a connection lives until its pipe's close callback, which comes
+    /// after the iteration's end, where the batch is answered, and one that closes leaves the batch (`close`).
+    var batch: [Unmanaged<Connection>] = []
+    var answering: [Unmanaged<Connection>] = []
+    /// The store, for its prefetch hints on a batch's keys; nil: none (the batch is still answered together).
+    /// Unretained, and asked through `_withUnsafeGuaranteedRef`: the store outlives the table (the server holds
+    /// both), and a reference copied out of an optional was a retain and a release a request, through the slow
+    /// path of an object with weak references (callgrind).
+    let prefetcher: Unmanaged<CacheStore>?
     private var needFlush: [Connection] = []
     /// The connections `flushPending` is writing (the spare of `needFlush`, which takes the next ones meanwhile).
     private var flushing: [Connection] = []
@@ -71,8 +82,9 @@ final class ConnectionTable {
     var onEmpty: () -> Void = {}
 
     init(loop: EventLoop, config: ServerConfig, log: Logger, stats: ServerStats, router: Router, budget: MemoryBudget,
-         descriptors: BodyDescriptors? = nil, access: AccessLog? = nil) {
+         descriptors: BodyDescriptors? = nil, access: AccessLog? = nil, prefetcher: CacheStore? = nil) {
         self.loop = loop
+        self.prefetcher = prefetcher.map { Unmanaged.passUnretained($0) }
         self.access = access
         accessRef = access.map { Unmanaged.passUnretained($0) }
         self.descriptors = descriptors

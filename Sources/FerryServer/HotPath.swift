@@ -21,6 +21,9 @@ struct HotRequest {
     let envelope: HotEnvelope
     let json: UnsafeRawBufferPointer
     let body: UnsafeRawBufferPointer
+    /// The key's digest when the request was read ahead (`ReadBatch`): its key was accepted then, and is not checked
+    /// or hashed again.
+    var digest: Int? = nil
 
     /// The string in `range` of the JSON (printable ASCII: the scan allowed nothing else).
     func string(_ range: Range<Int>) -> String {
@@ -31,8 +34,11 @@ struct HotRequest {
     /// nil (the general path answers, with the error) when either is missing or refused.
     var cacheKeyProbe: CacheKeyProbe? {
         guard let keyRange = envelope.key else { return nil }
-        return CacheKeyProbe(namespace: envelope.namespace.map { UnsafeRawBufferPointer(rebasing: json[$0]) },
-                             key: UnsafeRawBufferPointer(rebasing: json[keyRange]))
+        let namespace = envelope.namespace.map { UnsafeRawBufferPointer(rebasing: json[$0]) }
+        let key = UnsafeRawBufferPointer(rebasing: json[keyRange])
+        // A digest comes only with a key the read-ahead's probe accepted (`ReadBatch`): the same bytes.
+        if let digest { return CacheKeyProbe(accepted: namespace, key: key, digest: digest) }
+        return CacheKeyProbe(namespace: namespace, key: key)
     }
 
     /// The same as a `CacheKey` (for a set, which keeps it), validated by the probe's rules.
@@ -80,21 +86,22 @@ struct HotReply {
 extension Connection {
     /// Answers a request of the hot shape if its operation can, after the same gate as every request; true when
     /// answered (and counted as the general path counts it).
-    func answerHot(_ hot: HotEnvelope, _ frame: FrameView) -> Bool {
+    /// `digest`: the key's, when the frame was read ahead (`ReadBatch`).
+    func answerHot(_ hot: HotEnvelope, _ frame: FrameView, digest: Int? = nil) -> Bool {
         guard let found = table.router.hotEntry(UnsafeRawBufferPointer(rebasing: frame.json[hot.op])) else { return false }
         // The entry borrowed, not retained: the router keeps it for the daemon's life (each reference taken from
         // it here was a retain and a release, callgrind).
-        return found._withUnsafeGuaranteedRef { entry in answerHot(hot, frame, entry) }
+        return found._withUnsafeGuaranteedRef { entry in answerHot(hot, frame, entry, digest) }
     }
 
-    private func answerHot(_ hot: HotEnvelope, _ frame: FrameView, _ entry: Router.Entry) -> Bool {
+    private func answerHot(_ hot: HotEnvelope, _ frame: FrameView, _ entry: Router.Entry, _ digest: Int?) -> Bool {
         // The handler is used where the entry holds it (`guard let` made a copy: a retain and a release).
         guard entry.hot != nil else { return false }
         // A body on an operation that takes none: the general path refuses it.
         if !frame.body.isEmpty && !entry.takesBody { return false }
         let situation = gateSituation(id: hot.id, operationKnown: true)
         guard case .admit = RequestGate.decide(op: entry.name, situation) else { return false }
-        let request = HotRequest(envelope: hot, json: frame.json, body: frame.body)
+        let request = HotRequest(envelope: hot, json: frame.json, body: frame.body, digest: digest)
         guard entry.hot.unsafelyUnwrapped.answerHot(request, HotReply(connection: self, id: hot.id, counters: entry.counters)) else { return false }
         table.stats.requestsTotal += 1
         usage.requests += 1

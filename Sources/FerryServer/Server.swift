@@ -120,7 +120,8 @@ public final class Server {
             : nil
         let table = ConnectionTable(loop: loop, config: config, log: log, stats: stats, router: router, budget: budget,
                                     descriptors: descriptors,
-                                    access: AccessLog(sink: log.sink, format: config.logFormat, slowMs: config.slowMs))
+                                    access: AccessLog(sink: log.sink, format: config.logFormat, slowMs: config.slowMs),
+                                    prefetcher: config.hotPath ? store : nil)
         self.table = table
         let report = StatsReport(loop: loop, stats: stats, router: router, table: table, store: store, fetch: fetch, log: log)
         report.l2 = l2
@@ -227,10 +228,12 @@ public final class Server {
         }
     }
 
-    /// Once per loop iteration: the store writes and acknowledges the iteration's journaled sets, every connection
-    /// with replies waiting is flushed, the disk work goes to the worker; then the lifecycle may stop.
+    /// Once per loop iteration: the requests read in its poll phase are answered (`ReadBatch`), the store writes
+    /// and acknowledges the iteration's journaled sets, every connection with replies waiting is flushed, the disk
+    /// work goes to the worker; then the lifecycle may stop.
     private func endOfIteration() {
         guard let table else { return }
+        table.answerBatch()
         store?.endOfIteration { table.flushPending() }
         table.access?.flush()
         if lifecycle.state == .stopPending { handle(.endOfIteration) }

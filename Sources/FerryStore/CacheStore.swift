@@ -1,3 +1,4 @@
+import CFerryIO
 import FerryCache
 
 /// Where a value came from.
@@ -65,7 +66,7 @@ public final class CacheStore: @unchecked Sendable, SettledSets {
     /// A store on any tier (tests drive the memory tier's rules with a fake one).
     init(config: StoreConfig, tier: StoreTier, notices: [String] = []) {
         self.config = config
-        memory = MemoryLRU(budget: config.memoryBudget, imageOf: { $0.image }, hashOf: { $0.digest })
+        memory = MemoryLRU(budget: config.memoryBudget, imageOf: { $0.image }, hashOf: { $0.digest }, prefetch: { ferry_prefetch($0) })
         disk = tier
         self.notices = notices
         tier.settledSets = self
@@ -120,6 +121,22 @@ public final class CacheStore: @unchecked Sendable, SettledSets {
               !entry.isExpired(now: now), entry.value.count <= maxBytes else { return nil }
         own.memoryHits += 1
         return entry
+    }
+
+    /// Prefetch hints for a key about to be looked up or set, by its digest (`CacheKeyProbe.digest`): its index
+    /// bucket as its request arrives, its slot just before the batch of requests is answered (`MemoryLRU+Prefetch`).
+    public func prefetchBucket(digest: Int) { memory.prefetchBucket(hash: digest) }
+    public func prefetchSlot(digest: Int) { memory.prefetchSlot(hash: digest) }
+    /// The value's bytes (its slot read: after `prefetchSlot`), which a hit's reply copies: the first two lines of
+    /// the array's storage. Its address is read as the first word of the slot's `CacheEntry?` (`value`, an array:
+    /// one reference to its storage, declared first), not through the entry, which would retain it. A hint: were
+    /// the layout other, a useless line would be fetched, never a wrong one read.
+    public func prefetchValue(digest: Int) {
+        memory.withFirstValueField(hash: digest) { field in
+            guard let storage = field.load(as: UnsafeRawPointer?.self) else { return }
+            ferry_prefetch(storage)
+            ferry_prefetch(storage + 64)
+        }
     }
 
     /// `get` for a reply that can be written in pieces: a value on disk larger than `streamAbove` comes back as a

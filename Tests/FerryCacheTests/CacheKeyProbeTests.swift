@@ -22,12 +22,32 @@ import Testing
                     #expect(probe.digest == stored.digest, "\(key) \(namespace ?? "nil")")
                     #expect(probe.image == stored.image, "\(key) \(namespace ?? "nil")")
                     #expect(probe.matches(stored) && probe.cacheKey == stored)
+                    // The key made from a probe carries the probe's digest (not hashed again): the stored key's.
+                    #expect(probe.cacheKey.digest == stored.digest && probe.cacheKey.image == stored.image)
                     #expect(!probe.matches(CacheKey(trusted: "other", key)))
                     #expect(!probe.matches(CacheKey(trusted: stored.namespace, key + "x")))
                 }
             }
         }
         #expect(CacheKey.defaultNamespaceBytes.elementsEqual(CacheKey.defaultNamespace.utf8))
+    }
+
+    /// A probe of bytes accepted before (`ReadBatch`) is the probe those bytes make: the same digest, image and
+    /// matches, the default namespace named counted as none.
+    @Test func anAcceptedProbeIsTheProbeOfItsBytes() {
+        for namespace in [nil, "default", "app"] as [String?] {
+            let stored = CacheKey(trusted: namespace ?? CacheKey.defaultNamespace, "key:000000001234")
+            Self.withProbe(namespace, "key:000000001234") { probe in
+                let probe = probe!
+                let named = namespace.map { Array($0.utf8) }
+                let checked = { (ns: UnsafeRawBufferPointer?) -> Bool in
+                    let accepted = CacheKeyProbe(accepted: ns, key: probe.key, digest: probe.digest)
+                    return accepted.digest == stored.digest && accepted.image == probe.image && accepted.matches(stored)
+                        && (accepted.namespace == nil) == (namespace != "app")   // the default one, named or not: none
+                }
+                #expect(named.map { $0.withUnsafeBytes { checked($0) } } ?? checked(nil), "\(namespace ?? "nil")")
+            }
+        }
     }
 
     @Test func refusesWhatCacheKeyRefuses() {

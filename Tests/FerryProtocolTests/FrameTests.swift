@@ -157,6 +157,30 @@ import Testing
         #expect(try d.nextFrame { _ in seen.append([]) } == false)
         #expect(seen.count == 2 && seen[1].suffix(2) == [7, 8] && d.pendingBytes == 0)
     }
+
+    /// `peekView` shows the next whole frame without taking it; `delivered` counts the frames taken, by
+    /// `nextFrame` and `openFrameView` alike (a frame read ahead is known by it).
+    @Test func peekShowsTheNextFrameAndDeliveredCountsTheTaken() throws {
+        let d = FrameDecoder(maxFrameBytes: 1 << 20, maxJSONBytes: 1000)
+        let a = FrameEncoder.encode(json: ["id": 1, "op": "ping"]), b = FrameEncoder.encode(json: ["id": 2, "op": "ping"], body: [7])
+        d.append(Array(a.prefix(5)))
+        #expect(d.peekView { _ in true } == nil && d.delivered == 0, "no whole frame")
+        d.append(Array(a.dropFirst(5)) + b)
+        #expect(d.peekView { Array($0.json) } == Array(a.dropFirst(8)))
+        #expect(d.peekView { Array($0.json) } == Array(a.dropFirst(8)), "not taken")
+        #expect(try d.nextFrame { _ in } && d.delivered == 1)
+        #expect(d.peekView { Array($0.body) } == [7])
+        #expect(try d.nextFrame { _ in } && d.delivered == 2)
+        #expect(d.peekView { _ in true } == nil)
+        // A frame taken open (its body still to come) counts too.
+        let big = FrameEncoder.encode(json: ["id": 3, "op": "cache.set"], body: Array(repeating: 1, count: 100_000))
+        d.append(Array(big.prefix(1000)))
+        #expect(try d.openFrameView(minimumLeft: 1000) { $0.bodyLeft } != nil && d.delivered == 3)
+        // A header over the limits: nothing to peek (`nextView` throws for it).
+        d.append([0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0])
+        #expect(d.peekView { _ in true } == nil)
+        #expect(throws: FrameError.self) { try d.nextFrame { _ in } }
+    }
 }
 
 @Suite struct ByteBufferTests {

@@ -31,4 +31,9 @@ int ferry_copy_fd_range(int in_fd, off_t in_off, int out_fd, size_t len);
 /// window in which another thread's fork and exec inherits them). Returns 0, or -1 with errno.
 int ferry_wake_pipe(int fds[2]);
 
+/// Asks the CPU to bring the cache line at `address` in for reading, without waiting for it (a hint: never faults,
+/// whatever the address). The loop fetches the index buckets and slots of a whole iteration's keys this way before
+/// it answers any of them, so that their cache misses overlap instead of following one another (`ReadBatch`).
+static inline void ferry_prefetch(const void *address) { __builtin_prefetch(address, 0, 3); }
+
 #endif
