@@ -120,14 +120,18 @@ public final class FrameDecoder {
     /// Calls `body` with the next whole frame without consuming it (it is handed out again by `nextView`); false
     /// when none is whole, or when its header breaks the limits (`nextView` throws for that). Not generic, as
     /// `nextFrame`: the daemon peeks at most frames it reads (`ReadBatch`).
+    /// `from`: where in the buffered bytes the frame starts (0: the next one; the next one's length: the one after
+    /// it, for a reader that looks ahead while it handles the next one, and knows its length).
     @discardableResult
-    public func peekFrame(_ body: (FrameView) -> Void) -> Bool {
-        peekView(body) != nil
+    public func peekFrame(from offset: Int = 0, _ body: (FrameView) -> Void) -> Bool {
+        peekView(from: offset, body) != nil
     }
 
     /// `peekFrame` with a result: nil when no whole frame is there.
-    public func peekView<R>(_ body: (FrameView) -> R) -> R? {
-        let bytes = buffer.readable
+    public func peekView<R>(from offset: Int = 0, _ body: (FrameView) -> R) -> R? {
+        let all = buffer.readable
+        guard offset >= 0 && offset < all.count else { return nil }
+        let bytes = offset == 0 ? all : UnsafeRawBufferPointer(rebasing: all[offset...])
         guard let header = try? FrameHeader.parse(bytes, maxFrameBytes: maxFrameBytes, maxJSONBytes: maxJSONBytes),
               bytes.count >= header.frameLength else { return nil }
         let jsonStart = ProtocolLimits.headerBytes

@@ -100,6 +100,8 @@ final class Connection: LoopPipeDelegate {
     /// scan of its next frame, made as it was read.
     var inBatch = false
     var prescan = Prescan()
+    /// The scan of the frame after the one being handled (`lookAhead`).
+    var prescanLater = Prescan()
     var clientName = ""
 
     /// Read space handed to libuv per read: small enough that idle connections stay cheap.
@@ -192,16 +194,21 @@ final class Connection: LoopPipeDelegate {
             return handleContinuation(part, body: Array(frame.body))
         }
         // The scan made as the frame was read (`ReadBatch`), with its key's digest; else scanned now.
+        // (A scan is used only with no upload open, as one is made: an upload this frame's predecessor opened
+        // makes it a frame the general path reads.)
         let hot: HotEnvelope?
         var digest: Int?
-        if prescan.frame == decoder.delivered {
-            hot = prescan.isHot ? prescan.envelope : nil
-            digest = prescan.digest
+        let number = decoder.delivered
+        if prescan.frame == number && uploads.isEmpty {
+            (hot, digest) = (prescan.isHot ? prescan.envelope : nil, prescan.digest)
             prescan.frame = -1
-            prescan.digest = nil
+        } else if prescanLater.frame == number && uploads.isEmpty {
+            (hot, digest) = (prescanLater.isHot ? prescanLater.envelope : nil, prescanLater.digest)
+            prescanLater.frame = -1
         } else {
             hot = uploads.isEmpty ? HotEnvelope.scan(frame.json) : nil
         }
+        lookAhead(past: ProtocolLimits.headerBytes + frame.json.count + frame.body.count)
         if let hot, answerHot(hot, frame, digest: digest) { return }
         let envelope: RequestEnvelope
         do throws(RequestEnvelope.Invalid) {

@@ -70,21 +70,36 @@ extension Connection {
     private func prescanNext() {
         guard uploads.isEmpty else { return }
         let frame = decoder.delivered
-        decoder.peekFrame { view in
-            prescan.frame = frame
-            prescan.digest = nil
-            guard let hot = HotEnvelope.scan(view.json) else {
-                prescan.isHot = false
-                return
-            }
-            prescan.isHot = true
-            prescan.envelope = hot
-            if let prefetcher = table.prefetcher, let keyRange = hot.key,
-               let probe = CacheKeyProbe(namespace: hot.namespace.map { UnsafeRawBufferPointer(rebasing: view.json[$0]) },
-                                         key: UnsafeRawBufferPointer(rebasing: view.json[keyRange])) {
-                prescan.digest = probe.digest
-                prefetcher._withUnsafeGuaranteedRef { $0.prefetchBucket(digest: probe.digest) }
-            }
+        decoder.peekFrame { view in scan(view, frame: frame, into: &prescan) }
+    }
+
+    /// While frame `decoder.delivered` is handled, the one after it, if whole, into `prescanLater` (its bucket
+    /// prefetched): a pipelined request's memory is asked for one request ahead (`handleFrame`). Only with the
+    /// store's hints, and with no upload open.
+    /// `current`: the bytes of the frame being handled (nothing follows it when the buffer holds no more: the
+    /// common case, asked first).
+    func lookAhead(past current: Int) {
+        guard decoder.pendingBytes > current + ProtocolLimits.headerBytes else { return }
+        let frame = decoder.delivered + 1
+        guard table.prefetcher != nil, uploads.isEmpty, prescanLater.frame != frame else { return }
+        decoder.peekFrame(from: current) { view in scan(view, frame: frame, into: &prescanLater) }
+    }
+
+    /// A frame's scan, and its key's digest and bucket prefetched when it names a valid key.
+    private func scan(_ view: FrameView, frame: Int, into p: inout Prescan) {
+        p.frame = frame
+        p.digest = nil
+        guard let hot = HotEnvelope.scan(view.json) else {
+            p.isHot = false
+            return
+        }
+        p.isHot = true
+        p.envelope = hot
+        if let prefetcher = table.prefetcher, let keyRange = hot.key,
+           let probe = CacheKeyProbe(namespace: hot.namespace.map { UnsafeRawBufferPointer(rebasing: view.json[$0]) },
+                                     key: UnsafeRawBufferPointer(rebasing: view.json[keyRange])) {
+            p.digest = probe.digest
+            prefetcher._withUnsafeGuaranteedRef { $0.prefetchBucket(digest: probe.digest) }
         }
     }
 }

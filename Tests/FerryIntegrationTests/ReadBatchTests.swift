@@ -84,6 +84,35 @@ extension IntegrationTests {
         }
     }
 
+    /// Frames scanned ahead while the one before them is handled (`lookAhead`) around an upload: the part frames
+    /// that follow the request that opens it, and a get between them, are read as an open upload makes them read,
+    /// not as they were scanned before it opened.
+    @Test func framesScannedAheadOfAnUploadAreReadAsItMakesThem() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let s = try RawSocket(daemon.socket)
+        try s.hello()
+        try s.send(Self.frame(#"{"id":2,"op":"cache.set","args":{"key":"ahead:k"}}"#, body: [1, 2]))
+        #expect(try Self.result(s).error == nil)
+        let (a, b, c) = (Array(repeating: UInt8(7), count: 1000), Array(repeating: UInt8(8), count: 1000), [UInt8(9)])
+        try s.send(Self.frame(#"{"id":3,"op":"cache.get","args":{"key":"ahead:k"}}"#)
+            + Self.frame(#"{"id":4,"op":"cache.set","args":{"key":"ahead:up"},"more":true}"#, body: a)
+            + Self.frame(#"{"id":4,"more":true}"#, body: b)
+            + Self.frame(#"{"id":5,"op":"cache.get","args":{"key":"ahead:k"}}"#)
+            + Self.frame(#"{"id":4,"more":false}"#, body: c)
+            + Self.frame(#"{"id":6,"op":"ping"}"#, body: [6]))
+        var replies: [Int: (result: JSONValue?, error: String?, body: [UInt8])] = [:]
+        for _ in 0..<4 {
+            let r = try Self.result(s)
+            replies[try #require(r.id)] = (r.result, r.error, r.body)
+        }
+        #expect(replies[3]?.body == [1, 2] && replies[5]?.body == [1, 2], "the gets before and inside the upload")
+        #expect(replies[4]?.result?["stored"]?.boolValue == true, "the upload, whole: \(String(describing: replies[4]))")
+        #expect(replies[6]?.body == [6])
+        try s.send(Self.frame(#"{"id":7,"op":"cache.get","args":{"key":"ahead:up"}}"#))
+        #expect(try Self.result(s).body == a + b + c)
+    }
+
     /// A set written with the end of the client's sending side right behind it is answered and stored: what was
     /// read before an end of stream is handled before it.
     @Test func aSetFollowedByTheEndIsAnsweredAndStored() throws {

@@ -168,6 +168,8 @@ import Testing
         d.append(Array(a.dropFirst(5)) + b)
         #expect(d.peekView { Array($0.json) } == Array(a.dropFirst(8)))
         #expect(d.peekView { Array($0.json) } == Array(a.dropFirst(8)), "not taken")
+        #expect(d.peekView(from: a.count) { Array($0.body) } == [7], "the frame after the next, from its start")
+        #expect(d.peekView(from: a.count + 1) { _ in true } == nil && d.peekView(from: a.count + b.count) { _ in true } == nil)
         #expect(try d.nextFrame { _ in } && d.delivered == 1)
         #expect(d.peekView { Array($0.body) } == [7])
         #expect(try d.nextFrame { _ in } && d.delivered == 2)
