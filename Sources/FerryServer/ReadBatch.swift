@@ -19,9 +19,11 @@ import FerryStore
 /// handled at once: nothing to fetch ahead. At the end of the poll phase (the iteration hook, before replies are
 /// flushed) `answerBatch` finishes the last steps and has each connection handle its frames in order, the first
 /// with its scan (`Prescan`: not scanned or hashed again). A connection with more in its buffer handles it at once,
-/// as before, so a large body is never held back; what was read before an end of stream is handled before it.
-/// Replies and their order on each connection are the same as when every read was handled at once
-/// (`ReadBatchTests`).
+/// as before, so a large body is never held back; what was read before an end of stream, or before a signal that
+/// stops the daemon (`Server.handle`), is handled before it. Each connection's frames are handled in the order they
+/// came, with the same replies (`ReadBatchTests`); what moves is their place against other work of the same poll
+/// phase: a disk or fetch completion posted to the loop may now be delivered before a request read earlier in that
+/// phase (a race either way for the client, which matches replies by id).
 ///
 /// Measured (`bench/`, medians of 20 interleaved rounds against the build before): cache.get at 50 × 1 and 10,000
 /// keys +6 %, cache.set +4 %; pings and gets of 100 keys (nothing to miss) within 2 %.

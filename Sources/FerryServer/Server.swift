@@ -244,6 +244,9 @@ public final class Server {
     /// Feeds an event to the lifecycle and carries out what it decides.
     private func handle(_ event: Lifecycle.Event) {
         guard let table else { return }
+        // Requests read in this poll phase before the event (a signal comes in the same phase as reads) are handled
+        // before it, as when every read was handled at once: a get read just before a SIGTERM is served, not refused.
+        table.answerBatch()
         for action in lifecycle.decide(event, inFlight: table.totalInFlight, connections: table.count) {
             perform(action, table)
         }

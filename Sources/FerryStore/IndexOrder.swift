@@ -30,12 +30,13 @@ enum IndexOrder {
         var namespaceWord: UInt64
         var keyWord0: UInt64
         var keyWord1: UInt64
-        var namespaceStart: Int32
-        var namespaceCount: Int32
-        var keyStart: Int32
-        var keyCount: Int32
+        // Plain `Int`s: a replay sorts every key left in the journals, and 32-bit offsets would trap past 2 GiB.
+        var namespaceStart: Int
+        var namespaceCount: Int
+        var keyStart: Int
+        var keyCount: Int
         /// The key's position in the array given.
-        var position: Int32
+        var position: Int
     }
 
     /// The positions of `keys` in the index's order: `keys[positions[0]]` comes first. Keys are distinct.
@@ -50,20 +51,20 @@ enum IndexOrder {
             let keyStart = bytes.count
             bytes.append(contentsOf: key.key.utf8)
             records.append(Record(namespaceWord: 0, keyWord0: 0, keyWord1: 0,
-                                  namespaceStart: Int32(namespaceStart), namespaceCount: Int32(keyStart - namespaceStart),
-                                  keyStart: Int32(keyStart), keyCount: Int32(bytes.count - keyStart), position: Int32(i)))
+                                  namespaceStart: namespaceStart, namespaceCount: keyStart - namespaceStart,
+                                  keyStart: keyStart, keyCount: bytes.count - keyStart, position: i))
         }
         bytes.withUnsafeBytes { all in
             for i in records.indices {
                 let r = records[i]
-                records[i].namespaceWord = word(all, start: Int(r.namespaceStart), count: Int(r.namespaceCount), skip: 0)
-                records[i].keyWord0 = word(all, start: Int(r.keyStart), count: Int(r.keyCount), skip: 0)
-                records[i].keyWord1 = word(all, start: Int(r.keyStart), count: Int(r.keyCount), skip: 8)
+                records[i].namespaceWord = word(all, start: r.namespaceStart, count: r.namespaceCount, skip: 0)
+                records[i].keyWord0 = word(all, start: r.keyStart, count: r.keyCount, skip: 0)
+                records[i].keyWord1 = word(all, start: r.keyStart, count: r.keyCount, skip: 8)
             }
             let base = all.baseAddress
             records.sort { precedes($0, $1, base) }
         }
-        return records.map { Int($0.position) }
+        return records.map(\.position)
     }
 
     /// Whether `a` comes before `b`; `base` is the shared buffer.
@@ -82,13 +83,13 @@ enum IndexOrder {
     }
 
     /// Byte-wise comparison of two runs of the shared buffer (a prefix comes first).
-    static func compare(_ base: UnsafeRawPointer?, _ aStart: Int32, _ aCount: Int32, _ bStart: Int32, _ bCount: Int32) -> Int {
-        let n = Int(min(aCount, bCount))
+    static func compare(_ base: UnsafeRawPointer?, _ aStart: Int, _ aCount: Int, _ bStart: Int, _ bCount: Int) -> Int {
+        let n = min(aCount, bCount)
         if n > 0, let base {
-            let c = memcmp(base + Int(aStart), base + Int(bStart), n)
+            let c = memcmp(base + aStart, base + bStart, n)
             if c != 0 { return Int(c) }
         }
-        return Int(aCount) - Int(bCount)
+        return aCount - bCount
     }
 
     /// Bytes `skip ..< skip + 8` of a run as a big-endian word, zero past the run's end.
