@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import FerryBytes
 
 /// A cache entry's identity: a namespace and a key, both compared byte for byte.
@@ -71,25 +66,22 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
     @inline(__always)
     static func withBytes<R>(namespace: String, key: String,
                              _ body: (UnsafeRawBufferPointer?, UnsafeRawBufferPointer) -> R) -> R {
+        func parts(_ ns: UnsafeBufferPointer<UInt8>, _ k: UnsafeBufferPointer<UInt8>) -> R {
+            let ns = UnsafeRawBufferPointer(ns)
+            return body(isDefault(ns) ? nil : ns, UnsafeRawBufferPointer(k))
+        }
         let fast = key.utf8.withContiguousStorageIfAvailable { k in
-            namespace.utf8.withContiguousStorageIfAvailable { ns in
-                let ns = UnsafeRawBufferPointer(ns)
-                return body(isDefault(ns) ? nil : ns, UnsafeRawBufferPointer(k))
-            }
+            namespace.utf8.withContiguousStorageIfAvailable { ns in parts(ns, k) }
         }
         if let fast, let fast { return fast }
         var key = key, namespace = namespace   // bridged or shared Strings: made contiguous
-        return key.withUTF8 { k in namespace.withUTF8 { ns in
-            let ns = UnsafeRawBufferPointer(ns)
-            return body(isDefault(ns) ? nil : ns, UnsafeRawBufferPointer(k))
-        } }
+        return key.withUTF8 { k in namespace.withUTF8 { ns in parts(ns, k) } }
     }
 
-    /// Whether a namespace's bytes are the default namespace's.
+    /// Whether a namespace's bytes are the default namespace's (a probe's test too).
     @inline(__always)
     static func isDefault(_ ns: UnsafeRawBufferPointer) -> Bool {
-        let d = defaultNamespaceBytes
-        return ns.count == d.count && memcmp(ns.baseAddress!, d.baseAddress!, d.count) == 0
+        CacheKeyProbe.same(ns, defaultNamespaceBytes)
     }
 
     /// The bytes are hashed, as they are compared (a String's own hash works through its Unicode form: several

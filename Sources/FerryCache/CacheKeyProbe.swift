@@ -31,7 +31,7 @@ public struct CacheKeyProbe {
         guard key.count > 0, key.count <= CacheKey.maxKeyBytes, Self.isUTF8(key) else { return nil }
         if let namespace {
             guard CacheKey.namespaceProblem(bytes: namespace) == nil else { return nil }
-            self.namespace = Self.same(namespace, CacheKey.defaultNamespaceBytes) ? nil : namespace
+            self.namespace = CacheKey.isDefault(namespace) ? nil : namespace
         } else {
             self.namespace = nil
         }
@@ -42,7 +42,7 @@ public struct CacheKeyProbe {
     /// A probe of bytes a probe was made of before, with that probe's digest (`ReadBatch`: a request read ahead,
     /// handled later): not checked or hashed again. The default namespace, named, is still counted as none.
     public init(accepted namespace: UnsafeRawBufferPointer?, key: UnsafeRawBufferPointer, digest: Int) {
-        self.namespace = namespace.flatMap { Self.same($0, CacheKey.defaultNamespaceBytes) ? nil : $0 }
+        self.namespace = namespace.flatMap { CacheKey.isDefault($0) ? nil : $0 }
         self.key = key
         self.digest = digest
     }

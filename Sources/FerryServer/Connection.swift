@@ -193,21 +193,7 @@ final class Connection: LoopPipeDelegate {
         if !uploads.isEmpty, let part = ContinuationEnvelope.parse(frame.json, maxNesting: table.config.limits.maxNesting) {
             return handleContinuation(part, body: Array(frame.body))
         }
-        // The scan made as the frame was read (`ReadBatch`), with its key's digest; else scanned now.
-        // (A scan is used only with no upload open, as one is made: an upload this frame's predecessor opened
-        // makes it a frame the general path reads.)
-        let hot: HotEnvelope?
-        var digest: Int?
-        let number = decoder.delivered
-        if prescan.frame == number && uploads.isEmpty {
-            (hot, digest) = (prescan.isHot ? prescan.envelope : nil, prescan.digest)
-            prescan.frame = -1
-        } else if prescanLater.frame == number && uploads.isEmpty {
-            (hot, digest) = (prescanLater.isHot ? prescanLater.envelope : nil, prescanLater.digest)
-            prescanLater.frame = -1
-        } else {
-            hot = uploads.isEmpty ? HotEnvelope.scan(frame.json) : nil
-        }
+        let (hot, digest) = hotScan(of: frame)
         lookAhead(past: ProtocolLimits.headerBytes + frame.json.count + frame.body.count)
         if let hot, answerHot(hot, frame, digest: digest) { return }
         let envelope: RequestEnvelope

@@ -33,12 +33,19 @@ struct HotRequest {
     /// The request's `key` and `namespace` where they lie, when both are valid (a lookup makes no `CacheKey`);
     /// nil (the general path answers, with the error) when either is missing or refused.
     var cacheKeyProbe: CacheKeyProbe? {
-        guard let keyRange = envelope.key else { return nil }
-        let namespace = envelope.namespace.map { UnsafeRawBufferPointer(rebasing: json[$0]) }
-        let key = UnsafeRawBufferPointer(rebasing: json[keyRange])
         // A digest comes only with a key the read-ahead's probe accepted (`ReadBatch`): the same bytes.
-        if let digest { return CacheKeyProbe(accepted: namespace, key: key, digest: digest) }
-        return CacheKeyProbe(namespace: namespace, key: key)
+        guard let digest, let keyRange = envelope.key else { return HotRequest.probe(envelope, json) }
+        return CacheKeyProbe(accepted: envelope.namespace.map { UnsafeRawBufferPointer(rebasing: json[$0]) },
+                             key: UnsafeRawBufferPointer(rebasing: json[keyRange]), digest: digest)
+    }
+
+    /// The probe of a scanned envelope's key, checked by `CacheKeyProbe`'s rules (a request's, and the read-ahead's
+    /// of a frame not yet handled, `ReadBatch`); nil when the envelope names no key or a refused one.
+    @inline(__always)
+    static func probe(_ envelope: HotEnvelope, _ json: UnsafeRawBufferPointer) -> CacheKeyProbe? {
+        guard let keyRange = envelope.key else { return nil }
+        return CacheKeyProbe(namespace: envelope.namespace.map { UnsafeRawBufferPointer(rebasing: json[$0]) },
+                             key: UnsafeRawBufferPointer(rebasing: json[keyRange]))
     }
 
     /// The same as a `CacheKey` (for a set, which keeps it), validated by the probe's rules.

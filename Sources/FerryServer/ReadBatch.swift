@@ -41,6 +41,13 @@ struct Prescan {
     var envelope = HotEnvelope()
     /// The key's digest (`CacheKeyProbe.digest`), when the request names a valid key.
     var digest: Int?
+
+    /// The scan and digest, once (the scan is spent). Asked when `frame` is the frame being handled.
+    @inline(__always)
+    mutating func take() -> (envelope: HotEnvelope?, digest: Int?) {
+        frame = -1
+        return (isHot ? envelope : nil, digest)
+    }
 }
 
 extension Connection {
@@ -65,6 +72,19 @@ extension Connection {
         guard inBatch else { return }
         inBatch = false
         table.batch.removeAll { $0.toOpaque() == Unmanaged.passUnretained(self).toOpaque() }
+    }
+
+    /// The hot-shape scan of `frame`, the next one handled, and its key's digest: the scan made as it was read or
+    /// looked ahead at, else made now; none while an upload is open (as one is made: an upload its predecessor
+    /// opened makes it a frame the general path reads).
+    @inline(__always)
+    func hotScan(of frame: FrameView) -> (envelope: HotEnvelope?, digest: Int?) {
+        guard uploads.isEmpty else { return (nil, nil) }
+        // Not an optional chain: each optional of a scan copied it (~100 instructions a request).
+        let number = decoder.delivered
+        if prescan.frame == number { return prescan.take() }
+        if prescanLater.frame == number { return prescanLater.take() }
+        return (HotEnvelope.scan(frame.json), nil)
     }
 
     /// Scans the next whole frame into `prescan`, its key's bucket prefetched; nothing when none is whole or an
@@ -97,9 +117,7 @@ extension Connection {
         }
         p.isHot = true
         p.envelope = hot
-        if let prefetcher = table.prefetcher, let keyRange = hot.key,
-           let probe = CacheKeyProbe(namespace: hot.namespace.map { UnsafeRawBufferPointer(rebasing: view.json[$0]) },
-                                     key: UnsafeRawBufferPointer(rebasing: view.json[keyRange])) {
+        if let prefetcher = table.prefetcher, let probe = HotRequest.probe(hot, view.json) {
             p.digest = probe.digest
             prefetcher._withUnsafeGuaranteedRef { $0.prefetchBucket(digest: probe.digest) }
         }
@@ -107,18 +125,15 @@ extension Connection {
 }
 
 extension ConnectionTable {
-    /// Answers the batch: every scanned key's slot prefetched (their buckets came in meanwhile), then each
-    /// connection's frames handled, in the order the connections read. Connections that read meanwhile (none do:
-    /// reads come in the poll phase) would join the next batch.
+    /// Answers the batch: the last connections' later prefetch steps (`prefetchSteps`), then each connection's
+    /// frames handled, in the order the connections read. Connections that read meanwhile (none do: reads come in
+    /// the poll phase) would join the next batch.
     func answerBatch() {
         guard !batch.isEmpty else { return }
         swap(&batch, &answering)
-        // The last two read have not had their later steps asked for yet (`prefetchAhead`).
-        if let prefetcher, let last = answering.last, let digest = last._withUnsafeGuaranteedRef({ $0.prescan.digest }) {
-            prefetcher._withUnsafeGuaranteedRef { $0.prefetchSlot(digest: digest) }
-        }
-        finishPrefetches(answering.count - 2, answering)
-        finishPrefetches(answering.count - 1, answering)
+        // The steps the connections after the last two would have asked for.
+        prefetchSteps(&answering, at: answering.count)
+        prefetchSteps(&answering, at: answering.count + 1)
         for connection in answering {
             connection._withUnsafeGuaranteedRef { c in
                 // Closed meanwhile: it left the batch, and is not in this one either (`leaveBatch`).
@@ -130,21 +145,23 @@ extension ConnectionTable {
         answering.removeAll(keepingCapacity: true)
     }
 
-    /// As a connection joins the batch (its bucket just asked for): the slot of the one before it (whose bucket
-    /// came in meanwhile: a read's system call and more lie between) and the value of the one before that. A
-    /// pipeline across the poll phase, each step a read after the one it needs.
-    func prefetchAhead() {
+    /// As a connection joins the batch (its bucket just asked for), the later steps of the ones before it.
+    func prefetchAhead() { prefetchSteps(&batch, at: batch.count) }
+
+    /// The steps due when `list[n]` joins (or would): the slot of `list[n - 1]` (whose bucket came in meanwhile: a
+    /// read's system call and more lie between) and the value of `list[n - 2]`. A pipeline across the poll phase,
+    /// each step a read after the one it needs. (`inout`, though it changes nothing: the list is reached in place,
+    /// where a read of it retained and released it.)
+    private func prefetchSteps(_ list: inout [Unmanaged<Connection>], at n: Int) {
         guard let prefetcher else { return }
-        let n = batch.count
         prefetcher._withUnsafeGuaranteedRef { store in
-            if n >= 1, let digest = batch[n - 1]._withUnsafeGuaranteedRef({ $0.prescan.digest }) { store.prefetchSlot(digest: digest) }
-            if n >= 2, let digest = batch[n - 2]._withUnsafeGuaranteedRef({ $0.prescan.digest }) { store.prefetchValue(digest: digest) }
+            if let d = Self.digest(list, n - 1) { store.prefetchSlot(digest: d) }
+            if let d = Self.digest(list, n - 2) { store.prefetchValue(digest: d) }
         }
     }
 
-    /// The value step for `list[i]`, which `prefetchAhead` had no later connection to do.
-    private func finishPrefetches(_ i: Int, _ list: [Unmanaged<Connection>]) {
-        guard let prefetcher, i >= 0, let digest = list[i]._withUnsafeGuaranteedRef({ $0.prescan.digest }) else { return }
-        prefetcher._withUnsafeGuaranteedRef { $0.prefetchValue(digest: digest) }
+    /// The digest scanned for `list[i]`'s next frame; nil past the list's ends.
+    private static func digest(_ list: [Unmanaged<Connection>], _ i: Int) -> Int? {
+        i >= 0 && i < list.count ? list[i]._withUnsafeGuaranteedRef { $0.prescan.digest } : nil
     }
 }
