@@ -24,10 +24,15 @@ extension MemoryLRU {
 
     /// Marks `key`'s value dirty with `seq` when `holding` accepts the value the map holds for it (the value the
     /// logged record carries, not a newer one). Marks come in increasing `seq` (the log's order).
+    ///
+    /// `at`: where `key` was put (`lastSet` after its `set`): used when the slot still holds that key's entry (its
+    /// stamp unchanged), else the key is looked up (`SlotHint`).
     @discardableResult
-    public func markDirty(_ key: Key, seq: UInt64, holding: (Value) -> Bool) -> DirtyMarking {
+    public func markDirty(_ key: Key, seq: UInt64, at hint: SlotHint = .none, holding: (Value) -> Bool) -> DirtyMarking {
         precondition(seq > 0)
-        guard let i = slot(of: key, hash: hashOf(key)) else { return .notHeld }
+        let h = hint.slot
+        let hinted = h >= 0 && h < slots.count && withSlots { $0[h].stamp == hint.stamp && $0[h].value != nil }
+        guard let i = hinted ? h : slot(of: key, hash: hashOf(key)) else { return .notHeld }
         let marking = withSlots { s -> DirtyMarking in
             guard holding(s[i].value.unsafelyUnwrapped) else { return .notHeld }
             let previous = s[i].dirty

@@ -26,6 +26,10 @@
 public final class MemoryLRU<Key: Hashable, Value> {
     public private(set) var budget: Int
     public private(set) var usedBytes = 0
+    /// Where the last `set` put its key (`SlotHint.none` when it kept none): a hint for `markDirty(_:seq:at:holding:)`.
+    public private(set) var lastSet = SlotHint.none
+    /// The last stamp given to a slot (`SlotHint`).
+    private var stamps: UInt32 = 0
     /// One slot per entry, its fields together: a `get` touches one array (one exclusivity check, one uniqueness
     /// check, through `withSlots`), not six. In the order a `get` reads them (a struct keeps its fields in the order
     /// declared): the image, the value and the referenced bit lie in the slot's first 80 bytes, two cache lines at
@@ -38,6 +42,10 @@ public final class MemoryLRU<Key: Hashable, Value> {
         var marked = false
         /// Used since it last reached the old end (CLOCK's referenced bit).
         var referenced = false
+        /// Given when the key moved in (`SlotHint`). Here, in the room the two flags leave before `key` (a slot
+        /// stays 144 bytes), and 32 bits: a hint is used within the loop iteration that made it, far fewer than
+        /// 2³² insertions.
+        var stamp: UInt32 = 0
         /// Left in place when the slot is freed (until it is reused, or the map empties): a key that is never nil
         /// is compared where it lies, where an optional one was copied — and retained — at every probe.
         var key: Key
@@ -50,8 +58,10 @@ public final class MemoryLRU<Key: Hashable, Value> {
     var slots: [Slot] = []
     /// Dirty marks in the order made (see `DirtyOrder`).
     var dirtyOrder = DirtyOrder()
-    /// Called when a dirty value leaves the map: removed, evicted, or replaced by `set` (its mark goes with it).
-    public var dirtyLeft: ((Key, Value, UInt64) -> Void)?
+    /// Called when a dirty value leaves the map: removed, evicted, or replaced by `set` (its mark goes with it), with
+    /// its key, value and mark, and whether a `set` of its key replaced it in place (`replaced`; a `set` too large
+    /// to keep removes the old value instead).
+    public var dirtyLeft: ((_ key: Key, _ value: Value, _ mark: UInt64, _ replaced: Bool) -> Void)?
     /// Slots marked since the last `takeAccessed` (a slot may appear again after being freed and reused).
     private var markedSlots: [Int] = []
     private var free: [Int] = []
@@ -171,23 +181,26 @@ public final class MemoryLRU<Key: Hashable, Value> {
                 s[i].dirty = 0
                 return old
             }
-            if let displaced { dirtyLeft?(key, displaced.0, displaced.1) }
+            if let displaced { dirtyLeft?(key, displaced.0, displaced.1, true) }
             while usedBytes > budget, let victim = evictOne(sparing: i) { evicted.append(victim) }
+            lastSet = SlotHint(slot: i, stamp: slots[i].stamp)
             return evicted
         }
         remove(key)
+        lastSet = .none
         if cost > budget {
             evicted.append((key, value))
             return evicted
         }
         while usedBytes + cost > budget, let victim = evictOne(sparing: nil) { evicted.append(victim) }
         let i: Int
+        stamps &+= 1
         if let f = free.popLast() {
             i = f
-            slots[i] = Slot(image: image, value: value, key: key, cost: cost)
+            slots[i] = Slot(image: image, value: value, stamp: stamps, key: key, cost: cost)
         } else {
             i = slots.count
-            slots.append(Slot(image: image, value: value, key: key, cost: cost))
+            slots.append(Slot(image: image, value: value, stamp: stamps, key: key, cost: cost))
         }
         withSlots { s in
             s[i].next = head
@@ -197,6 +210,7 @@ public final class MemoryLRU<Key: Hashable, Value> {
         if tail < 0 { tail = i }
         index.insert(hash: hash, slot: i)
         usedBytes += cost
+        lastSet = SlotHint(slot: i, stamp: stamps)
         return evicted
     }
 
@@ -227,7 +241,7 @@ public final class MemoryLRU<Key: Hashable, Value> {
             markedSlots.removeAll()
             dirtyOrder.removeAll()
         }
-        if slot.dirty != 0, let value = slot.value { dirtyLeft?(key, value, slot.dirty) }
+        if slot.dirty != 0, let value = slot.value { dirtyLeft?(key, value, slot.dirty, false) }
         return slot.value
     }
 

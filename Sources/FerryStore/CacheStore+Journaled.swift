@@ -15,8 +15,8 @@ import FerryCache
 /// A set replacing a dirty value in memory displaces it (`displaced`): the old value is superseded once the new
 /// record is written, and handed over if that write fails, so a failed write never loses the value before it.
 extension CacheStore: JournalKeeping {
-    func keep(_ record: JournalRecord) -> KeptRecord {
-        switch memory.markDirty(record.key, seq: record.seq, holding: { CacheStore.same($0, record.entry) }) {
+    func keep(_ record: borrowing JournalRecord) -> KeptRecord {
+        switch memory.markDirty(record.key, seq: record.seq, at: record.memorySlot, holding: { CacheStore.same($0, record.entry) }) {
         case .notHeld: .handOver
         case .marked: .kept
         case .remarked: .keptInPlaceOfTheSame
@@ -41,8 +41,10 @@ extension CacheStore: JournalKeeping {
 
     /// A dirty value left the memory tier: displaced by the set being journaled (kept until that set's record is
     /// written), or gone for another reason (handed to the worker now, in its place before any later job).
-    func journaledLeft(_ record: JournalRecord) {
-        if let key = journalingKey, key == record.key {
+    /// `replacedBySet`: a `set` of the record's key replaced it in place (so while `journaling`, the set being
+    /// journaled did: known without comparing keys).
+    func journaledLeft(_ record: JournalRecord, replacedBySet: Bool) {
+        if journaling && replacedBySet {
             displaced.append(record)
         } else {
             journalTier?.takeLeft(record)
@@ -50,7 +52,7 @@ extension CacheStore: JournalKeeping {
     }
 
     /// The very entry a record was written for: the same bytes (the same storage, or equal) and times.
-    static func same(_ a: CacheEntry, _ b: CacheEntry) -> Bool {
+    static func same(_ a: borrowing CacheEntry, _ b: borrowing CacheEntry) -> Bool {
         guard a.createdAt == b.createdAt, a.expiresAt == b.expiresAt, a.value.count == b.value.count else { return false }
         let sameStorage = a.value.withUnsafeBufferPointer { x in b.value.withUnsafeBufferPointer { $0.baseAddress == x.baseAddress } }
         return sameStorage || a.value == b.value
@@ -61,7 +63,7 @@ extension CacheStore: JournalKeeping {
 protocol JournalKeeping: AnyObject {
     /// The journal wrote `record`: whether the memory tier holds that very entry for its key and keeps it, marked
     /// dirty, for `takeKept`, or the record is the disk tier's to hand over.
-    func keep(_ record: JournalRecord) -> KeptRecord
+    func keep(_ record: borrowing JournalRecord) -> KeptRecord
     /// Dirty values replaced by sets journaled since the last call (superseded once those are written).
     func takeDisplaced() -> [JournalRecord]
     /// Every kept value as a record, oldest first; none is kept afterwards.

@@ -52,8 +52,8 @@ public final class CacheStore: @unchecked Sendable, SettledSets {
     private(set) weak var journalTier: DiskTier?
     /// Dirty values replaced by the set being journaled now or since the journal's last write (see `keep`).
     var displaced: [JournalRecord] = []
-    /// The key of the set `beginSettling` is putting in the memory tier, while it does.
-    var journalingKey: CacheKey?
+    /// Whether `beginSettling` is putting a journaled set in the memory tier (what it replaces there is displaced).
+    var journaling = false
 
     /// `budget` counts the values waiting for the disk (`.storeQueue`); a large set that does not fit it fails.
     public convenience init(config: StoreConfig, budget: MemoryBudget = MemoryBudget(limit: 256 * 1024 * 1024),
@@ -73,7 +73,9 @@ public final class CacheStore: @unchecked Sendable, SettledSets {
         if let journaling = tier as? DiskTier {
             journalTier = journaling
             journaling.keeper = self
-            memory.dirtyLeft = { [unowned self] key, entry, seq in journaledLeft(JournalRecord(seq: seq, key: key, entry: entry)) }
+            memory.dirtyLeft = { [unowned self] key, entry, seq, replaced in
+                journaledLeft(JournalRecord(seq: seq, key: key, entry: entry), replacedBySet: replaced)
+            }
         }
     }
 
@@ -226,7 +228,8 @@ public final class CacheStore: @unchecked Sendable, SettledSets {
         guard disk.settlesAtOnce(key, entry, ifAbsent: false) else { return false }
         if let remote, remote.shares(key) { remote.write(key, entry, ifAbsent: false, now: now) { _ in } }
         let ticket = beginSettling(key, entry)
-        disk.writeSettling(SettlingSet(key: key, ticket: ticket, target: target, id: id), entry, now: now)
+        disk.writeSettling(SettlingSet(key: key, ticket: ticket, target: target, id: id, memorySlot: memory.lastSet),
+                           entry, now: now)
         return true
     }
 
@@ -235,9 +238,9 @@ public final class CacheStore: @unchecked Sendable, SettledSets {
     /// the record is written (`endSettling`).
     private func beginSettling(_ key: CacheKey, _ entry: CacheEntry) -> MutationTracker.Ticket {
         let ticket = mutations.beginShort(key)
-        journalingKey = key
+        journaling = true
         remember(key, entry)
-        journalingKey = nil
+        journaling = false
         return ticket
     }
 

@@ -58,7 +58,7 @@ extension DiskTier {
     /// tier still holds stays there, kept (`JournalKeeping.keep`); the others wait for the next hand-off.
     func writeBufferedSets() {
         guard journal.hasBuffered else { return }
-        let cost = journal.buffered.reduce(0) { $0 + $1.cost }
+        let cost = journal.bufferedCost
         var failure: StoreError?
         do throws(StoreError) {
             // Full mode began since these were taken: the room the reserve freed is for deletes and applies.
@@ -67,24 +67,30 @@ extension DiskTier {
                 throw StoreError.diskFull("the cache disk is full: new values are refused until there is room")
             }
             try journal.write(sync: config.fsync == .always, into: &writtenRecords)
-            // Each record reached where it lies (`for record in` copied it: its key's two Strings and its value
-            // retained and released, a set's costliest copy, callgrind).
-            writtenRecords.withUnsafeBufferPointer { records in
-                for i in records.indices {
-                    switch keeper?.keep(records[i]) ?? .handOver {
-                    case .handOver: handOff.add(records[i])
-                    case .kept: handOff.keep(records[i])
-                    // The earlier record had the same entry, so the same cost: counted once, as kept.
-                    case .keptInPlaceOfTheSame: uncountedJournalBytes -= records[i].cost
-                    }
+            if let last = writtenRecords.last { handOff.written(upTo: last.seq) }
+            // Each record swapped out of the array (an empty record in its place), never copied: a copy retains its
+            // key's Strings and its value and releases them again, and `for record in`, a record read where it lies
+            // through a pointer (which the calls in the loop might write through, for all the compiler knows) and
+            // `reverse` then `popLast` each copied every record (callgrind).
+            let keeper = self.keeper  // weak: loaded once, not once a record
+            for i in writtenRecords.indices {
+                var record = JournalRecord.empty
+                swap(&record, &writtenRecords[i])
+                switch keeper?.keep(record) ?? .handOver {
+                case .handOver: handOff.add(record)
+                case .kept: handOff.keep(record)
+                // The earlier record had the same entry, so the same cost: counted once, as kept.
+                case .keptInPlaceOfTheSame: uncountedJournalBytes -= record.cost
                 }
             }
-            if let last = writtenRecords.last { handOff.written(upTo: last.seq) }
             writtenRecords.removeAll(keepingCapacity: true)
-            // Superseded by the records just written: never handed over, no longer the disk's to count.
-            for old in keeper?.takeDisplaced() ?? [] {
-                handOff.dropKept(old)
-                uncountedJournalBytes -= old.cost
+            // Superseded by the records just written: never handed over, no longer the disk's to count (reached where
+            // they lie: one a set to a key rewritten between two hand-offs).
+            (keeper?.takeDisplaced() ?? []).withUnsafeBufferPointer { displaced in
+                for i in displaced.indices {
+                    handOff.dropKept(displaced[i])
+                    uncountedJournalBytes -= displaced[i].cost
+                }
             }
         } catch {
             if case .diskFull = error { journalFull = true }

@@ -189,11 +189,14 @@ final class DiskTier: StoreTier, @unchecked Sendable {
             && reported.bytes + uncountedJournalBytes + StoreEngine.cost(key, size: entry.value.count) <= config.diskBudget
     }
 
-    func writeSettling(_ set: consuming SettlingSet, _ entry: CacheEntry, now: Int64) { journaled(set.key, entry, .fast(set)) }
+    func writeSettling(_ set: consuming SettlingSet, _ entry: CacheEntry, now: Int64) {
+        let slot = set.memorySlot
+        journaled(set.key, entry, .fast(set), memorySlot: slot)
+    }
 
     /// A set taken through the journal: buffered now, written at the end of the iteration (`settleJournal`).
-    private func journaled(_ key: CacheKey, _ entry: CacheEntry, _ ack: consuming JournalAck) {
-        journal.add(key, entry)
+    private func journaled(_ key: CacheKey, _ entry: CacheEntry, _ ack: consuming JournalAck, memorySlot: SlotHint = .none) {
+        journal.add(key, entry, memorySlot: memorySlot)
         journalAcks.append(ack)
         uncountedJournalBytes += StoreEngine.cost(key, size: entry.value.count)
     }

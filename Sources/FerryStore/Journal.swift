@@ -9,6 +9,13 @@ struct JournalRecord: Sendable {
     let seq: UInt64
     let key: CacheKey
     let entry: CacheEntry
+    /// Where the memory tier put the entry when the set was made (`MemoryLRU.lastSet`): with it `JournalKeeping.keep`
+    /// finds the entry again without a lookup (loop thread only; never written).
+    var memorySlot = SlotHint.none
+
+    /// A record of nothing, to swap a record out of an array with (`DiskTier.writeBufferedSets`): its Strings are
+    /// empty and its value the shared empty array, so copies of it count no references.
+    static let empty = JournalRecord(seq: 0, key: CacheKey(trusted: "", ""), entry: CacheEntry(value: [], createdAt: 0, expiresAt: nil))
 
     /// What the record adds to the disk tier's accounting once it is in the index.
     var cost: Int { StoreEngine.cost(key, size: entry.value.count) }

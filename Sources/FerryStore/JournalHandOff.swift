@@ -42,10 +42,10 @@ struct JournalHandOff {
     }
 
     /// A written record the memory tier keeps.
-    mutating func keep(_ record: JournalRecord) { count(kept: record, +1) }
+    mutating func keep(_ record: borrowing JournalRecord) { count(kept: record, +1) }
 
     /// A kept record superseded by a newer one of its key: gone without being handed over.
-    mutating func dropKept(_ record: JournalRecord) { count(kept: record, -1) }
+    mutating func dropKept(_ record: borrowing JournalRecord) { count(kept: record, -1) }
 
     /// A kept record for the next hand-off after all (it left memory, a write after it failed, or a job needs it).
     mutating func addKept(_ record: JournalRecord) {
@@ -67,7 +67,7 @@ struct JournalHandOff {
         return (records, cost, upTo)
     }
 
-    private mutating func count(kept record: JournalRecord, _ sign: Int) {
+    private mutating func count(kept record: borrowing JournalRecord, _ sign: Int) {
         keptEntries += sign
         keptCost += sign * record.cost
     }

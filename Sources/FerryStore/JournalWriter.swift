@@ -22,6 +22,9 @@ final class JournalWriter {
     private var buffer: [UInt8] = []
     /// The records in `buffer`, in order.
     private(set) var buffered: [JournalRecord] = []
+    /// The disk cost of the records in `buffered` (`JournalRecord.cost`), counted as they are added: summing them
+    /// with `reduce` copied every record (its key's Strings and its value retained and released).
+    private(set) var bufferedCost = 0
 
     /// Retired files to write over rather than create (nil: every generation a new file).
     private let spares: JournalSpares?
@@ -39,20 +42,21 @@ final class JournalWriter {
     var path: String { Journal.path(directory, generation: generation) }
     var hasBuffered: Bool { !buffered.isEmpty }
 
-    /// Queues a record for the next `write`; returns it (with its sequence number).
-    @discardableResult
-    func add(_ key: CacheKey, _ entry: CacheEntry) -> JournalRecord {
-        let record = JournalRecord(seq: nextSeq, key: key, entry: entry)
+    /// Queues a record for the next `write`, with the next sequence number. `memorySlot`: see `JournalRecord`. (It
+    /// returns nothing: returning the record kept in `buffered` too copied it.)
+    func add(_ key: CacheKey, _ entry: CacheEntry, memorySlot: SlotHint = .none) {
+        let record = JournalRecord(seq: nextSeq, key: key, entry: entry, memorySlot: memorySlot)
         nextSeq += 1
         Journal.encode(seq: record.seq, key, entry, into: &buffer)
+        bufferedCost += record.cost
         buffered.append(record)
-        return record
     }
 
     /// Drops the buffered records unwritten (their sets are refused).
     func discardBuffered() {
         buffer.removeAll(keepingCapacity: buffer.capacity <= 1 << 20)
         buffered.removeAll(keepingCapacity: true)
+        bufferedCost = 0
     }
 
     /// Appends the buffered records in one write and returns them. On failure the file is cut back to where it
@@ -70,6 +74,7 @@ final class JournalWriter {
         defer {
             buffer.removeAll(keepingCapacity: buffer.capacity <= 1 << 20)
             buffered.removeAll(keepingCapacity: true)  // moved out when written; dropped when not
+            bufferedCost = 0
         }
         guard !buffered.isEmpty else { return }
         if fd < 0 { try openActive() }  // after `seal`, the next write starts the next generation

@@ -113,6 +113,8 @@ public struct SettlingSet {
     /// Kept until the set settles (a connection that closed meanwhile writes nothing: `setSettled` checks).
     let target: SetAcknowledging
     let id: UInt64
+    /// Where the memory tier put the entry (`MemoryLRU.lastSet`), handed to the journal's record.
+    var memorySlot = SlotHint.none
 }
 
 /// What hears a tier's fast-path sets settle (`CacheStore`).

@@ -8,9 +8,14 @@ import Testing
     final class Watched {
         let lru: MemoryLRU<String, Int>
         var left: [(String, Int, UInt64)] = []
+        /// The keys of departures that were a `set` replacing the value in place.
+        var replacedInPlace: [String] = []
         init(budget: Int = 1000) {
             lru = MemoryLRU(budget: budget)
-            lru.dirtyLeft = { [unowned self] key, value, seq in left.append((key, value, seq)) }
+            lru.dirtyLeft = { [unowned self] key, value, seq, replaced in
+                left.append((key, value, seq))
+                if replaced { replacedInPlace.append(key) }
+            }
         }
     }
 
@@ -42,6 +47,7 @@ import Testing
         w.lru.set("a", 9, cost: 10)        // replaced
         w.lru.set("d", 3, cost: 20)        // evicts "c" ("a", just replaced, has a second chance)
         #expect(w.left.map(\.0) == ["b", "a", "c"] && w.left.map(\.1) == [1, 0, 2] && w.left.map(\.2) == [2, 1, 3])
+        #expect(w.replacedInPlace == ["a"])   // the delete and the eviction are not replacements
         #expect(w.lru.oldestDirtySeq == nil && w.lru.takeDirty().isEmpty)
         #expect(w.lru.get("a") == 9 && w.lru.get("d") == 3)
         w.lru.remove("a")                  // clean: nothing to tell
@@ -83,5 +89,33 @@ import Testing
         w.lru.remove("cold")
         #expect(w.lru.oldestDirtySeq == 49_999)
         #expect(w.lru.takeDirty().map(\.value) == [49_999])
+    }
+
+    /// `markDirty` at the place `lastSet` gave: used while the slot holds that key's entry, even after its value was
+    /// replaced in place; the key looked up when the entry left or its slot went to another key.
+    @Test func aSlotHintIsTrustedOnlyWhileItsKeyStaysInTheSlot() {
+        let w = Watched(budget: 20)
+        w.lru.set("a", 1, cost: 10)
+        let a = w.lru.lastSet
+        w.lru.set("a", 2, cost: 10)                       // replaced in place: the same place
+        #expect(w.lru.lastSet == a)
+        #expect(w.lru.markDirty("a", seq: 1, at: a) { $0 == 2 } == .marked)
+        w.lru.remove("a")                                 // told (dirty), slot freed
+        w.lru.set("b", 3, cost: 10)                       // takes a's slot, with a new stamp
+        let b = w.lru.lastSet
+        #expect(b.slot == a.slot && b.stamp != a.stamp)
+        // a's hint now names b's slot: not trusted, and "a" is looked up (absent).
+        #expect(w.lru.markDirty("a", seq: 2, at: a) { _ in true } == .notHeld)
+        #expect(w.lru.oldestDirtySeq == nil)
+        // A stale hint for a key that moved: found by lookup all the same.
+        w.lru.remove("b")
+        w.lru.set("c", 4, cost: 10)
+        w.lru.set("b", 5, cost: 10)
+        #expect(w.lru.lastSet.slot != b.slot)
+        #expect(w.lru.markDirty("b", seq: 3, at: b) { $0 == 5 } == .marked)
+        #expect(w.lru.takeDirty().map(\.key) == ["b"])
+        // A set too large to keep keeps no place.
+        w.lru.set("z", 6, cost: 100)
+        #expect(w.lru.lastSet == .none)
     }
 }

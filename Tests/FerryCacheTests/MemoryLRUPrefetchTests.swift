@@ -49,3 +49,15 @@ import Testing
         #expect(storage != nil && storage! + 32 == bytes, "the storage's header, then the bytes")
     }
 }
+
+/// A slot of Ferry's memory tier stays 144 bytes, its image, value and flags in its first 80 (two cache lines at
+/// most, wherever the slot starts): the stamp (`SlotHint`) lies in the room the flags leave, not in a word of its own.
+@Suite struct SlotLayoutTests {
+    typealias Slot = MemoryLRU<CacheKey, CacheEntry>.Slot
+
+    @Test func theStampAddsNoBytes() {
+        #expect(MemoryLayout<Slot>.stride == 144)
+        #expect(MemoryLayout<Slot>.offset(of: \Slot.stamp)! < MemoryLayout<Slot>.offset(of: \Slot.key)!)
+        #expect(MemoryLayout<Slot>.offset(of: \Slot.referenced)! < 80)
+    }
+}
