@@ -49,7 +49,8 @@ public final class CacheStore: @unchecked Sendable, SettledSets {
     public var remote: RemoteTier?
     /// The disk tier when it journals small sets: told of the journaled values the memory tier keeps and lets go
     /// (`CacheStore+Journaled.swift`).
-    private(set) weak var journalTier: DiskTier?
+    /// `disk` itself, which this store holds for its whole life: not `weak` (see `DiskTier.settledSets`).
+    private(set) unowned(unsafe) var journalTier: DiskTier?
     /// Dirty values replaced by the set being journaled now or since the journal's last write (see `keep`).
     var displaced: [JournalRecord] = []
     /// Whether `beginSettling` is putting a journaled set in the memory tier (what it replaces there is displaced).
@@ -94,6 +95,13 @@ public final class CacheStore: @unchecked Sendable, SettledSets {
 
     /// Waits for queued disk work to commit, then stops the worker. Completions of that work are not run.
     public func close() { disk.close() }
+
+    /// The tier may outlive the store (a completion it posted to the loop may still hold it): it must not reach
+    /// the store through the references it keeps without retaining it.
+    deinit {
+        disk.settledSets = nil
+        journalTier?.keeper = nil
+    }
 
     /// Once per loop iteration, before the loop sleeps (the daemon's iteration hook; a test's loop after each pass):
     /// the disk tier settles the iteration's small sets, which produces their replies, `flushReplies` writes them,

@@ -12,8 +12,8 @@ extension DiskTier {
     func settleJournal() {
         writeBufferedSets()
         // Nothing written since the last call (most loop iterations of a daemon serving reads): the acknowledgements
-        // are not looked at, and the weak `settledSets` not loaded (a weak load and the release after it, on an
-        // object with a side table, were 2 % of ferryd's cycles at 50 pings in flight, perf).
+        // are not looked at (when `settledSets` was weak, its load and the release after it, on an object with a
+        // side table, were 2 % of ferryd's cycles at 50 pings in flight, perf).
         if !writes.isEmpty || !writtenSets.isEmpty { acknowledgeWritten() }
         if handOff.records.count >= DiskTier.handOffRecords || handOff.cost >= handOffBytes { handOffJournaled(kept: false) }
         // Kept values go over in bounded batches too (many distinct keys): the pending sets a hand-off adds must fit
@@ -72,7 +72,7 @@ extension DiskTier {
             // key's Strings and its value and releases them again, and `for record in`, a record read where it lies
             // through a pointer (which the calls in the loop might write through, for all the compiler knows) and
             // `reverse` then `popLast` each copied every record (callgrind).
-            let keeper = self.keeper  // weak: loaded once, not once a record
+            let keeper = self.keeper
             for i in writtenRecords.indices {
                 var record = JournalRecord.empty
                 swap(&record, &writtenRecords[i])
@@ -85,7 +85,7 @@ extension DiskTier {
             }
             writtenRecords.removeAll(keepingCapacity: true)
             // Superseded by the records just written: never handed over, no longer the disk's to count (reached where
-            // they lie: one a set to a key rewritten between two hand-offs).
+            // they lie, not copied: there is one for each set that replaced a kept value).
             (keeper?.takeDisplaced() ?? []).withUnsafeBufferPointer { displaced in
                 for i in displaced.indices {
                     handOff.dropKept(displaced[i])

@@ -60,7 +60,10 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     /// retains its key's strings and its target (~200 instructions a set, callgrind).
     var writtenSets: [JournalAck] = []
     var writes: [(end: Int, failure: StoreError?)] = []
-    weak var settledSets: SettledSets?
+    /// The store (`CacheStore`), which owns this tier and clears this in its `deinit`: not `weak`, because an object
+    /// with a weak reference to it counts every retain and release in a side table, the slow way (perf: 1.5 % of
+    /// ferryd's cycles under pipelined sets, in `incrementSlow`).
+    unowned(unsafe) var settledSets: SettledSets?
 
     /// Who hears a journaled set settle: its completion, or for a fast-path set, `settledSets`.
     enum JournalAck {
@@ -75,8 +78,9 @@ final class DiskTier: StoreTier, @unchecked Sendable {
     var handOff: JournalHandOff
     /// Records handed to the worker since start (for tests: a key rewritten while kept is handed over once).
     var recordsHandedOver: Int { handOff.recordsHandedOver }
-    /// The memory tier, which keeps journaled values itself until they are handed over (`JournalKeeping`).
-    weak var keeper: JournalKeeping?
+    /// The memory tier, which keeps journaled values itself until they are handed over (`JournalKeeping`): the store
+    /// that owns this tier, and clears this in its `deinit` (not `weak`: see `settledSets`).
+    unowned(unsafe) var keeper: JournalKeeping?
     /// The records of the last journal write, on their way to `handOff` or the memory tier.
     var writtenRecords: [JournalRecord] = []
     /// Why not more: the worker takes each hand-off in one run on whatever core it gets, and in `make bench` that is
