@@ -193,8 +193,9 @@ final class Connection: LoopPipeDelegate {
         if !uploads.isEmpty, let part = ContinuationEnvelope.parse(frame.json, maxNesting: table.config.limits.maxNesting) {
             return handleContinuation(part, body: Array(frame.body))
         }
-        let (hot, digest) = hotScan(of: frame)
+        let (hot, digest, slotAsked) = hotScan(of: frame)
         lookAhead(past: ProtocolLimits.headerBytes + frame.json.count + frame.body.count)
+        if slotAsked, let digest { prefetchValue(digest: digest) }
         if let hot, answerHot(hot, frame, digest: digest) { return }
         let envelope: RequestEnvelope
         do throws(RequestEnvelope.Invalid) {

@@ -76,15 +76,35 @@ extension Connection {
 
     /// The hot-shape scan of `frame`, the next one handled, and its key's digest: the scan made as it was read or
     /// looked ahead at, else made now; none while an upload is open (as one is made: an upload its predecessor
-    /// opened makes it a frame the general path reads).
+    /// opened makes it a frame the general path reads). `slotAsked`: its slot was prefetched just now (see below),
+    /// and its value may be once the slot has come (`prefetchValue`).
     @inline(__always)
-    func hotScan(of frame: FrameView) -> (envelope: HotEnvelope?, digest: Int?) {
-        guard uploads.isEmpty else { return (nil, nil) }
+    func hotScan(of frame: FrameView) -> (envelope: HotEnvelope?, digest: Int?, slotAsked: Bool) {
+        guard uploads.isEmpty else { return (nil, nil, false) }
         // Not an optional chain: each optional of a scan copied it (~100 instructions a request).
         let number = decoder.delivered
-        if prescan.frame == number { return prescan.take() }
-        if prescanLater.frame == number { return prescanLater.take() }
-        return (HotEnvelope.scan(frame.json), nil)
+        if prescan.frame == number {
+            let (envelope, digest) = prescan.take()
+            return (envelope, digest, false)
+        }
+        if prescanLater.frame == number {
+            // Looked ahead at: its bucket was asked for while the frame before it was handled, so its slot can be
+            // now, and comes while this frame's scan of the next one runs (a batch's pipeline asked for the slots
+            // and values of its frames already).
+            let (envelope, digest) = prescanLater.take()
+            guard let digest, let prefetcher = table.prefetcher else { return (envelope, digest, false) }
+            prefetcher._withUnsafeGuaranteedRef { $0.prefetchSlot(digest: digest) }
+            return (envelope, digest, true)
+        }
+        return (HotEnvelope.scan(frame.json), nil, false)
+    }
+
+    /// The value of the key with this digest, whose slot was asked for a while ago (`hotScan`'s `slotAsked`): a
+    /// get's reply copies it, a set's releases it. Measured with the slot's step (`bench/`, A/B, medians of 16
+    /// rounds): pipelined sets +3.4 %, gets +2.8 %.
+    @inline(__always)
+    func prefetchValue(digest: Int) {
+        table.prefetcher?._withUnsafeGuaranteedRef { $0.prefetchValue(digest: digest) }
     }
 
     /// Scans the next whole frame into `prescan`, its key's bucket prefetched; nothing when none is whole or an
