@@ -11,7 +11,7 @@
 # functions. Deterministic, where throughput moves by a tenth between runs: the way to see what a change saves.
 # `cache-get` stores its keys first, inside the counted run: give it few (`--keys 100`).
 #
-#   bash bench/profile-cache.sh [set|get|ping] [ferry-bench options...]    # default: set --conns 50
+#   bash bench/profile-cache.sh [set|get|ping|ping-pipelined] [ferry-bench options...]    # default: set --conns 50
 #   PROFILER=callgrind bash bench/profile-cache.sh get --conns 50 --keys 100
 #
 # Environment: BUILD_DIR (.build; binaries must be built: `swift build -c release`), SECONDS_RECORDED (5),
@@ -21,9 +21,11 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OP=${1:-set}
 shift || true
-[[ $OP == set || $OP == get || $OP == ping ]] || { echo "usage: $0 [set|get|ping] [ferry-bench options...]" >&2; exit 2; }
+[[ $OP == set || $OP == get || $OP == ping || $OP == ping-pipelined ]] ||
+    { echo "usage: $0 [set|get|ping|ping-pipelined] [ferry-bench options...]" >&2; exit 2; }
 MODE=cache-$OP
 [[ $OP == ping ]] && MODE=raw-conns
+[[ $OP == ping-pipelined ]] && MODE=raw-pipelined
 EXTRA=("$@")
 [[ ${#EXTRA[@]} -gt 0 ]] || EXTRA=(--conns 50)
 BUILD_DIR=${BUILD_DIR:-.build}
