@@ -100,8 +100,8 @@ extension Connection {
     }
 
     /// The value of the key with this digest, whose slot was asked for a while ago (`hotScan`'s `slotAsked`): a
-    /// get's reply copies it, a set's releases it. Measured with the slot's step (`bench/`, A/B, medians of 16
-    /// rounds): pipelined sets +3.4 %, gets +2.8 %.
+    /// get's reply copies it, a set's releases it. Measured with the slot's step (`bench/ab.sh`, medians of 16
+    /// rounds, places swapped halfway): pipelined sets +3.1 % (CPU a set −3.9 %), pipelined gets +2.9 %.
     @inline(__always)
     func prefetchValue(digest: Int) {
         table.prefetcher?._withUnsafeGuaranteedRef { $0.prefetchValue(digest: digest) }

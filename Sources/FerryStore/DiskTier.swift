@@ -200,9 +200,8 @@ final class DiskTier: StoreTier, @unchecked Sendable {
 
     /// A set taken through the journal: buffered now, written at the end of the iteration (`settleJournal`).
     private func journaled(_ key: CacheKey, _ entry: CacheEntry, _ ack: consuming JournalAck, memorySlot: SlotHint = .none) {
-        journal.add(key, entry, memorySlot: memorySlot)
+        uncountedJournalBytes += journal.add(key, entry, memorySlot: memorySlot)
         journalAcks.append(ack)
-        uncountedJournalBytes += StoreEngine.cost(key, size: entry.value.count)
     }
 
     func write(_ key: CacheKey, _ entry: CacheEntry, ifAbsent: Bool, now: Int64, settling: Bool,

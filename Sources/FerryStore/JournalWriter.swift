@@ -42,14 +42,18 @@ final class JournalWriter {
     var path: String { Journal.path(directory, generation: generation) }
     var hasBuffered: Bool { !buffered.isEmpty }
 
-    /// Queues a record for the next `write`, with the next sequence number. `memorySlot`: see `JournalRecord`. (It
-    /// returns nothing: returning the record kept in `buffered` too copied it.)
-    func add(_ key: CacheKey, _ entry: CacheEntry, memorySlot: SlotHint = .none) {
+    /// Queues a record for the next `write`, with the next sequence number; returns its disk cost
+    /// (`JournalRecord.cost`, which `bufferedCost` counts). `memorySlot`: see `JournalRecord`. (Not the record:
+    /// returning the one kept in `buffered` too copied it.)
+    @discardableResult
+    func add(_ key: CacheKey, _ entry: CacheEntry, memorySlot: SlotHint = .none) -> Int {
         let record = JournalRecord(seq: nextSeq, key: key, entry: entry, memorySlot: memorySlot)
         nextSeq += 1
         Journal.encode(seq: record.seq, key, entry, into: &buffer)
-        bufferedCost += record.cost
+        let cost = record.cost
+        bufferedCost += cost
         buffered.append(record)
+        return cost
     }
 
     /// Drops the buffered records unwritten (their sets are refused).
