@@ -31,10 +31,6 @@ source bench/lib.sh
 bench_tmp ferry-ab
 bench_pinning
 
-# cpu_ticks PID: user + system clock ticks of a process so far (fields 14 and 15 of /proc/PID/stat, after the name).
-cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
-TICKS_PER_S=$(getconf CLK_TCK)
-
 # start_pair A_SOCKET_NAME B_SOCKET_NAME: the old daemon on the first, the new on the second; sets OLD_PID, NEW_PID.
 start_pair() {
     rm -rf "$TMP/$1" "$TMP/$2"

@@ -99,17 +99,15 @@ export FERRY_SOCKET=$SOCK FERRY_NO_AUTOSTART=1
 
 RESULTS=$TMP/results.txt
 : >"$RESULTS"
-ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-HZ=$(getconf CLK_TCK)
 # measured PID LABEL COMMAND...: runs COMMAND, appends its RESULT line with the label and the server's CPU share.
 measured() {
     local pid=$1 label=$2 c0 c1 t0 t1 out
     shift 2
-    c0=$(ticks "$pid"); t0=$(date +%s%N)
+    c0=$(cpu_ticks "$pid"); t0=$(date +%s%N)
     out=$("$@")
-    t1=$(date +%s%N); c1=$(ticks "$pid")
+    t1=$(date +%s%N); c1=$(cpu_ticks "$pid")
     local pct
-    pct=$(awk -v c=$((c1 - c0)) -v t=$((t1 - t0)) -v hz="$HZ" 'BEGIN { printf "%.0f", 100 * c / hz / (t / 1e9) }')
+    pct=$(awk -v c=$((c1 - c0)) -v t=$((t1 - t0)) -v hz="$TICKS_PER_S" 'BEGIN { printf "%.0f", 100 * c / hz / (t / 1e9) }')
     grep '^RESULT' <<<"$out" | sed -e "s/^RESULT mode=[^ ]*/RESULT mode=$label/" -e "s/\$/ server_cpu_pct=$pct/" | tee -a "$RESULTS"
 }
 # wrk's --latency report as a RESULT line.

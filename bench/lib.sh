@@ -6,6 +6,7 @@
 #   bench_tmp ferry-fetch            # TMP=/tmp/ferry-fetch.XXXXXX, removed on exit with every process started
 #   bench_binaries                   # builds release (unless SKIP_BUILD=1); sets BIN
 #   start_bg "${SERVER_CPU[@]}" "$BIN/ferryd" ...; wait_for ferryd test -S "$SOCK"
+#   c0=$(cpu_ticks "$pid")           # a process's CPU time so far, in ticks of TICKS_PER_S
 
 log() { printf '== %s\n' "$*" >&2; }
 
@@ -38,6 +39,11 @@ stop_bg() {
     for p in "${PIDS[@]}"; do [[ $p == "$pid" ]] || keep+=("$p"); done
     PIDS=("${keep[@]}")
 }
+
+# cpu_ticks PID: user + system CPU time of a process so far, in clock ticks (TICKS_PER_S a second), from
+# /proc/PID/stat; the fields after the command name, so a name with spaces cannot shift them.
+TICKS_PER_S=$(getconf CLK_TCK)
+cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
 
 wait_for() {  # wait_for DESCRIPTION COMMAND...: retry for up to 10 s
     local what=$1 k

@@ -89,10 +89,6 @@ FERRYD_PID=$STARTED_PID
 wait_for ferryd "$BIN/ferry" ping --socket "$SOCK"
 log "ferryd pid $FERRYD_PID on $SOCK"
 
-# Server CPU time (user + system, in clock ticks) from /proc/PID/stat; the fields after the command name, so a
-# name with spaces cannot shift them.
-TICKS_PER_S=$(getconf CLK_TCK)
-cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
 now_us() { if [[ -n ${EPOCHREALTIME:-} ]]; then echo "${EPOCHREALTIME//[.,]/}"; else echo $(($(date +%s%N) / 1000)); fi; }
 
 # measured SERVER_PID FROM TO CMD...: runs one client command, renames mode=FROM to mode=TO in its output, and
