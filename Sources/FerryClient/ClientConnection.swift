@@ -263,7 +263,7 @@ final class ClientConnection: Sendable {
     /// or a call reading in its place), which has counted the call as pending in the outbox (a task that will run
     /// again and may send, `callReturned`). Only the holder counts: the reader checks for pending calls before each
     /// wait, and a count raised behind its back could leave frames queued while it sleeps.
-    private func resume(_ c: CallContinuation, with outcome: Result<FerryReply, FerryError>, counted: Bool) {
+    private func resume(_ c: CallContinuation, with outcome: consuming Result<FerryReply, FerryError>, counted: Bool) {
         c.resume(returning: Delivery(outcome: outcome, counted: counted))
     }
 
@@ -341,18 +341,28 @@ final class ClientConnection: Sendable {
 
     /// Ends `waiter` with a reply or an error. A call's reply body follows the bodies of the chunk events that came
     /// before it.
-    func deliver(_ outcome: Result<FerryReply, FerryError>, to waiter: Waiter, counted: Bool) {
-        switch (waiter, outcome) {
-        case (.call(let c, let chunks?), .success(var reply)):
-            // The final part joins the chunks' buffer in place (not a new buffer for the whole body).
-            reply.body.withUnsafeBytes { chunks.append($0) }
-            reply.body = chunks.take()
-            resume(c, with: .success(reply), counted: counted)
-        case (.call(let c, _), _): resume(c, with: outcome, counted: counted)
-        case (.stream(let w), .success(let reply)):
-            w.continuation.yield(.final(reply))
-            w.continuation.finish()
-        case (.stream(let w), .failure(let e)): w.continuation.finish(throwing: e)
+    ///
+    /// Why `consuming` and a switch on the waiter alone: a `switch (waiter, outcome)` built a tuple, a copy of the
+    /// outcome (its reply's arrays retained, then released), for every reply.
+    func deliver(_ outcome: consuming Result<FerryReply, FerryError>, to waiter: Waiter, counted: Bool) {
+        switch waiter {
+        case .call(let c, nil): resume(c, with: outcome, counted: counted)
+        case .call(let c, let chunks?):
+            switch consume outcome {
+            case .success(var reply):
+                // The final part joins the chunks' buffer in place (not a new buffer for the whole body).
+                reply.body.withUnsafeBytes { chunks.append($0) }
+                reply.body = chunks.take()
+                resume(c, with: .success(reply), counted: counted)
+            case .failure(let e): resume(c, with: .failure(e), counted: counted)
+            }
+        case .stream(let w):
+            switch consume outcome {
+            case .success(let reply):
+                w.continuation.yield(.final(reply))
+                w.continuation.finish()
+            case .failure(let e): w.continuation.finish(throwing: e)
+            }
         }
     }
 
