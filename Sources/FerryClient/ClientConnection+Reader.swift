@@ -206,9 +206,11 @@ extension ClientConnection {
     /// lends the baton first (the last of them may read next), so nothing of `r` is touched after that.
     private func finishAll(_ r: ReadState) -> ReadOutcome {
         guard !r.finals.isEmpty else { return .read(lent: false, sentHeld: false) }
-        // Taken whole (the next read starts an array of its own): once calls are resumed, `r` is the next holder's.
+        // Taken whole, and the next read's array made now (as large: grown from empty, it was copied five times a
+        // read): once calls are resumed, `r` is the next holder's.
         var finals: [Final] = []
         swap(&finals, &r.finals)
+        r.finals.reserveCapacity(finals.count)
         var freed = 0, stillOnWire = 0, calls = 0
         state.withLock { s in
             for k in finals.indices {
@@ -245,7 +247,7 @@ extension ClientConnection {
         guard let reply = ReplyEnvelope.parse(frame.json, maxDepth: 64) else {
             return descriptors.isEmpty ? nil : FerryError(.protocolError, "ferryd sent a reply this client cannot read while descriptors were due")
         }
-        switch reply {
+        switch consume reply {
         case .result(let id, let result):
             switch descriptors.claim(for: result) {
             case .none: finals.append(Final(id, .success(FerryReply(result: result, body: bytes(frame.body)))))
