@@ -71,7 +71,7 @@ extension ClientConnection {
         guard direct.left == 0 else { return false }
         switch direct.ending {
         case .joined: break
-        case .final(let id, let result): finals.append(Final(id, .success(FerryReply(result: result))))
+        case .final(let id, let result): ClientConnection.append(id, .success(FerryReply(result: result)), to: &finals)
         case .event(let id, let name, let data):
             let stream = state.withLock { s -> StreamWaiter? in
                 if case .stream(let w)? = s.waiters[id] { return w }

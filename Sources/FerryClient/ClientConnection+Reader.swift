@@ -19,10 +19,15 @@ extension ClientConnection {
         /// Its waiter, found by `finishAll` under the state lock.
         var waiter: Waiter?
 
-        init(_ id: UInt64, _ outcome: Result<FerryReply, FerryError>) {
-            self.id = id
-            self.outcome = outcome
-        }
+        init(_ id: UInt64) { self.id = id }
+    }
+
+    /// Adds a final reply to `finals`. Why in two steps: `Array.append` copies the element it is given into its
+    /// storage and then destroys the original, which for a reply is a retain and a release of each of its parts
+    /// (perf); an empty `Final` costs nothing to copy, and the outcome is then moved into it in place.
+    static func append(_ id: UInt64, _ outcome: consuming Result<FerryReply, FerryError>, to finals: inout [Final]) {
+        finals.append(Final(id))
+        finals[finals.count - 1].outcome = consume outcome
     }
 
     /// What reading the socket keeps from one read to the next. Touched only by the holder of the `ReadBaton`: the
@@ -250,10 +255,10 @@ extension ClientConnection {
         switch consume reply {
         case .result(let id, let result):
             switch descriptors.claim(for: result) {
-            case .none: finals.append(Final(id, .success(FerryReply(result: result, body: bytes(frame.body)))))
-            case .file(let file): finals.append(Final(id, .success(FerryReply(result: result, body: [], file: file))))
+            case .none: ClientConnection.append(id, .success(FerryReply(result: result, body: bytes(frame.body))), to: &finals)
+            case .file(let file): ClientConnection.append(id, .success(FerryReply(result: result, body: [], file: file)), to: &finals)
             case .missing(let lost): return lost
-            case .unreadable(let error): finals.append(Final(id, .failure(error)))
+            case .unreadable(let error): ClientConnection.append(id, .failure(error), to: &finals)
             }
         case .error(let id, let e):
             if id == 0 {
@@ -261,7 +266,7 @@ extension ClientConnection {
                 // id-0 error answers an envelope this client never sends (its requests are checked before sending).
                 if [.protocolError, .permissionDenied, .resourceExhausted].contains(e.code) { return e }
             } else {
-                finals.append(Final(id, .failure(e)))
+                ClientConnection.append(id, .failure(e), to: &finals)
             }
         case .event(let id, let name, let data):
             deliverEvent(id: id, name: name, data: data, body: frame.body)
