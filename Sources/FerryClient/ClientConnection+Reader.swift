@@ -22,9 +22,10 @@ extension ClientConnection {
         init(_ id: UInt64) { self.id = id }
     }
 
-    /// Adds a final reply to `finals`. Why in two steps: `Array.append` copies the element it is given into its
-    /// storage and then destroys the original, which for a reply is a retain and a release of each of its parts
-    /// (perf); an empty `Final` costs nothing to copy, and the outcome is then moved into it in place.
+    /// Adds a final reply to `finals`. Why in two steps: `finals.append(Final(id, outcome))` compiled to a copy of
+    /// the whole `Final` into the array's storage and a destroy of the original (the disassembly: outlined copy and
+    /// destroy around the append), a retain and a release of each part of the reply; an empty `Final` costs nothing
+    /// to copy, and the outcome is then moved into it in place.
     static func append(_ id: UInt64, _ outcome: consuming Result<FerryReply, FerryError>, to finals: inout [Final]) {
         finals.append(Final(id))
         finals[finals.count - 1].outcome = consume outcome
