@@ -18,7 +18,7 @@
 #   SIDE=client bash bench/ab.sh /tmp/old/ferry-bench .build/release/ferry-bench client
 #
 # Environment: ROUNDS (16, rounded up to even), SECONDS_EACH (1.5), BENCH (ferry-bench; default: beside NEW_FERRYD),
-# SIDE (server | client), FERRYD (SIDE=client).
+# SIDE (server | client), FERRYD (SIDE=client), LOG_LEVEL (warn, as bench/run.sh; info: the default's access log).
 # An old build: `git worktree add /tmp/old <commit> && swift build -c release --package-path /tmp/old`.
 set -euo pipefail
 
@@ -31,6 +31,7 @@ ROUNDS=${ROUNDS:-16}
 (( ROUNDS % 2 == 0 )) || ROUNDS=$((ROUNDS + 1))
 SECONDS_EACH=${SECONDS_EACH:-1.5}
 SIDE=${SIDE:-server}
+LOG_LEVEL=${LOG_LEVEL:-warn}
 if [[ $SIDE == client ]]; then
     OLD_BENCH=$OLD NEW_BENCH=$NEW
     OLD=$(realpath "${FERRYD:-$(dirname "$NEW")/ferryd}"); NEW=$OLD
@@ -47,9 +48,9 @@ bench_pinning
 # start_pair A_SOCKET_NAME B_SOCKET_NAME: the old daemon on the first, the new on the second; sets OLD_PID, NEW_PID.
 start_pair() {
     rm -rf "$TMP/$1" "$TMP/$2"
-    start_bg "${SERVER_CPU[@]}" "$OLD" --socket "$TMP/$1.sock" --cache-dir "$TMP/$1" --log-level warn
+    start_bg "${SERVER_CPU[@]}" "$OLD" --socket "$TMP/$1.sock" --cache-dir "$TMP/$1" --log-level "$LOG_LEVEL"
     OLD_PID=$STARTED_PID OLD_SOCK=$TMP/$1.sock
-    start_bg "${SERVER_CPU[@]}" "$NEW" --socket "$TMP/$2.sock" --cache-dir "$TMP/$2" --log-level warn
+    start_bg "${SERVER_CPU[@]}" "$NEW" --socket "$TMP/$2.sock" --cache-dir "$TMP/$2" --log-level "$LOG_LEVEL"
     NEW_PID=$STARTED_PID NEW_SOCK=$TMP/$2.sock
     wait_for "old ferryd" test -S "$OLD_SOCK"
     wait_for "new ferryd" test -S "$NEW_SOCK"

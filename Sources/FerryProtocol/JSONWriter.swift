@@ -1,3 +1,5 @@
+import FerryBytes
+
 /// Writes JSON in the compact form PROTOCOL.md section 10 fixes (Python's
 /// `json.dumps(v, separators=(",", ":"), ensure_ascii=False)`), appending to a byte array so replies are built in
 /// place without intermediate strings.
@@ -124,17 +126,51 @@ public enum JSONWriter {
 
     private static func appendEscape(_ b: UInt8, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\\"))
-        switch b {
-        case 0x22: out.append(0x22)
-        case 0x5C: out.append(0x5C)
-        case 0x08: out.append(UInt8(ascii: "b"))
-        case 0x0C: out.append(UInt8(ascii: "f"))
-        case 0x0A: out.append(UInt8(ascii: "n"))
-        case 0x0D: out.append(UInt8(ascii: "r"))
-        case 0x09: out.append(UInt8(ascii: "t"))
-        default:
-            let hex: [UInt8] = Array("0123456789abcdef".utf8)
-            out.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(b >> 4)], hex[Int(b & 0xF)]])
+        if let letter = shortEscape(b) {
+            out.append(letter)
+        } else {
+            out.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hexDigit(b >> 4), hexDigit(b & 0xF)])
         }
+    }
+
+    /// What follows the backslash of a two-byte escape (`\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`), or nil for a
+    /// control character written `\u00XX`.
+    static func shortEscape(_ b: UInt8) -> UInt8? {
+        switch b {
+        case 0x22, 0x5C: return b
+        case 0x08: return UInt8(ascii: "b")
+        case 0x0C: return UInt8(ascii: "f")
+        case 0x0A: return UInt8(ascii: "n")
+        case 0x0D: return UInt8(ascii: "r")
+        case 0x09: return UInt8(ascii: "t")
+        default: return nil
+        }
+    }
+
+    static func hexDigit(_ v: UInt8) -> UInt8 { v < 10 ? 48 + v : UInt8(ascii: "a") + v - 10 }
+
+    /// A string as `writeString(_:to:)` writes it, through a cursor (the access log's lines, `AccessLog`): the same
+    /// bytes (`JSONTests`).
+    public static func writeString(_ s: String, to c: inout ByteCursor) {
+        c.byte(UInt8(ascii: "\""))
+        var s = s
+        s.withUTF8 { bytes in
+            let raw = UnsafeRawBufferPointer(bytes)
+            var run = 0
+            for (k, b) in bytes.enumerated() where b < 0x20 || b == 0x22 || b == 0x5C {
+                c.bytes(UnsafeRawBufferPointer(rebasing: raw[run..<k]))
+                c.byte(UInt8(ascii: "\\"))
+                if let letter = shortEscape(b) {
+                    c.byte(letter)
+                } else {
+                    c.ascii("u00")
+                    c.byte(hexDigit(b >> 4))
+                    c.byte(hexDigit(b & 0xF))
+                }
+                run = k + 1
+            }
+            c.bytes(UnsafeRawBufferPointer(rebasing: raw[run...]))
+        }
+        c.byte(UInt8(ascii: "\""))
     }
 }

@@ -120,7 +120,7 @@ public final class LogSink: Sendable {
 
     func write(bytes: [UInt8]) { bytes.withUnsafeBytes { write($0) } }
 
-    private func write(_ b: UnsafeRawBufferPointer) {
+    func write(_ b: UnsafeRawBufferPointer) {
         fd.withLock { fd in
             var off = 0
             while off < b.count {

@@ -1,4 +1,5 @@
 import Testing
+import FerryBytes
 @testable import FerryProtocol
 
 @Suite struct JSONParserTests {
@@ -114,6 +115,13 @@ import Testing
                     JSONWriter.writeString(s, to: &out)
                     #expect(out == reference(s), "\(s.debugDescription)")
                     #expect(try JSONParser.parse(out) == .string(s))
+                    // The cursor's writer (the access log's) writes the same bytes.
+                    let viaCursor = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 6 * s.utf8.count + 2) { room in
+                        var c = ByteCursor(room)
+                        JSONWriter.writeString(s, to: &c)
+                        return c.overflowed ? [] : Array(c.written)
+                    }
+                    #expect(viaCursor == out, "\(s.debugDescription)")
                 }
             }
         }
