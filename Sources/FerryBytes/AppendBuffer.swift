@@ -16,7 +16,8 @@
 /// ```
 public struct AppendBuffer: ~Copyable {
     private var base: UnsafeMutablePointer<UInt8>
-    private var capacity: Int
+    /// Bytes of memory held.
+    public private(set) var capacity: Int
     /// Bytes written so far.
     public private(set) var count = 0
 
@@ -33,7 +34,8 @@ public struct AppendBuffer: ~Copyable {
     public var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
 
     /// Runs `write` with a cursor over at least `room` free bytes and keeps what it wrote. A write that overflowed
-    /// the room (the caller's bound was short) is run again with twice the room, so nothing is ever cut.
+    /// the room (the caller's bound was short) is run again with twice the room, so nothing is ever cut: `write`
+    /// must write the same bytes each time it runs.
     public mutating func append(room: Int, _ write: (inout ByteCursor) -> Void) {
         var room = max(room, 1)
         while true {
@@ -48,8 +50,14 @@ public struct AppendBuffer: ~Copyable {
         }
     }
 
-    /// Empty again; the memory stays for the next bytes.
-    public mutating func removeAll() { count = 0 }
+    /// Empty again; the memory stays for the next bytes, down to `limit` bytes when it grew past them.
+    public mutating func removeAll(keepingAtMost limit: Int = .max) {
+        count = 0
+        guard capacity > limit else { return }
+        base.deallocate()
+        capacity = max(16, limit)
+        base = .allocate(capacity: capacity)
+    }
 
     /// At least `room` free bytes after `count`, the memory doubled as often as that takes.
     private mutating func reserve(_ room: Int) {

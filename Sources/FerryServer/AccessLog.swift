@@ -34,18 +34,24 @@ final class AccessLog {
     let format: LogFormat
     /// Requests at least this slow are flagged.
     let slowNs: UInt64
-    private var buffer = AppendBuffer(capacity: 1 << 17)
+    private var buffer = AppendBuffer(capacity: 16 * 1024)
     /// The time of the lines being buffered, `2026-12-03T08:47:00.123Z`: read when a line finds the buffer empty.
     private var stamp: [UInt8] = []
     /// The formatted date and time of the current second, and that second (formatting a date per line cost more
     /// than the rest).
     private var secondPrefix: [UInt8] = []
     private var second: Int = -1
+    /// The wall clock (tests count its reads).
+    private let clock: () -> timespec
 
-    init(sink: LogSink, format: LogFormat, slowMs: Int) {
+    /// The most buffer a flush leaves it: one line with a very long URL must not keep megabytes for good.
+    static let keptBufferBytes = 1 << 20
+
+    init(sink: LogSink, format: LogFormat, slowMs: Int, clock: @escaping () -> timespec = AccessLog.realtime) {
         self.sink = sink
         self.format = format
         slowNs = UInt64(slowMs) * 1_000_000
+        self.clock = clock
     }
 
     /// Whether a request that took this long gets a line (info for every one, warn for slow ones); asked before
@@ -131,13 +137,32 @@ final class AccessLog {
         c.int(Int64(bitPattern: value))
     }
 
-    /// The time of the lines to come, `2026-12-03T08:47:00.123Z`, the second's part made once a second.
-    private func readTime() {
+    static func realtime() -> timespec {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
+        return ts
+    }
+
+    /// The time of the lines to come, `2026-12-03T08:47:00.123Z`, the second's part made once a second (from the
+    /// same reading as the milliseconds: a second read could fall in the next second).
+    private func readTime() {
+        let ts = clock()
         if ts.tv_sec != second {
             second = ts.tv_sec
-            secondPrefix = Array(Logger.timestamp().prefix(19).utf8)   // through the seconds
+            var t = ts.tv_sec, parts = tm()
+            gmtime_r(&t, &parts)
+            secondPrefix.removeAll(keepingCapacity: true)
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { room in
+                var c = ByteCursor(room)
+                c.int(Int64(parts.tm_year) + 1900)
+                for (separator, value) in [("-", parts.tm_mon + 1), ("-", parts.tm_mday), ("T", parts.tm_hour),
+                                           (":", parts.tm_min), (":", parts.tm_sec)] {
+                    c.byte(UInt8(ascii: separator.unicodeScalars.first!))
+                    c.byte(UInt8(48 + value / 10))
+                    c.byte(UInt8(48 + value % 10))
+                }
+                secondPrefix += c.written
+            }
         }
         let ms = Int(ts.tv_nsec / 1_000_000)
         stamp.removeAll(keepingCapacity: true)
@@ -149,7 +174,7 @@ final class AccessLog {
     func flush() {
         guard !buffer.isEmpty else { return }
         sink.write(buffer.bytes)
-        buffer.removeAll()
+        buffer.removeAll(keepingAtMost: AccessLog.keptBufferBytes)
     }
 
     /// Whether a logfmt value goes as it is: not empty, and no space, quote, equals sign or control character.

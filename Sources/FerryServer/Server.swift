@@ -282,6 +282,8 @@ public final class Server {
         case .closeAllNow:
             table.closeAllNow()
         case .releaseLoop:
+            // The lines of the requests just cancelled or closed: this iteration's end may not come.
+            table.access?.flush()
             fetch?.close()
             l2?.leases?.close()
             l2?.redis.close()

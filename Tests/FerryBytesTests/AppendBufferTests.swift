@@ -34,6 +34,22 @@ import Testing
         #expect(bytes == Array(("0123456789" + long).utf8))
     }
 
+    @Test func removeAllGivesBackMemoryPastItsLimit() {
+        var b = AppendBuffer(capacity: 64)
+        b.append(room: 10_000) { c in c.utf8(String(repeating: "y", count: 10_000)) }
+        let grown = b.capacity
+        #expect(grown >= 10_000)
+        b.removeAll(keepingAtMost: 1 << 20)
+        let kept = b.capacity
+        #expect(kept == grown)                 // under the limit: kept for the next bytes
+        b.removeAll(keepingAtMost: 256)
+        let shrunk = b.capacity
+        #expect(shrunk == 256)
+        b.append(room: 8) { c in c.ascii("after") }
+        let bytes = Array(b.bytes)
+        #expect(bytes == Array("after".utf8))
+    }
+
     @Test func removeAllStartsAgain() {
         var b = AppendBuffer()
         b.append(room: 8) { c in c.ascii("first") }

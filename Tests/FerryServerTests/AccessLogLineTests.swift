@@ -5,7 +5,8 @@ import FerryProtocol
 
 /// The access line as written through its cursor: every field in its place, logfmt values quoted only when they
 /// must be, JSON strings escaped byte for byte as `JSONWriter` escapes them, slow requests flagged (and alone at
-/// warn), the lines of one flush under one time, and a line far longer than the buffer's first room written whole.
+/// warn), the clock read once per flush (counted) and its second written as it is, and a line far longer than the
+/// buffer's first room written whole.
 @Suite struct AccessLogLineTests {
     /// The lines `entries` come to, in `format` at `level`, read back from a log file.
     static func lines(_ format: LogFormat, level: LogLevel = .info, slowMs: Int = 1000, _ entries: [AccessEntry]) throws -> [String] {
@@ -65,12 +66,57 @@ import FerryProtocol
         #expect(json.hasSuffix(",\"ms\":1500.000,\"slow\":true}"))
     }
 
-    @Test func linesOfOneFlushShareTheirTimeAndLongOnesAreWhole() throws {
+    @Test func aLongLineIsWrittenWhole() throws {
         var long = Self.fetch
         long.url = "http://127.0.0.1/" + String(repeating: "p", count: 300_000)   // past the buffer's first room
-        let got = try Self.lines(.logfmt, Array(repeating: Self.fetch, count: 50) + [long])
-        #expect(got.count == 51)
-        #expect(Set(got.map { $0.prefix(24) }).count == 1)
+        let got = try Self.lines(.logfmt, Array(repeating: Self.fetch, count: 50) + [long, Self.fetch])
+        #expect(got.count == 52)
         #expect(got[50].contains("url=" + long.url! + " status=ok"))
+        #expect(Self.untimed(got[51]) == Self.untimed(got[0]))
+    }
+
+    /// A wall clock that counts its reads and moves on a second each time.
+    final class CountingClock {
+        var reads = 0
+        let start: Int
+        init(start: Int) { self.start = start }
+        func read() -> timespec {
+            reads += 1
+            return timespec(tv_sec: start + reads - 1, tv_nsec: 123_456_789)
+        }
+    }
+
+    @Test func theClockIsReadOncePerFlushAndEachLineCarriesThatTime() throws {
+        let path = NSTemporaryDirectory() + "access-\(UUID().uuidString).log"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let clock = CountingClock(start: 1_000_000_000)
+        let log = AccessLog(sink: LogSink(level: .info, path: path, format: .logfmt), format: .logfmt, slowMs: 1000,
+                            clock: clock.read)
+        log.flush()
+        #expect(clock.reads == 0)   // no line, no reading
+        for _ in 0..<3 { log.request(Self.fetch) }
+        log.flush()
+        #expect(clock.reads == 1)
+        for _ in 0..<2 { log.request(Self.fetch) }
+        log.flush()
+        #expect(clock.reads == 2)
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        let stamps = text.split(separator: "\n").map { String($0.prefix(24)) }
+        #expect(stamps == Array(repeating: "2001-09-09T01:46:40.123Z", count: 3) + Array(repeating: "2001-09-09T01:46:41.123Z", count: 2))
+    }
+
+    @Test func theDateIsTheClocksOwnSecond() throws {
+        for (seconds, expected) in [(0, "1970-01-01T00:00:00.123Z"), (1_764_921_600, "2025-12-05T08:00:00.123Z"),
+                                    (951_782_399, "2000-02-28T23:59:59.123Z"), (951_782_400 + 86_400, "2000-03-01T00:00:00.123Z")] {
+            let path = NSTemporaryDirectory() + "access-\(UUID().uuidString).log"
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            let clock = CountingClock(start: seconds)
+            let log = AccessLog(sink: LogSink(level: .info, path: path, format: .logfmt), format: .logfmt, slowMs: 1000,
+                                clock: clock.read)
+            log.request(Self.fetch)
+            log.flush()
+            let text = try String(contentsOfFile: path, encoding: .utf8)
+            #expect(String(text.prefix(24)) == expected)
+        }
     }
 }
