@@ -149,20 +149,7 @@ final class AccessLog {
         let ts = clock()
         if ts.tv_sec != second {
             second = ts.tv_sec
-            var t = ts.tv_sec, parts = tm()
-            gmtime_r(&t, &parts)
-            secondPrefix.removeAll(keepingCapacity: true)
-            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { room in
-                var c = ByteCursor(room)
-                c.int(Int64(parts.tm_year) + 1900)
-                for (separator, value) in [("-", parts.tm_mon + 1), ("-", parts.tm_mday), ("T", parts.tm_hour),
-                                           (":", parts.tm_min), (":", parts.tm_sec)] {
-                    c.byte(UInt8(ascii: separator.unicodeScalars.first!))
-                    c.byte(UInt8(48 + value / 10))
-                    c.byte(UInt8(48 + value % 10))
-                }
-                secondPrefix += c.written
-            }
+            secondPrefix = Array(Logger.timestamp(ts).prefix(19).utf8)   // through the seconds
         }
         let ms = Int(ts.tv_nsec / 1_000_000)
         stamp.removeAll(keepingCapacity: true)

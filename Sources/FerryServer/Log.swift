@@ -63,6 +63,11 @@ public struct Logger: Sendable {
     static func timestamp() -> String {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
+        return timestamp(ts)
+    }
+
+    /// The same, of the time `ts` (the access log formats the reading it took).
+    static func timestamp(_ ts: timespec) -> String {
         var t = ts.tv_sec
         var parts = tm()
         gmtime_r(&t, &parts)
