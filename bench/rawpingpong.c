@@ -14,6 +14,11 @@
  * MODE: seq (1 connection, 1 in flight), pipelined (1 connection, N in flight, default 50) or conns (N connections,
  * default 50, 1 in flight each, one poll() loop). The server serves any number of connections with one epoll loop,
  * the mechanism ferryd's libuv loop uses; it runs until killed.
+ *
+ * ferry-seq, ferry-pipelined, ferry-conns: the same loads sent to ferryd itself, as real `ping` frames
+ * ({"id":N,"op":"ping"}, ids of 7 digits as ferry-bench's, so every frame has REQ_BYTES bytes), each whole reply
+ * checked to be the pong of its request. Why: the C echo and ferryd are then driven by the same client, whose own
+ * cost (it runs at 100 % of its core at 50 connections) would otherwise differ between the two sides of a ratio.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -32,6 +37,8 @@
 #define IOBUF (64 * 1024)   /* one read's worth, as ferry-bench's 16+ KiB reads */
 
 static size_t req_bytes, reply_bytes;
+/* Whether the client sends ferryd `ping` frames (the ferry-* modes) instead of REQ_BYTES of 'q'. */
+static int ferry_frames;
 
 static void die(const char *what) { perror(what); exit(1); }
 
@@ -112,6 +119,37 @@ static void serve(const char *path) {
 
 /* ---- client ------------------------------------------------------------------------------------------------ */
 
+/* A ferryd ping frame for request `seq` of a connection: an 8-byte header (JSON length, body length; big-endian
+ * 32-bit each), then {"id":N,"op":"ping"} with N = 1000000 + seq modulo 2^23 (7 digits, as ferry-bench's ids).
+ * Outside the ferry-* modes, REQ_BYTES of 'q'. */
+#define FIRST_ID 1000000u
+#define ID_SPAN (1u << 23)
+static void put_request(char *out, uint64_t seq) {
+    if (!ferry_frames) { memset(out, 'q', req_bytes); return; }
+    char json[64];
+    int n = snprintf(json, sizeof json, "{\"id\":%u,\"op\":\"ping\"}", (unsigned)(FIRST_ID + (seq % ID_SPAN)));
+    if ((size_t)n + 8 != req_bytes) { fprintf(stderr, "ping frame of %d bytes, not %zu\n", n + 8, req_bytes); exit(2); }
+    uint32_t jl = (uint32_t)n;
+    unsigned char h[8] = {jl >> 24, jl >> 16, jl >> 8, jl, 0, 0, 0, 0};
+    memcpy(out, h, 8);
+    memcpy(out + 8, json, (size_t)n);
+}
+
+/* The tail every pong reply ends with; a reply whose bytes lie whole in one read is checked against it (an error
+ * reply, or one for another operation, differs there), and one that fails ends the run. */
+static const char pong_tail[] = ",\"final\":true,\"result\":{\"pong\":true}}";
+static void check_replies(const char *in, size_t offset, size_t n) {
+    if (!ferry_frames) return;
+    size_t tail = sizeof pong_tail - 1;
+    /* Only replies that start at `offset` and lie whole in [in, in + n). */
+    for (size_t at = offset; at + reply_bytes <= n; at += reply_bytes) {
+        if (memcmp(in + at + reply_bytes - tail, pong_tail, tail) != 0 || memcmp(in + at + 8, "{\"id\":", 6) != 0) {
+            fprintf(stderr, "ferryd answered something other than a pong: %.*s\n", (int)(reply_bytes - 8), in + at + 8);
+            exit(1);
+        }
+    }
+}
+
 struct samples { uint64_t *v; size_t n, cap; };
 
 static void record(struct samples *s, uint64_t ns) {
@@ -137,11 +175,42 @@ static double percentile_us(const struct samples *s, double p) {
     return (double)s->v[idx] / 1000.0;
 }
 
+/* Reads exactly n bytes. */
+static void read_all(int fd, char *p, size_t n) {
+    while (n > 0) {
+        ssize_t r = recv(fd, p, n, 0);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) die("recv");
+        p += r;
+        n -= (size_t)r;
+    }
+}
+
+/* ferryd answers nothing before `hello` (PROTOCOL.md): each connection of a ferry-* mode says it, unmeasured, and
+ * reads its reply whole (its length from the header). */
+static void hello(int fd) {
+    static const char json[] = "{\"id\":1,\"op\":\"hello\",\"args\":{\"versions\":[1],\"client\":\"rawpingpong\"}}";
+    uint32_t jl = sizeof json - 1;
+    unsigned char h[8] = {jl >> 24, jl >> 16, jl >> 8, jl, 0, 0, 0, 0};
+    write_all(fd, (const char *)h, 8);
+    write_all(fd, json, jl);
+    unsigned char rh[8];
+    read_all(fd, (char *)rh, 8);
+    size_t rest = ((size_t)rh[0] << 24 | (size_t)rh[1] << 16 | (size_t)rh[2] << 8 | rh[3])
+                + ((size_t)rh[4] << 24 | (size_t)rh[5] << 16 | (size_t)rh[6] << 8 | rh[7]);
+    char *reply = malloc(rest + 1);
+    read_all(fd, reply, rest);
+    reply[rest] = 0;
+    if (!strstr(reply, "\"final\":true,\"result\"")) { fprintf(stderr, "hello failed: %s\n", reply); exit(1); }
+    free(reply);
+}
+
 static int dial(const char *path) {
     struct sockaddr_un a = address(path);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) die("socket");
     if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) die("connect");
+    if (ferry_frames) hello(fd);
     return fd;
 }
 
@@ -159,9 +228,9 @@ static int more(const struct run *r) { return now_ns() < r->deadline; }
 static void run_seq(const char *path, struct run *r, double seconds) {
     int fd = dial(path);
     char *msg = malloc(req_bytes), *in = malloc(IOBUF);
-    memset(msg, 'q', req_bytes);
     begin(r, seconds);
     while (more(r)) {
+        put_request(msg, r->issued);
         uint64_t t0 = now_ns();
         write_all(fd, msg, req_bytes);
         size_t got = 0;
@@ -169,6 +238,7 @@ static void run_seq(const char *path, struct run *r, double seconds) {
             ssize_t n = recv(fd, in, IOBUF, 0);
             if (n < 0 && errno == EINTR) continue;
             if (n <= 0) die("recv");
+            if (got == 0) check_replies(in, 0, (size_t)n);
             got += (size_t)n;
         }
         record(&r->lat, now_ns() - t0);
@@ -185,22 +255,29 @@ static void run_seq(const char *path, struct run *r, double seconds) {
 static void run_pipelined(const char *path, struct run *r, double seconds, int depth) {
     int fd = dial(path);
     char *batch = malloc(req_bytes * (size_t)depth), *in = malloc(IOBUF);
-    memset(batch, 'q', req_bytes * (size_t)depth);
     uint64_t sent_at[SLOTS];
     size_t leftover = 0;
     begin(r, seconds);
     int k = 0;
-    for (; k < depth && more(r); k++) sent_at[r->issued++ % SLOTS] = now_ns();
+    for (; k < depth && more(r); k++) {
+        put_request(batch + req_bytes * (size_t)k, r->issued);
+        sent_at[r->issued++ % SLOTS] = now_ns();
+    }
     write_all(fd, batch, req_bytes * (size_t)k);
     while (r->completed < r->issued) {
         ssize_t n = recv(fd, in, IOBUF, 0);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) die("recv");
+        /* The first reply starting in this read starts where the last read's partial one ends. */
+        check_replies(in, leftover == 0 ? 0 : reply_bytes - leftover, (size_t)n);
         size_t total = leftover + (size_t)n, answered = total / reply_bytes;
         leftover = total % reply_bytes;
         uint64_t t = now_ns();
         for (size_t j = 0; j < answered; j++) record(&r->lat, t - sent_at[r->completed++ % SLOTS]);
-        for (k = 0; k < (int)answered && more(r); k++) sent_at[r->issued++ % SLOTS] = now_ns();
+        for (k = 0; k < (int)answered && more(r); k++) {
+            put_request(batch + req_bytes * (size_t)k, r->issued);
+            sent_at[r->issued++ % SLOTS] = now_ns();
+        }
         if (k > 0) write_all(fd, batch, req_bytes * (size_t)k);
     }
     r->end = now_ns();
@@ -214,11 +291,12 @@ static void run_conns(const char *path, struct run *r, double seconds, int conns
     struct pollfd *pfd = calloc((size_t)conns, sizeof *pfd);
     uint64_t *sent_at = calloc((size_t)conns, sizeof *sent_at);
     size_t *got = calloc((size_t)conns, sizeof *got);
+    uint64_t *sent = calloc((size_t)conns, sizeof *sent);   /* requests sent on each connection: the next id */
     char *msg = malloc(req_bytes), *in = malloc(IOBUF);
-    memset(msg, 'q', req_bytes);
     for (int c = 0; c < conns; c++) pfd[c] = (struct pollfd){.fd = dial(path), .events = POLLIN};
     begin(r, seconds);
     for (int c = 0; c < conns && more(r); c++) {
+        put_request(msg, sent[c]++);
         sent_at[c] = now_ns();
         write_all(pfd[c].fd, msg, req_bytes);
         r->issued++;
@@ -232,12 +310,14 @@ static void run_conns(const char *path, struct run *r, double seconds, int conns
             ssize_t n = recv(pfd[c].fd, in, IOBUF, 0);
             if (n < 0 && errno == EINTR) continue;
             if (n <= 0) die("recv");
+            if (got[c] == 0) check_replies(in, 0, (size_t)n);
             got[c] += (size_t)n;
             if (got[c] < reply_bytes) continue;
             got[c] -= reply_bytes;
             record(&r->lat, now_ns() - sent_at[c]);
             r->completed++;
             if (more(r)) {
+                put_request(msg, sent[c]++);
                 sent_at[c] = now_ns();
                 write_all(pfd[c].fd, msg, req_bytes);
                 r->issued++;
@@ -246,25 +326,28 @@ static void run_conns(const char *path, struct run *r, double seconds, int conns
     }
     r->end = now_ns();
     for (int c = 0; c < conns; c++) close(pfd[c].fd);
-    free(pfd); free(sent_at); free(got); free(msg); free(in);
+    free(pfd); free(sent_at); free(got); free(sent); free(msg); free(in);
 }
 
 static void measure(const char *path, const char *mode, struct run *r, double seconds, int n) {
+    if (strncmp(mode, "ferry-", 6) == 0) mode += 6;   /* ferry_frames is set by `client` */
     if (strcmp(mode, "seq") == 0) run_seq(path, r, seconds);
     else if (strcmp(mode, "pipelined") == 0) run_pipelined(path, r, seconds, n);
     else if (strcmp(mode, "conns") == 0) run_conns(path, r, seconds, n);
-    else { fprintf(stderr, "unknown mode %s (seq, pipelined, conns)\n", mode); exit(2); }
+    else { fprintf(stderr, "unknown mode %s ([ferry-]seq, pipelined, conns)\n", mode); exit(2); }
 }
 
 static int client(const char *path, const char *mode, double seconds, int n) {
     struct run warm, r;
+    ferry_frames = strncmp(mode, "ferry-", 6) == 0;
     measure(path, mode, &warm, 0.5, n);        /* thrown away, as ferry-bench's --warmup */
     free(warm.lat.v);
     measure(path, mode, &r, seconds, n);
     qsort(r.lat.v, r.lat.n, sizeof *r.lat.v, cmp_u64);
     double secs = (double)(r.end - r.start) / 1e9;
-    int conns = strcmp(mode, "conns") == 0 ? n : 1;
-    int in_flight = strcmp(mode, "pipelined") == 0 ? n : 1;
+    const char *shape = ferry_frames ? mode + 6 : mode;
+    int conns = strcmp(shape, "conns") == 0 ? n : 1;
+    int in_flight = strcmp(shape, "pipelined") == 0 ? n : 1;
     double ops = (double)r.completed / secs, p50 = percentile_us(&r.lat, 0.50), p99 = percentile_us(&r.lat, 0.99);
     printf("RESULT mode=c-%s ops_per_s=%.0f p50_us=%.1f p99_us=%.1f msg_bytes=%zu reply_bytes=%zu conns=%d "
            "in_flight=%d requests=%llu seconds=%.3f\n",
@@ -293,7 +376,7 @@ int main(int argc, char **argv) {
         return client(argv[2], argv[5], seconds, n);
     }
     fprintf(stderr, "usage: %s server SOCKET REQ_BYTES REPLY_BYTES\n"
-                    "       %s client SOCKET REQ_BYTES REPLY_BYTES seq|pipelined|conns [SECONDS [N]]\n",
+                    "       %s client SOCKET REQ_BYTES REPLY_BYTES [ferry-]seq|pipelined|conns [SECONDS [N]]\n",
             argv[0], argv[0]);
     return 2;
 }

@@ -2,7 +2,8 @@
 # bench/run.sh — Ferry's benchmark (`make bench`). BENCHMARKS.md says what each row means.
 #
 # Builds release binaries, starts a private ferryd, measures `ping` round trips with ferry-bench in four load
-# shapes, measures the same shapes against bench/rawpingpong.c (a C Unix-socket echo: the physical limit), then
+# shapes, measures the same shapes against bench/rawpingpong.c (a C Unix-socket echo: the physical limit; its C
+# client also drives ferryd with real pings, so that one row of each shape has the same client on both sides), then
 # cache.set / cache.get with 100-byte values beside redis-benchmark against a private redis-server (installed with
 # apt-get when missing; in memory and with an append-only file; at 50 connections also driven by ferry-bench itself,
 # so both servers face the same client), then the whole-process start-up of `ferry ping` beside `curl` against a local python3
@@ -136,6 +137,13 @@ c_once() {
         "${CLIENT_CPU[@]}" "$TMP/rawpingpong" client "$RAW_SOCK" "$MSG_BYTES" "$REPLY_BYTES" "$1" "$BENCH_SECONDS" "${3:-50}"
 }
 
+# cf_once MODE LABEL [N]: one run of a rawpingpong client mode against ferryd, sending real pings (ferry-MODE): the
+# same client as the C echo's rows, so that both sides of those ratios pay the same client.
+cf_once() {
+    measured "$FERRYD_PID" "c-ferry-$1" "$2" \
+        "${CLIENT_CPU[@]}" "$TMP/rawpingpong" client "$SOCK" "$MSG_BYTES" "$REPLY_BYTES" "ferry-$1" "$BENCH_SECONDS" "${3:-50}"
+}
+
 # run_c MODE LABEL [N]: REPEATS runs of one rawpingpong client mode against the reference server.
 run_c() {
     local k
@@ -166,6 +174,8 @@ for ((round = 1; round <= REPEATS; round++)); do
     ferry_once client-executor client-executor
     ferry_once raw-conns raw-conns
     c_once conns c-conns 50
+    cf_once pipelined cf-pipelined 50
+    cf_once conns cf-conns 50
 done
 
 # Same core: a cross-core round trip on a VM pays two inter-processor wake-ups, which can hide the server's own
@@ -477,6 +487,8 @@ shape_rows() {
 shape_rows raw-seq c-seq "raw-seq: 1 conn, 1 in flight"
 shape_rows raw-pipelined c-pipelined "raw-pipelined: 1 conn, 50 in flight"
 shape_rows raw-conns c-conns "raw-conns: 50 conns × 1 in flight"
+shape_rows cf-pipelined c-pipelined "1 conn, 50 in flight, the C client on both sides"
+shape_rows cf-conns c-conns "50 conns × 1 in flight, the C client on both sides"
 shape_rows client c-pipelined "client: FerryClient, 50 tasks, 1 conn"
 shape_rows client-executor c-pipelined "client-executor: the same tasks preferring client.executor"
 shape_rows raw-seq-1core c-seq-1core "raw-seq, both on CPU 1"
