@@ -15,7 +15,8 @@
 # Servers (ferryd, nginx, rawpingpong, the test origin) run on CPU 0, clients on CPU 1; every process started here
 # is stopped by PID on exit. nginx, wrk and hyperfine are installed with apt-get when missing (as root).
 #
-# Environment: BUILD_DIR (.build), SKIP_BUILD (0), SWIFT_FLAGS, BENCH_SECONDS (3, whole seconds: wrk -d), REPEATS (3), OUT_DIR (bench-results),
+# Environment: BUILD_DIR (.build), SKIP_BUILD (0), SWIFT_FLAGS, BENCH_SECONDS (3, whole seconds: wrk -d), REPEATS (3), GIG_REPEATS (7: the 1 GiB
+# row, below), OUT_DIR (bench-results),
 # CC (cc).
 set -euo pipefail
 
@@ -278,12 +279,20 @@ seconds_of() { local t0 t1; t0=$(date +%s%N); "$@" >/dev/null; t1=$(date +%s%N);
 # One unmeasured download first: nginx's file just made has none of its pages cached, and whichever side ran first
 # paid for reading them (the first ferry run took 3.6 s where the next took 1.1–1.6 s, curl never ran cold).
 "${CLIENT_CPU[@]}" curl -s -o /dev/null "$GIG_URL"
-for ((k = 1; k <= REPEATS; k++)); do
+# GIG_REPEATS rounds (7), not REPEATS: writing a gibibyte to the file system costs the writer 0.4 to 1.5 s of system
+# time from one run to the next, on either side (the same build measured 1.04 to 1.87 s in a row, curl 1.18 to
+# 1.99 s), so three rounds gave a median that moved by a fifth. Which side goes first alternates.
+gig_ferry() {
     fs=$(seconds_of "${CLIENT_CPU[@]}" "$BIN/ferry" fetch -s --cache no-store "$GIG_URL" -o "$TMP/gig-ferry.bin")
     [[ $(stat -c %s "$TMP/gig-ferry.bin") == 1073741824 ]] || { echo "ferry fetch wrote $(stat -c %s "$TMP/gig-ferry.bin") bytes" >&2; exit 1; }
     rm -f "$TMP/gig-ferry.bin"
+}
+gig_curl() {
     cs=$(seconds_of "${CLIENT_CPU[@]}" curl -s -o "$TMP/gig-curl.bin" "$GIG_URL")
     rm -f "$TMP/gig-curl.bin"
+}
+for ((k = 1; k <= ${GIG_REPEATS:-7}; k++)); do
+    if ((k % 2)); then gig_ferry; gig_curl; else gig_curl; gig_ferry; fi
     echo "RESULT mode=gig-ferry mb_per_s=$(awk -v s="$fs" 'BEGIN { printf "%.0f", 1073.741824 / s }') seconds=$fs" | tee -a "$RESULTS"
     echo "RESULT mode=gig-curl mb_per_s=$(awk -v s="$cs" 'BEGIN { printf "%.0f", 1073.741824 / s }') seconds=$cs" | tee -a "$RESULTS"
 done
