@@ -41,6 +41,33 @@ import Testing
         #expect(window.read(at: 8, max: 8) == StreamWindowTests.bytes(8..<16))
     }
 
+    /// Pieces let go are filled again (no new memory a piece), and one the reader still holds keeps its bytes.
+    @Test func piecesLetGoAreReusedAndAHeldOneIsNeverWritten() {
+        // A reader that lets each piece go before the next is appended: every piece after the first is a spare.
+        var fast = StreamWindow(start: 0, pieceBytes: 8)
+        for k in 0..<10 {
+            StreamWindowTests.append(&fast, k * 8..<k * 8 + 8)
+            #expect(fast.read(at: k * 8, max: 8) == StreamWindowTests.bytes(k * 8..<k * 8 + 8))
+        }
+        #expect(fast.piecesReused == 9)
+
+        // A reader that holds the first piece while the window lets it go and fills three more.
+        var window = StreamWindow(start: 0, pieceBytes: 8)
+        StreamWindowTests.append(&window, 0..<16)
+        let held = window.read(at: 0, max: 8)          // the first piece itself
+        _ = window.read(at: 8, max: 8)                 // reading past it lets the window's reference go
+        StreamWindowTests.append(&window, 16..<40)
+        #expect(held == StreamWindowTests.bytes(0..<8), "a piece the reader holds keeps its bytes")
+        #expect(window.piecesReused == 2, "both pieces let go were spares; the held one's with memory of its own")
+        let heldAt = held.withUnsafeBufferPointer { $0.baseAddress }
+        for offset in stride(from: 16, to: 40, by: 8) {
+            let piece = window.read(at: offset, max: 8)
+            #expect(piece == StreamWindowTests.bytes(offset..<offset + 8))
+            #expect(piece.withUnsafeBufferPointer { $0.baseAddress } != heldAt, "never the held piece's memory")
+        }
+        #expect(held == StreamWindowTests.bytes(0..<8))
+    }
+
     @Test func whatIsUnreadIsTakenOutInOrderFromWhereTheReaderIs() {
         var window = StreamWindow(start: 100, pieceBytes: 4)
         StreamWindowTests.append(&window, 100..<111)
