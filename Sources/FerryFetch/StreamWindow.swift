@@ -82,9 +82,11 @@ struct StreamWindow {
     /// pieces wholly before `offset` are let go first: the one reader has them.
     mutating func read(at offset: Int, max: Int) -> [UInt8] {
         precondition(offset >= start && offset <= end, "a read inside the window")
-        while let first = pieces.first, start + first.count <= offset {
-            start += first.count
-            heldBytes -= first.count
+        // By count, not by the piece: a binding of the piece would be a second reference to it, and the spare made
+        // of it then new memory (an unoptimised build keeps such references to the end of the scope).
+        while let count = pieces.first?.count, start + count <= offset {
+            start += count
+            heldBytes -= count
             keepSpare(pieces.removeFirst())
         }
         guard let piece = pieces.first, max > 0 else { return [] }
@@ -95,12 +97,13 @@ struct StreamWindow {
         return Array(piece[from..<from + take])
     }
 
-    /// Keeps a piece let go for the bytes to come, emptied, when there is room among the spares and it is of the
-    /// piece size. Emptied in place only if nothing else holds it (else the array takes new memory of the same
-    /// capacity, and the holder keeps the bytes).
+    /// Keeps a piece let go for the bytes to come, emptied, when there is room among the spares and its capacity
+    /// is the piece size's (a larger first piece, grown by doubling, is let go: the spares hold at most
+    /// `maxSpares` pieces' memory beyond the window). Emptied in place only if nothing else holds it (else the
+    /// array takes new memory of the same capacity, and the holder keeps the bytes).
     private mutating func keepSpare(_ piece: consuming [UInt8]) {
-        guard spares.count < StreamWindow.maxSpares, piece.capacity >= pieceBytes else { return }
-        var piece = piece
+        guard spares.count < StreamWindow.maxSpares, piece.capacity >= pieceBytes, piece.capacity < 2 * pieceBytes
+        else { return }
         piece.removeAll(keepingCapacity: true)
         spares.append(piece)
     }

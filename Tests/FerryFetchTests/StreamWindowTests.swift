@@ -42,30 +42,52 @@ import Testing
     }
 
     /// Pieces let go are filled again (no new memory a piece), and one the reader still holds keeps its bytes.
+    /// Pieces of 64 bytes: the allocator rounds a piece's capacity up, and a spare may be at most twice the piece
+    /// size (8-byte pieces were sometimes given three times their size, and not kept).
     @Test func piecesLetGoAreReusedAndAHeldOneIsNeverWritten() {
-        // A reader that lets each piece go before the next is appended: every piece after the first is a spare.
-        var fast = StreamWindow(start: 0, pieceBytes: 8)
+        let p = 64
+        // A reader that lets each piece go before the next is appended: every piece after the first is a spare,
+        // in the same memory (a spare that took new memory, a second reference kept while it was emptied, would
+        // show a second address: the first piece still alive beside it).
+        var fast = StreamWindow(start: 0, pieceBytes: p)
+        var addresses = Set<UnsafePointer<UInt8>?>()
         for k in 0..<10 {
-            StreamWindowTests.append(&fast, k * 8..<k * 8 + 8)
-            #expect(fast.read(at: k * 8, max: 8) == StreamWindowTests.bytes(k * 8..<k * 8 + 8))
+            StreamWindowTests.append(&fast, k * p..<(k + 1) * p)
+            let piece = fast.read(at: k * p, max: p)
+            #expect(piece == StreamWindowTests.bytes(k * p..<(k + 1) * p))
+            addresses.insert(piece.withUnsafeBufferPointer { $0.baseAddress })
         }
         #expect(fast.piecesReused == 9)
+        #expect(addresses.count == 1, "one piece's memory, filled ten times")
+
+        // A reader one piece behind lets each piece go as it reads the next: three pieces' memory in turn.
+        var behind = StreamWindow(start: 0, pieceBytes: p)
+        StreamWindowTests.append(&behind, 0..<p)
+        addresses = []
+        for k in 0..<10 {
+            StreamWindowTests.append(&behind, (k + 1) * p..<(k + 2) * p)
+            let piece = behind.read(at: k * p, max: p)
+            #expect(piece == StreamWindowTests.bytes(k * p..<(k + 1) * p))
+            addresses.insert(piece.withUnsafeBufferPointer { $0.baseAddress })
+        }
+        #expect(behind.piecesReused == 8)
+        #expect(addresses.count == 3, "the piece read, the one after it, and the spare: no new memory after the first three")
 
         // A reader that holds the first piece while the window lets it go and fills three more.
-        var window = StreamWindow(start: 0, pieceBytes: 8)
-        StreamWindowTests.append(&window, 0..<16)
-        let held = window.read(at: 0, max: 8)          // the first piece itself
-        _ = window.read(at: 8, max: 8)                 // reading past it lets the window's reference go
-        StreamWindowTests.append(&window, 16..<40)
-        #expect(held == StreamWindowTests.bytes(0..<8), "a piece the reader holds keeps its bytes")
+        var window = StreamWindow(start: 0, pieceBytes: p)
+        StreamWindowTests.append(&window, 0..<2 * p)
+        let held = window.read(at: 0, max: p)          // the first piece itself
+        _ = window.read(at: p, max: p)                 // reading past it lets the window's reference go
+        StreamWindowTests.append(&window, 2 * p..<5 * p)
+        #expect(held == StreamWindowTests.bytes(0..<p), "a piece the reader holds keeps its bytes")
         #expect(window.piecesReused == 2, "both pieces let go were spares; the held one's with memory of its own")
         let heldAt = held.withUnsafeBufferPointer { $0.baseAddress }
-        for offset in stride(from: 16, to: 40, by: 8) {
-            let piece = window.read(at: offset, max: 8)
-            #expect(piece == StreamWindowTests.bytes(offset..<offset + 8))
+        for offset in stride(from: 2 * p, to: 5 * p, by: p) {
+            let piece = window.read(at: offset, max: p)
+            #expect(piece == StreamWindowTests.bytes(offset..<offset + p))
             #expect(piece.withUnsafeBufferPointer { $0.baseAddress } != heldAt, "never the held piece's memory")
         }
-        #expect(held == StreamWindowTests.bytes(0..<8))
+        #expect(held == StreamWindowTests.bytes(0..<p))
     }
 
     @Test func whatIsUnreadIsTakenOutInOrderFromWhereTheReaderIs() {
