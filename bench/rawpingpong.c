@@ -16,8 +16,9 @@
  * the mechanism ferryd's libuv loop uses; it runs until killed.
  *
  * ferry-seq, ferry-pipelined, ferry-conns: the same loads sent to ferryd itself, as real `ping` frames
- * ({"id":N,"op":"ping"}, ids of 7 digits as ferry-bench's, so every frame has REQ_BYTES bytes), each whole reply
- * checked to be the pong of its request. Why: the C echo and ferryd are then driven by the same client, whose own
+ * ({"id":N,"op":"ping"}, ids of 7 digits as ferry-bench's, so every frame has REQ_BYTES bytes), each reply that
+ * arrives whole in one read checked to be a pong (an error reply differs there). N at most 256 (ferryd's
+ * max_in_flight). Why: the C echo and ferryd are then driven by the same client, whose own
  * cost (it runs at 100 % of its core at 50 connections) would otherwise differ between the two sides of a ratio.
  */
 #define _GNU_SOURCE
@@ -198,7 +199,9 @@ static void hello(int fd) {
     read_all(fd, (char *)rh, 8);
     size_t rest = ((size_t)rh[0] << 24 | (size_t)rh[1] << 16 | (size_t)rh[2] << 8 | rh[3])
                 + ((size_t)rh[4] << 24 | (size_t)rh[5] << 16 | (size_t)rh[6] << 8 | rh[7]);
+    if (rest > 65536) { fprintf(stderr, "hello reply of %zu bytes\n", rest); exit(1); }
     char *reply = malloc(rest + 1);
+    if (!reply) die("malloc");
     read_all(fd, reply, rest);
     reply[rest] = 0;
     if (!strstr(reply, "\"final\":true,\"result\"")) { fprintf(stderr, "hello failed: %s\n", reply); exit(1); }
@@ -340,6 +343,10 @@ static void measure(const char *path, const char *mode, struct run *r, double se
 static int client(const char *path, const char *mode, double seconds, int n) {
     struct run warm, r;
     ferry_frames = strncmp(mode, "ferry-", 6) == 0;
+    if (ferry_frames && (reply_bytes < 8 + 6 + sizeof pong_tail - 1 || n > 256)) {
+        fprintf(stderr, "ferry modes: replies of at least %zu bytes, at most 256 in flight\n", 8 + 6 + sizeof pong_tail - 1);
+        exit(2);
+    }
     measure(path, mode, &warm, 0.5, n);        /* thrown away, as ferry-bench's --warmup */
     free(warm.lat.v);
     measure(path, mode, &r, seconds, n);
