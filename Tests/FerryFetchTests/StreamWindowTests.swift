@@ -10,6 +10,19 @@ import Testing
         bytes(range).withUnsafeBytes { window.append($0) }
     }
 
+    /// Ten rounds of: one piece appended `ahead` pieces past the reader, then the reader's next whole piece read
+    /// (and checked). The addresses of the pieces read.
+    static func readAlong(_ window: inout StreamWindow, pieceBytes p: Int, ahead: Int) -> Set<UnsafePointer<UInt8>?> {
+        var addresses = Set<UnsafePointer<UInt8>?>()
+        for k in 0..<10 {
+            append(&window, (k + ahead) * p..<(k + ahead + 1) * p)
+            let piece = window.read(at: k * p, max: p)
+            #expect(piece == bytes(k * p..<(k + 1) * p))
+            addresses.insert(piece.withUnsafeBufferPointer { $0.baseAddress })
+        }
+        return addresses
+    }
+
     @Test func piecesFillToTheirSizeAndAWholePieceIsHandedOverItself() {
         var window = StreamWindow(start: 0, pieceBytes: 4, first: [0, 1])
         StreamWindowTests.append(&window, 2..<11)
@@ -50,28 +63,15 @@ import Testing
         // in the same memory (a spare that took new memory, a second reference kept while it was emptied, would
         // show a second address: the first piece still alive beside it).
         var fast = StreamWindow(start: 0, pieceBytes: p)
-        var addresses = Set<UnsafePointer<UInt8>?>()
-        for k in 0..<10 {
-            StreamWindowTests.append(&fast, k * p..<(k + 1) * p)
-            let piece = fast.read(at: k * p, max: p)
-            #expect(piece == StreamWindowTests.bytes(k * p..<(k + 1) * p))
-            addresses.insert(piece.withUnsafeBufferPointer { $0.baseAddress })
-        }
+        #expect(StreamWindowTests.readAlong(&fast, pieceBytes: p, ahead: 0).count == 1, "one piece's memory, filled ten times")
         #expect(fast.piecesReused == 9)
-        #expect(addresses.count == 1, "one piece's memory, filled ten times")
 
         // A reader one piece behind lets each piece go as it reads the next: three pieces' memory in turn.
         var behind = StreamWindow(start: 0, pieceBytes: p)
         StreamWindowTests.append(&behind, 0..<p)
-        addresses = []
-        for k in 0..<10 {
-            StreamWindowTests.append(&behind, (k + 1) * p..<(k + 2) * p)
-            let piece = behind.read(at: k * p, max: p)
-            #expect(piece == StreamWindowTests.bytes(k * p..<(k + 1) * p))
-            addresses.insert(piece.withUnsafeBufferPointer { $0.baseAddress })
-        }
+        #expect(StreamWindowTests.readAlong(&behind, pieceBytes: p, ahead: 1).count == 3,
+                "the piece read, the one after it, and the spare: no new memory after the first three")
         #expect(behind.piecesReused == 8)
-        #expect(addresses.count == 3, "the piece read, the one after it, and the spare: no new memory after the first three")
 
         // A reader that holds the first piece while the window lets it go and fills three more.
         var window = StreamWindow(start: 0, pieceBytes: p)
