@@ -26,40 +26,38 @@ import Testing
         #expect(calls == [65536, 65536, 65536, 200_000 - 3 * 65536])
     }
 
-    @Test func aShortWriteGoesOnWhereItStoppedAndAnInterruptionIsRetried() {
+    /// Writes `bytes` through a fake whose second call fails with `failure`, and which takes at most `takes`
+    /// bytes a call: whether it succeeded, the bytes written, and the calls made.
+    static func writeFailingOnce(with failure: Int32, takes: Int) -> (ok: Bool, written: [UInt8], calls: Int) {
         var calls = 0
         var written: [UInt8] = []
-        let ok = FileOutputTests.bytes.withUnsafeBytes { b in
+        let ok = bytes.withUnsafeBytes { b in
             FileOutput.writeAll(b, pieceBytes: 65536) { p, n in
                 calls += 1
                 if calls == 2 {
-                    errno = EINTR
+                    errno = failure
                     return -1
                 }
-                let taken = min(n, 1000)                        // the kernel takes a little at a time
+                let taken = min(n, takes)
                 written.append(contentsOf: UnsafeRawBufferPointer(start: p, count: taken))
                 return taken
             }
         }
+        return (ok, written, calls)
+    }
+
+    @Test func aShortWriteGoesOnWhereItStoppedAndAnInterruptionIsRetried() {
+        // The kernel takes a little at a time, and the second call is interrupted.
+        let (ok, written, calls) = FileOutputTests.writeFailingOnce(with: EINTR, takes: 1000)
         #expect(ok)
         #expect(written == FileOutputTests.bytes)
         #expect(calls == 201, "200 writes of 1,000 bytes and the interrupted one")
     }
 
     @Test func anErrorStopsTheWritesAndSaysSo() {
-        var calls = 0
-        let ok = FileOutputTests.bytes.withUnsafeBytes { b in
-            FileOutput.writeAll(b, pieceBytes: 65536) { _, n in
-                calls += 1
-                if calls == 2 {
-                    errno = ENOSPC
-                    return -1
-                }
-                return n
-            }
-        }
+        let (ok, written, calls) = FileOutputTests.writeFailingOnce(with: ENOSPC, takes: .max)
         #expect(!ok && errno == ENOSPC)
-        #expect(calls == 2, "no write after the failed one")
+        #expect(calls == 2 && written.count == 65536, "no write after the failed one")
     }
 
     @Test func aRealFileHoldsTheBytes() throws {
