@@ -29,11 +29,13 @@ public enum FileOutput {
     /// alone, tested with a fake.
     static func writeAll(_ bytes: UnsafeRawBufferPointer, pieceBytes: Int,
                          write: (UnsafeRawPointer, Int) -> Int) -> Bool {
+        precondition(pieceBytes > 0, "pieces of at least a byte")
         guard let base = bytes.baseAddress else { return true }
         var off = 0
         while off < bytes.count {
             let n = write(base + off, min(pieceBytes, bytes.count - off))
             if n < 0 && errno == EINTR { continue }
+            if n == 0 { errno = EIO }   // nothing written and no error: say so, not an older errno
             if n <= 0 { return false }
             off += n
         }

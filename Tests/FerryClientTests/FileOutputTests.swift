@@ -27,8 +27,8 @@ import Testing
     }
 
     /// Writes `bytes` through a fake whose second call fails with `failure`, and which takes at most `takes`
-    /// bytes a call: whether it succeeded, the bytes written, and the calls made.
-    static func writeFailingOnce(with failure: Int32, takes: Int) -> (ok: Bool, written: [UInt8], calls: Int) {
+    /// bytes a call: whether it succeeded, `errno` right after, the bytes written, and the calls made.
+    static func writeFailingOnce(with failure: Int32, takes: Int) -> (ok: Bool, errno: Int32, written: [UInt8], calls: Int) {
         var calls = 0
         var written: [UInt8] = []
         let ok = bytes.withUnsafeBytes { b in
@@ -43,21 +43,29 @@ import Testing
                 return taken
             }
         }
-        return (ok, written, calls)
+        let error = errno
+        return (ok, error, written, calls)
     }
 
     @Test func aShortWriteGoesOnWhereItStoppedAndAnInterruptionIsRetried() {
         // The kernel takes a little at a time, and the second call is interrupted.
-        let (ok, written, calls) = FileOutputTests.writeFailingOnce(with: EINTR, takes: 1000)
+        let (ok, _, written, calls) = FileOutputTests.writeFailingOnce(with: EINTR, takes: 1000)
         #expect(ok)
         #expect(written == FileOutputTests.bytes)
         #expect(calls == 201, "200 writes of 1,000 bytes and the interrupted one")
     }
 
     @Test func anErrorStopsTheWritesAndSaysSo() {
-        let (ok, written, calls) = FileOutputTests.writeFailingOnce(with: ENOSPC, takes: .max)
-        #expect(!ok && errno == ENOSPC)
+        let (ok, error, written, calls) = FileOutputTests.writeFailingOnce(with: ENOSPC, takes: .max)
+        #expect(!ok && error == ENOSPC)
         #expect(calls == 2 && written.count == 65536, "no write after the failed one")
+    }
+
+    @Test func aWriteThatTakesNothingFailsWithAReason() {
+        errno = 0
+        let ok = FileOutputTests.bytes.withUnsafeBytes { b in FileOutput.writeAll(b, pieceBytes: 65536) { _, _ in 0 } }
+        let error = errno
+        #expect(!ok && error == EIO, "not an older errno, nor none")
     }
 
     @Test func aRealFileHoldsTheBytes() throws {
