@@ -125,15 +125,20 @@ static void serve(const char *path) {
  * Outside the ferry-* modes, REQ_BYTES of 'q'. */
 #define FIRST_ID 1000000u
 #define ID_SPAN (1u << 23)
+
+/* A frame without a body at `out`: the 8-byte header, then the `n` bytes of `json`. */
+static void put_frame(char *out, const char *json, size_t n) {
+    unsigned char h[8] = {n >> 24, n >> 16, n >> 8, n, 0, 0, 0, 0};
+    memcpy(out, h, 8);
+    memcpy(out + 8, json, n);
+}
+
 static void put_request(char *out, uint64_t seq) {
     if (!ferry_frames) { memset(out, 'q', req_bytes); return; }
     char json[64];
     int n = snprintf(json, sizeof json, "{\"id\":%u,\"op\":\"ping\"}", (unsigned)(FIRST_ID + (seq % ID_SPAN)));
     if ((size_t)n + 8 != req_bytes) { fprintf(stderr, "ping frame of %d bytes, not %zu\n", n + 8, req_bytes); exit(2); }
-    uint32_t jl = (uint32_t)n;
-    unsigned char h[8] = {jl >> 24, jl >> 16, jl >> 8, jl, 0, 0, 0, 0};
-    memcpy(out, h, 8);
-    memcpy(out + 8, json, (size_t)n);
+    put_frame(out, json, (size_t)n);
 }
 
 /* The tail every pong reply ends with; a reply whose bytes lie whole in one read is checked against it (an error
@@ -191,10 +196,9 @@ static void read_all(int fd, char *p, size_t n) {
  * reads its reply whole (its length from the header). */
 static void hello(int fd) {
     static const char json[] = "{\"id\":1,\"op\":\"hello\",\"args\":{\"versions\":[1],\"client\":\"rawpingpong\"}}";
-    uint32_t jl = sizeof json - 1;
-    unsigned char h[8] = {jl >> 24, jl >> 16, jl >> 8, jl, 0, 0, 0, 0};
-    write_all(fd, (const char *)h, 8);
-    write_all(fd, json, jl);
+    char frame[8 + sizeof json - 1];
+    put_frame(frame, json, sizeof json - 1);
+    write_all(fd, frame, sizeof frame);
     unsigned char rh[8];
     read_all(fd, (char *)rh, 8);
     size_t rest = ((size_t)rh[0] << 24 | (size_t)rh[1] << 16 | (size_t)rh[2] << 8 | rh[3])

@@ -131,18 +131,18 @@ run_ferry() {
     for ((k = 1; k <= REPEATS; k++)); do ferry_once "$@"; done
 }
 
-# c_once MODE LABEL [N]: one run of a rawpingpong client mode against the reference server.
-c_once() {
-    measured "$RAW_PID" "c-$1" "$2" \
-        "${CLIENT_CPU[@]}" "$TMP/rawpingpong" client "$RAW_SOCK" "$MSG_BYTES" "$REPLY_BYTES" "$1" "$BENCH_SECONDS" "${3:-50}"
+# rpp_once PID SOCKET MODE LABEL N: one run of a rawpingpong client mode against the server PID listening on SOCKET.
+rpp_once() {
+    measured "$1" "c-$3" "$4" \
+        "${CLIENT_CPU[@]}" "$TMP/rawpingpong" client "$2" "$MSG_BYTES" "$REPLY_BYTES" "$3" "$BENCH_SECONDS" "$5"
 }
+
+# c_once MODE LABEL [N]: one run of a rawpingpong client mode against the reference server.
+c_once() { rpp_once "$RAW_PID" "$RAW_SOCK" "$1" "$2" "${3:-50}"; }
 
 # cf_once MODE LABEL [N]: one run of a rawpingpong client mode against ferryd, sending real pings (ferry-MODE): the
 # same client as the C echo's rows, so that both sides of those ratios pay the same client.
-cf_once() {
-    measured "$FERRYD_PID" "c-ferry-$1" "$2" \
-        "${CLIENT_CPU[@]}" "$TMP/rawpingpong" client "$SOCK" "$MSG_BYTES" "$REPLY_BYTES" "ferry-$1" "$BENCH_SECONDS" "${3:-50}"
-}
+cf_once() { rpp_once "$FERRYD_PID" "$SOCK" "ferry-$1" "$2" "${3:-50}"; }
 
 # run_c MODE LABEL [N]: REPEATS runs of one rawpingpong client mode against the reference server.
 run_c() {
